@@ -1,0 +1,70 @@
+"""What every chunker shares: the ``Chunker`` protocol and the step that turns raw pieces
+(text, section path, line span) into ``Chunk`` objects with stable ids, positions, cl100k token
+counts and content hashes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from esrag.model import SECTION_SEPARATOR, Chunk, Document, content_hash
+from esrag.model import chunk_id as make_chunk_id
+from esrag.tokens import count_tokens_batch
+
+
+@runtime_checkable
+class Chunker(Protocol):
+    """Cuts one document into chunks. Implementations register under ``esrag.chunkers``."""
+
+    name: str
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        """Chunks of ``doc`` in document order (empty for an empty document)."""
+        ...
+
+
+@dataclass(slots=True)
+class Piece:
+    """A chunk before ids and counts: text, section path (titles), 1-based inclusive lines."""
+
+    text: str
+    section_path: tuple[str, ...]
+    start_line: int
+    end_line: int
+
+
+def finalize(doc: Document, pieces: list[Piece]) -> list[Chunk]:
+    """Turn pieces into chunks: stable ids, position i of n, cl100k token counts, hashes.
+
+    The id's ordinal counts earlier pieces of the same document with the same section path, so
+    ids survive edits in other sections and siblings with equal titles get distinct ids. The
+    content hash covers the chunk text, its section path and the document title (everything the
+    default indexed text derives from).
+    """
+    seen: Counter[str] = Counter()
+    tokens = count_tokens_batch([p.text for p in pieces]) if pieces else []
+    chunks: list[Chunk] = []
+    doc_title = doc.title or ""
+    for i, (piece, n_tokens) in enumerate(zip(pieces, tokens), start=1):
+        path = SECTION_SEPARATOR.join(piece.section_path)
+        ordinal = seen[path]
+        seen[path] += 1
+        chunks.append(
+            Chunk(
+                id=make_chunk_id(doc.corpus, doc.path, path, ordinal),
+                text=piece.text,
+                corpus=doc.corpus,
+                source_path=doc.path,
+                section_path=path,
+                start_line=piece.start_line,
+                end_line=piece.end_line,
+                position=i,
+                n_chunks=len(pieces),
+                tokens=n_tokens,
+                content_hash=content_hash(piece.text, path, doc_title),
+                doc_title=doc_title,
+                metadata=dict(doc.metadata),
+            )
+        )
+    return chunks

@@ -1,0 +1,152 @@
+"""Markdown block parsing with line spans and section paths (seed 000, App. N.1, "Block parsing").
+
+Where a block starts and ends is CommonMark's question, answered by markdown-it-py (tables and
+YAML front matter enabled, inline parsing off for speed). The result is mapped onto the seed's
+eight block types — front matter, fenced code, header, table, list, blockquote, thematic break,
+paragraph — plus two kinds the seed's own parser does not handle and the Laravel docs are full of:
+
+* ``html``: raw HTML blocks (``<div …>``, ``<style>``); kept in the text, never body;
+* ``anchor``: paragraphs made only of empty anchors (``<a name="x"></a>``) or HTML comments; kept
+  in the text, travel with the header they precede, never enter a section path.
+
+Indented code is CommonMark code (``code``), so a ``#`` line inside it is never a header. Lines
+that CommonMark turns into no block (link reference definitions) become paragraphs, so every
+non-blank line lands in exactly one block.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from markdown_it import MarkdownIt
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+from esrag.model import Block, BlockKind
+
+_ANCHOR_ONLY = re.compile(
+    r"^(?:\s*(?:<a\s+(?:name|id)\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>]+)\s*>\s*</a>|<a\s+(?:name|id)\s*=[^>]*/>|<!--.*?-->))+\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+_TOKEN_KIND = {
+    "front_matter": BlockKind.FRONT_MATTER,
+    "fence": BlockKind.CODE,
+    "code_block": BlockKind.CODE,
+    "heading_open": BlockKind.HEADER,
+    "table_open": BlockKind.TABLE,
+    "bullet_list_open": BlockKind.LIST,
+    "ordered_list_open": BlockKind.LIST,
+    "blockquote_open": BlockKind.BLOCKQUOTE,
+    "hr": BlockKind.THEMATIC_BREAK,
+    "paragraph_open": BlockKind.PARAGRAPH,
+    "html_block": BlockKind.HTML,
+}
+
+
+@functools.cache
+def _block_parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark").enable("table").use(front_matter_plugin)
+    md.core.ruler.disable(["inline", "text_join"])
+    return md
+
+
+@functools.cache
+def _inline_parser() -> MarkdownIt:
+    return MarkdownIt("commonmark")
+
+
+def normalize(text: str) -> str:
+    """Strip a leading byte-order mark and turn ``\\r\\n`` and lone ``\\r`` into ``\\n``."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def header_title(inline_source: str) -> str:
+    """Plain text of a header's inline Markdown: link text without its URL, code span content,
+    image alt text; raw HTML (anchors) dropped; whitespace collapsed."""
+    tokens = _inline_parser().parseInline(inline_source)
+    parts: list[str] = []
+    for tok in tokens[0].children or [] if tokens else []:
+        if tok.type in ("text", "code_inline"):
+            parts.append(tok.content)
+        elif tok.type == "image":
+            parts.append("".join(c.content for c in tok.children or []))
+        elif tok.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return " ".join("".join(parts).split())
+
+
+def parse_blocks(text: str) -> list[Block]:
+    """Parse normalised Markdown into blocks in document order, each with its section path.
+
+    Args:
+        text: document text, already passed through :func:`normalize`.
+
+    Returns:
+        Blocks with 1-based inclusive line spans. A header block's section path ends with its
+        own title; the header stack follows App. N.1 (a header of level l pops every entry of
+        level >= l, then is pushed). Headers whose title is empty keep their place in the stack
+        but add nothing to paths.
+    """
+    lines = text.split("\n")
+    spans = _top_level_spans(text)
+    blocks: list[Block] = []
+    stack: list[tuple[int, str]] = []
+    covered_until = 0  # 0-based line index: lines before this are covered
+    for kind, start, end, token_content in spans:
+        blocks.extend(_gap_paragraphs(lines, covered_until, start, stack))
+        covered_until = max(covered_until, end)
+        seg = lines[start:end]
+        while seg and not seg[-1].strip():
+            seg.pop()
+        block_text = "\n".join(seg)
+        if kind is BlockKind.PARAGRAPH and _ANCHOR_ONLY.match(token_content or block_text):
+            kind = BlockKind.ANCHOR
+        level = 0
+        if kind is BlockKind.HEADER:
+            level, title = token_content
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+        path = tuple(t for _, t in stack if t)
+        blocks.append(Block(kind, block_text, start + 1, start + len(seg), path, level))
+    blocks.extend(_gap_paragraphs(lines, covered_until, len(lines), stack))
+    return blocks
+
+
+def _top_level_spans(text: str) -> list[tuple[BlockKind, int, int, object]]:
+    """(kind, start, end, extra) for each top-level markdown-it block; 0-based [start, end)."""
+    tokens = _block_parser().parse(text)
+    spans: list[tuple[BlockKind, int, int, object]] = []
+    for i, tok in enumerate(tokens):
+        if tok.level != 0 or tok.nesting == -1 or tok.map is None:
+            continue
+        kind = _TOKEN_KIND.get(tok.type)
+        if kind is None:
+            continue
+        extra: object = None
+        if kind is BlockKind.HEADER:
+            extra = (int(tok.tag[1]), header_title(tokens[i + 1].content))
+        elif kind is BlockKind.PARAGRAPH:
+            extra = tokens[i + 1].content
+        spans.append((kind, tok.map[0], tok.map[1], extra))
+    return spans
+
+
+def _gap_paragraphs(lines: list[str], start: int, end: int, stack: list[tuple[int, str]]) -> list[Block]:
+    """Paragraph blocks for non-blank lines no markdown-it block covers (e.g. link definitions)."""
+    out: list[Block] = []
+    i = start
+    while i < end:
+        if not lines[i].strip():
+            i += 1
+            continue
+        j = i
+        while j < end and lines[j].strip():
+            j += 1
+        path = tuple(t for _, t in stack if t)
+        out.append(Block(BlockKind.PARAGRAPH, "\n".join(lines[i:j]), i + 1, j, path))
+        i = j
+    return out

@@ -1,0 +1,153 @@
+"""Header-led chunking, exactly as seed 000, App. N.1 ("Grouping" and the small-chunk merge pass).
+
+Blocks come from :func:`esrag.chunking.blocks.parse_blocks`. A chunk's text is its blocks as in
+the source (the source lines from its first block to its last, blank lines between blocks
+included); lengths are in characters.
+
+Grouping (App. N.1):
+  1. A header closes the current chunk if that chunk already has body. (An ``anchor`` block does
+     the same: it travels with the header it precedes.)
+  2. A body block closes the current chunk if that chunk already has body and adding the block
+     would exceed tau_max. A chunk holding only headers is never closed for size.
+  3. The block is appended. If it is a code block, table, front matter or blockquote and the
+     chunk has reached tau_max, the chunk is closed.
+Merge pass: scanning in order, while the previous output chunk is shorter than tau_min and the
+joined length is at most 2 * tau_max, the next chunk is appended to it (joined by one blank
+line); a final chunk shorter than tau_min joins its predecessor under the same cap. A joined
+chunk takes the section path of its longest part. This pass is the only way a chunk spans
+sections.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from esrag.chunking.base import Piece, finalize
+from esrag.chunking.blocks import normalize, parse_blocks
+from esrag.model import Block, BlockKind, Chunk, Document
+
+TAU_MAX = 1500
+TAU_MIN = 100
+_CLOSING_KINDS = (BlockKind.CODE, BlockKind.TABLE, BlockKind.FRONT_MATTER, BlockKind.BLOCKQUOTE)
+_FRONT_MATTER_TITLE = re.compile(r"^title:\s*['\"]?(.+?)['\"]?\s*$", re.MULTILINE)
+
+
+@dataclass
+class _Group:
+    blocks: list[Block] = field(default_factory=list)
+    has_body: bool = False
+
+    def section_path(self) -> tuple[str, ...]:
+        body = next((b for b in self.blocks if b.is_body), None)
+        first = body or next((b for b in self.blocks if b.kind is BlockKind.HEADER), self.blocks[0])
+        return first.section_path
+
+
+class HeaderChunker:
+    """Header-led chunker (seed 000, App. N.1).
+
+    Args:
+        tau_max: soft maximum chunk length in characters (default 1,500); a single block longer
+            than this is never split.
+        tau_min: chunks shorter than this many characters are merged (default 100).
+    """
+
+    name = "header"
+
+    def __init__(self, tau_max: int = TAU_MAX, tau_min: int = TAU_MIN) -> None:
+        if tau_min < 0 or tau_max <= 0 or tau_min > tau_max:
+            raise ValueError(f"need 0 <= tau_min <= tau_max and tau_max > 0, got tau_min={tau_min}, tau_max={tau_max}")
+        self.tau_max = tau_max
+        self.tau_min = tau_min
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        """Chunks of ``doc`` in document order; sets ``doc.title`` if it is unset."""
+        text = normalize(doc.text)
+        lines = text.split("\n")
+        blocks = parse_blocks(text)
+        if doc.title is None:
+            doc.title = document_title(blocks, doc.path)
+        pieces = self.merge_small(self.group(blocks, lines))
+        return finalize(doc, pieces)
+
+    def group(self, blocks: list[Block], lines: list[str]) -> list[Piece]:
+        """Grouping rules 1–3: pieces whose body blocks all come from one section.
+
+        A closing HTML tag block (``</div>``) met right after a chunk was closed rides with that
+        chunk rather than opening a chunk of its own.
+        """
+        groups: list[_Group] = []
+        cur = _Group()
+        for block in blocks:
+            if block.kind in (BlockKind.HEADER, BlockKind.ANCHOR):
+                if cur.has_body:
+                    groups.append(cur)
+                    cur = _Group()
+            elif block.is_body:
+                if cur.has_body and _span_len(cur.blocks[0], block, lines) > self.tau_max:
+                    groups.append(cur)
+                    cur = _Group()
+            elif not cur.blocks and groups and block.text.lstrip().startswith("</"):
+                groups[-1].blocks.append(block)
+                continue
+            cur.blocks.append(block)
+            if block.is_body:
+                cur.has_body = True
+                if block.kind in _CLOSING_KINDS and _span_len(cur.blocks[0], block, lines) >= self.tau_max:
+                    groups.append(cur)
+                    cur = _Group()
+        if cur.blocks:
+            groups.append(cur)
+        return [_piece(g, lines) for g in groups]
+
+    def merge_small(self, pieces: list[Piece]) -> list[Piece]:
+        """The small-chunk merge pass (joined by one blank line, capped at 2 * tau_max)."""
+        cap = 2 * self.tau_max
+        out: list[list[Piece]] = []
+        for piece in pieces:
+            if out and _joined_len(out[-1]) < self.tau_min and _joined_len(out[-1]) + 2 + len(piece.text) <= cap:
+                out[-1].append(piece)
+            else:
+                out.append([piece])
+        if len(out) >= 2 and _joined_len(out[-1]) < self.tau_min and _joined_len(out[-2]) + 2 + _joined_len(out[-1]) <= cap:
+            out[-2].extend(out.pop())
+        return [_join(parts) for parts in out]
+
+
+def _span_len(first: Block, last: Block, lines: list[str]) -> int:
+    """Characters of the source text from ``first``'s first line to ``last``'s last line."""
+    span = lines[first.start_line - 1 : last.end_line]
+    return sum(len(line) for line in span) + len(span) - 1
+
+
+def _piece(group: _Group, lines: list[str]) -> Piece:
+    first, last = group.blocks[0], group.blocks[-1]
+    text = "\n".join(lines[first.start_line - 1 : last.end_line])
+    return Piece(text, group.section_path(), first.start_line, last.end_line)
+
+
+def _joined_len(parts: list[Piece]) -> int:
+    return sum(len(p.text) for p in parts) + 2 * (len(parts) - 1)
+
+
+def _join(parts: list[Piece]) -> Piece:
+    if len(parts) == 1:
+        return parts[0]
+    longest = max(parts, key=lambda p: len(p.text))
+    text = "\n\n".join(p.text for p in parts)
+    return Piece(text, longest.section_path, parts[0].start_line, parts[-1].end_line)
+
+
+def document_title(blocks: list[Block], path: str) -> str:
+    """The first level-1 header's title, else front matter ``title:``, else the file stem."""
+    for block in blocks:
+        if block.kind is BlockKind.HEADER and block.level == 1 and block.section_path:
+            return block.section_path[-1]
+    for block in blocks:
+        if block.kind is BlockKind.FRONT_MATTER:
+            m = _FRONT_MATTER_TITLE.search(block.text)
+            if m:
+                return m.group(1)
+    stem = path.rsplit("/", 1)[-1]
+    return stem.rsplit(".", 1)[0] if "." in stem else stem
