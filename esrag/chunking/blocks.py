@@ -63,10 +63,14 @@ def normalize(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def header_title(inline_source: str) -> str:
+def header_title(inline_source: str, env: dict | None = None) -> str:
     """Plain text of a header's inline Markdown: link text without its URL, code span content,
-    image alt text; raw HTML (anchors) dropped; whitespace collapsed."""
-    tokens = _inline_parser().parseInline(inline_source)
+    image alt text; raw HTML (anchors) dropped; whitespace collapsed.
+
+    ``env`` is the markdown-it environment of the whole document (its ``"references"`` resolve
+    reference links such as ``[text][label]`` to their text, as GitHub renders them).
+    """
+    tokens = _inline_parser().parseInline(inline_source, dict(env or {}))
     parts: list[str] = []
     for tok in tokens[0].children or [] if tokens else []:
         if tok.type in ("text", "code_inline"):
@@ -118,7 +122,8 @@ def parse_blocks(text: str) -> list[Block]:
 
 def _top_level_spans(text: str) -> list[tuple[BlockKind, int, int, object]]:
     """(kind, start, end, extra) for each top-level markdown-it block; 0-based [start, end)."""
-    tokens = _block_parser().parse(text)
+    env: dict = {}
+    tokens = _block_parser().parse(text, env)
     spans: list[tuple[BlockKind, int, int, object]] = []
     for i, tok in enumerate(tokens):
         if tok.level != 0 or tok.nesting == -1 or tok.map is None:
@@ -128,7 +133,7 @@ def _top_level_spans(text: str) -> list[tuple[BlockKind, int, int, object]]:
             continue
         extra: object = None
         if kind is BlockKind.HEADER:
-            extra = (int(tok.tag[1]), header_title(tokens[i + 1].content))
+            extra = (int(tok.tag[1]), header_title(tokens[i + 1].content, env))
         elif kind is BlockKind.PARAGRAPH:
             extra = tokens[i + 1].content
         spans.append((kind, tok.map[0], tok.map[1], extra))

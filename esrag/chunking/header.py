@@ -5,8 +5,9 @@ the source (the source lines from its first block to its last, blank lines betwe
 included); lengths are in characters.
 
 Grouping (App. N.1):
-  1. A header closes the current chunk if that chunk already has body. (An ``anchor`` block does
-     the same: it travels with the header it precedes.)
+  1. A header closes the current chunk if that chunk already has body. (An ``anchor`` block right
+     before a header does the same: it travels with the header it precedes. Any other anchor
+     rides along like raw HTML.)
   2. A body block closes the current chunk if that chunk already has body and adding the block
      would exceed tau_max. A chunk holding only headers is never closed for size.
   3. The block is appended. If it is a code block, table, front matter or blockquote and the
@@ -79,8 +80,9 @@ class HeaderChunker:
         """
         groups: list[_Group] = []
         cur = _Group()
-        for block in blocks:
-            if block.kind in (BlockKind.HEADER, BlockKind.ANCHOR):
+        leads = _anchors_before_headers(blocks)
+        for i, block in enumerate(blocks):
+            if block.kind is BlockKind.HEADER or i in leads:
                 if cur.has_body:
                     groups.append(cur)
                     cur = _Group()
@@ -113,6 +115,21 @@ class HeaderChunker:
         if len(out) >= 2 and _joined_len(out[-1]) < self.tau_min and _joined_len(out[-2]) + 2 + _joined_len(out[-1]) <= cap:
             out[-2].extend(out.pop())
         return [_join(parts) for parts in out]
+
+
+def _anchors_before_headers(blocks: list[Block]) -> set[int]:
+    """Indices of anchor blocks followed (through further anchors) by a header. Only these act
+    like a header under rule 1; an anchor elsewhere rides along like raw HTML."""
+    out: set[int] = set()
+    run: list[int] = []
+    for i, block in enumerate(blocks):
+        if block.kind is BlockKind.ANCHOR:
+            run.append(i)
+            continue
+        if block.kind is BlockKind.HEADER:
+            out.update(run)
+        run = []
+    return out
 
 
 def _span_len(first: Block, last: Block, lines: list[str]) -> int:
