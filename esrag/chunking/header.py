@@ -62,6 +62,11 @@ class HeaderChunker:
         self.tau_max = tau_max
         self.tau_min = tau_min
 
+    @classmethod
+    def from_settings(cls, chunking) -> HeaderChunker:
+        """A chunker with ``tau_max``/``tau_min`` from ``ChunkingSettings``."""
+        return cls(tau_max=chunking.tau_max, tau_min=chunking.tau_min)
+
     def chunk(self, doc: Document) -> list[Chunk]:
         """Chunks of ``doc`` in document order; sets ``doc.title`` if it is unset."""
         text = normalize(doc.text)

@@ -1,0 +1,69 @@
+"""Builds the configured parts (store, chunker, embedder, searcher, ingester) from settings.
+
+The CLI and library users share this wiring, so a setting means the same thing everywhere.
+Every part is found by name in its plugin registry (:mod:`esrag.plugins`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from esrag import plugins
+from esrag.chunking.base import Chunker
+from esrag.config import Settings
+from esrag.embed import Embedder, make_embedder, normalize_spec
+from esrag.ingest import Ingester, Observer
+from esrag.search.searcher import Searcher
+from esrag.stores.base import Store
+
+
+def open_store(settings: Settings) -> Store:
+    """The configured store: Elasticsearch when ``ESRAG_ES_URL`` is set, else the SQLite file.
+
+    Raises:
+        PluginError: ``store`` names no installed store.
+        StoreError: the store cannot be opened (unreachable cluster, unwritable file).
+    """
+    cls = plugins.load("esrag.stores", settings.store_name)
+    return cls.from_settings(settings)
+
+
+def make_chunker(settings: Settings, name: str | None = None) -> Chunker:
+    """The chunker ``name`` (default: ``settings.chunking.chunker``), configured from settings
+    when the class offers ``from_settings``."""
+    cls = plugins.load("esrag.chunkers", name or settings.chunking.chunker)
+    if hasattr(cls, "from_settings"):
+        return cls.from_settings(settings.chunking)
+    return cls()
+
+
+def embedder_factory(settings: Settings, spec: str | None = None) -> Callable[[], Embedder]:
+    """A zero-argument function building the embedder ``spec`` (default: settings.embedder)."""
+    chosen = spec or settings.embedder
+
+    def build() -> Embedder:
+        return make_embedder(chosen, batch_size=settings.ingest.embed_batch_size)
+
+    return build
+
+
+def make_searcher(settings: Settings, store: Store, embedder_spec: str | None = None) -> Searcher:
+    """A searcher over ``store``. Queries are embedded with the model the index was built with
+    unless ``embedder_spec`` overrides it."""
+    meta = store.meta()
+    spec = embedder_spec or (meta.embedder if meta else settings.embedder)
+    return Searcher(store, embedder_factory(settings, spec), settings.search, settings.index_text.bm25_fields)
+
+
+def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: Observer | None = None) -> Ingester:
+    """An ingester writing into ``store`` with the configured embedder and indexed text."""
+    return Ingester(
+        store,
+        normalize_spec(settings.embedder),
+        embedder_factory(settings),
+        chunker,
+        settings.index_text.embed_fields,
+        settings.index_text.bm25_fields,
+        max_file_bytes=settings.ingest.max_file_bytes,
+        observer=observer,
+    )

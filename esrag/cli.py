@@ -1,0 +1,281 @@
+"""The ``esrag`` command: a thin skin over the library.
+
+Each command loads settings, makes one library call and prints the result — a table for people,
+or ``--json`` on stdout for scripts (progress and messages go to stderr). Library errors become
+one-line messages with their way out; the exit status is non-zero on any failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from esrag import __version__, plugins
+from esrag.app import make_chunker, make_ingester, make_searcher, open_store
+from esrag.config import SEARCH_MODES, Settings, load_settings
+from esrag.errors import EsragError
+from esrag.ingest import Failure, IngestSummary, Observer
+from esrag.model import Document
+from esrag.sources import read_text
+from esrag.stores.base import Filters
+
+err = Console(stderr=True)
+out = Console(highlight=False, soft_wrap=True)
+
+
+def _print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def json_option(f: Callable) -> Callable:
+    """``--json``: machine-readable output on stdout."""
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")(f)
+
+
+def handle_errors(f: Callable) -> Callable:
+    """Turn library errors into one-line ``ClickException`` messages."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except EsragError as exc:
+            raise click.ClickException(str(exc)) from exc
+        except ValueError as exc:  # pydantic ValidationError is a ValueError
+            raise click.ClickException(f"invalid setting: {exc}") from exc
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="esrag")
+def main() -> None:
+    """Index documentation into Elasticsearch (or the embedded SQLite store) and search it with
+    BM25 + kNN fused by reciprocal rank fusion.
+
+    Settings come from esrag.toml and ESRAG_* environment variables (ESRAG_DB for the embedded
+    store; ESRAG_ES_URL selects Elasticsearch)."""
+
+
+@main.command()
+@json_option
+@handle_errors
+def setup(as_json: bool) -> None:
+    """Create the index (embedded store file, or Elasticsearch templates and pipelines)."""
+    settings = load_settings()
+    store = open_store(settings)
+    try:
+        report = store.setup(settings) if hasattr(store, "setup") else _setup_generic(settings, store)
+    finally:
+        store.close()
+    if as_json:
+        _print_json(report)
+    else:
+        for key, value in report.items():
+            out.print(f"{key}: {value}")
+
+
+def _setup_generic(settings: Settings, store: Any) -> dict[str, Any]:
+    from esrag.app import embedder_factory
+    from esrag.stores.base import IndexMeta
+
+    emb = embedder_factory(settings)()
+    store.ensure(IndexMeta(emb.spec, emb.dims, list(settings.index_text.embed_fields), dict(settings.index_text.bm25_fields), __version__))
+    return {"store": store.name, "embedder": emb.spec, "dims": emb.dims, **{k: v for k, v in store.stats().items() if k in ("path",)}}
+
+
+class _RichObserver(Observer):
+    """Progress bars (files, embeddings) with counts and rates on stderr."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.files = progress.add_task("files", total=None)
+        self.embeds = progress.add_task("embedding", total=0, visible=False)
+
+    def files_found(self, n: int) -> None:
+        self.progress.update(self.files, total=n)
+
+    def file_done(self, rel: str, n_chunks: int) -> None:
+        self.progress.advance(self.files)
+
+    def embed_queued(self, n: int) -> None:
+        task = self.progress.tasks[self.embeds]
+        self.progress.update(self.embeds, total=(task.total or 0) + n, visible=True)
+
+    def embedded(self, n: int) -> None:
+        self.progress.advance(self.embeds, n)
+
+    def failure(self, failure: Failure) -> None:
+        self.progress.console.print(f"[red]failed[/red] {failure.path}: {failure.error}")
+
+
+class _RateColumn(TextColumn):
+    def __init__(self) -> None:
+        super().__init__("")
+
+    def render(self, task):  # type: ignore[override]
+        from rich.text import Text
+
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.1f}/s" if speed else "   -/s", style="cyan")
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--corpus", help="Corpus name (default: the folder's name).")
+@click.option("--include", multiple=True, help="Gitignore-style pattern of files to index (repeatable; default *.md, *.markdown, *.mdx).")
+@click.option("--exclude", multiple=True, help="Gitignore-style pattern of files to skip (repeatable; adds to the defaults).")
+@click.option("--chunker", help="Chunker name (see `esrag plugins`; default: header).")
+@click.option("--embedder", help="Embedder spec, e.g. st:all-MiniLM-L6-v2 (default: ESRAG_EMBEDDER).")
+@json_option
+@handle_errors
+def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tuple[str, ...], chunker: str | None,
+           embedder: str | None, as_json: bool) -> None:
+    """Chunk, embed and index the Markdown files under PATH (incremental: unchanged chunks cost nothing)."""
+    settings = load_settings(embedder=embedder)
+    corpus = corpus or _default_corpus(path)
+    includes = list(include) or settings.ingest.include
+    excludes = settings.ingest.exclude + list(exclude)
+    store = open_store(settings)
+    try:
+        with Progress(
+            TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(), _RateColumn(), TimeElapsedColumn(),
+            console=err, disable=as_json and not err.is_terminal,
+        ) as progress:
+            ingester = make_ingester(settings, store, make_chunker(settings, chunker), _RichObserver(progress))
+            summary = ingester.run(path, corpus, includes, excludes)
+    finally:
+        store.close()
+    if as_json:
+        _print_json(summary.to_dict())
+    else:
+        _print_summary(summary)
+    if summary.failures:
+        sys.exit(1)
+
+
+def _default_corpus(path: Path) -> str:
+    resolved = path.resolve()
+    return (resolved if resolved.is_dir() else resolved.parent).name or "default"
+
+
+def _print_summary(s: IngestSummary) -> None:
+    table = Table(title=f"ingest of corpus {s.corpus!r}", show_header=False)
+    for label, value in (
+        ("files", s.files), ("chunks new", s.chunks_new), ("chunks changed", s.chunks_changed),
+        ("chunks unchanged", s.chunks_unchanged), ("chunks deleted", s.chunks_deleted),
+        ("embeddings computed", s.embeddings_computed), ("failures", len(s.failures)),
+        ("seconds", f"{s.seconds:.2f} (embedding {s.embed_seconds:.2f})"),
+        ("chunks per second", f"{s.chunks_per_second:.1f}"),
+    ):
+        table.add_row(label, str(value))
+    err.print(table)
+    for f in s.failures:
+        err.print(f"[red]failed[/red] {f.path}: {f.error}")
+
+
+@main.command()
+@click.argument("query")
+@click.option("-k", "k", type=int, help="Number of hits (default 10).")
+@click.option("--mode", type=click.Choice(SEARCH_MODES), help="hybrid (BM25 + kNN fused by RRF; default), bm25 or dense.")
+@click.option("--corpus", "corpora", multiple=True, help="Only these corpora (repeatable).")
+@click.option("--path", "path_prefix", help="Only sources whose path starts with this prefix.")
+@click.option("--explain", is_flag=True, help="Show each leg's rank and score and per-stage timings.")
+@click.option("--embedder", help="Embed the query with this embedder instead of the index's own.")
+@json_option
+@handle_errors
+def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...], path_prefix: str | None,
+           explain: bool, embedder: str | None, as_json: bool) -> None:
+    """Search the index for QUERY; prints hits with source path, section path and line span."""
+    settings = load_settings()
+    store = open_store(settings)
+    try:
+        searcher = make_searcher(settings, store, embedder)
+        result = searcher.search(query, k=k, mode=mode, filters=Filters(corpora=list(corpora), path_prefix=path_prefix))
+    finally:
+        store.close()
+    if as_json:
+        hits = [h.to_dict() for h in result.hits]
+        _print_json({"hits": hits, "timings_ms": result.timings_ms, "fusion": result.fusion} if explain else hits)
+        return
+    for rank, hit in enumerate(result.hits, 1):
+        c = hit.chunk
+        out.print(f"[bold]{rank}.[/bold] [green]{c.source_path}[/green]:{c.start_line}-{c.end_line}  score {hit.score:.4f}")
+        out.print(f"   [cyan]{c.section_path or '(no section)'}[/cyan]")
+        if explain:
+            legs = "  ".join(f"{name}: rank {leg.rank}, score {leg.score:.4f}" for name, leg in hit.legs.items())
+            out.print(f"   [dim]{legs or 'no leg'}[/dim]")
+        out.print("   " + " ".join(c.text.split())[:240])
+    if explain:
+        out.print(f"[dim]fusion: {result.fusion}; timings (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result.timings_ms.items()) + "[/dim]")
+    if not result.hits:
+        err.print("no hits")
+
+
+@main.command()
+@json_option
+@handle_errors
+def status(as_json: bool) -> None:
+    """Show what is indexed: store, embedder, chunks and sources per corpus."""
+    settings = load_settings()
+    store = open_store(settings)
+    try:
+        stats = store.stats()
+    finally:
+        store.close()
+    if as_json:
+        _print_json(stats)
+        return
+    for key, value in stats.items():
+        if key != "corpora":
+            out.print(f"{key}: {value}")
+    table = Table("corpus", "sources", "chunks")
+    for name, row in stats.get("corpora", {}).items():
+        table.add_row(name, str(row["sources"]), str(row["chunks"]))
+    out.print(table)
+
+
+@main.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--chunker", help="Chunker name (default: header).")
+@json_option
+@handle_errors
+def chunk(file: Path, chunker: str | None, as_json: bool) -> None:
+    """Show FILE's chunks with section paths, line spans and token counts."""
+    settings = load_settings()
+    doc = Document(path=file.name, text=read_text(file, str(file), settings.ingest.max_file_bytes))
+    chunks = make_chunker(settings, chunker).chunk(doc)
+    if as_json:
+        _print_json([
+            {"id": c.id, "section_path": c.section_path, "start_line": c.start_line, "end_line": c.end_line,
+             "tokens": c.tokens, "text": c.text, "position": c.position, "chars": len(c.text)}
+            for c in chunks
+        ])
+        return
+    table = Table("#", "lines", "tokens", "chars", "section path")
+    for c in chunks:
+        table.add_row(str(c.position), f"{c.start_line}-{c.end_line}", str(c.tokens), str(len(c.text)), c.section_path or "(no section)")
+    out.print(table)
+
+
+@main.command(name="plugins")
+@json_option
+def plugins_cmd(as_json: bool) -> None:
+    """List installed chunkers, embedders, stores and other plugins."""
+    found = plugins.installed()
+    if as_json:
+        _print_json([{"group": p.group, "name": p.name, "target": p.target, "distribution": p.distribution} for p in found])
+        return
+    table = Table("group", "name", "target", "package")
+    for p in found:
+        table.add_row(p.group, p.name, p.target, p.distribution)
+    out.print(table)

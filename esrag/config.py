@@ -1,0 +1,126 @@
+"""One settings object, read from ``esrag.toml`` and ``ESRAG_*`` environment variables.
+
+Precedence (highest first): values passed in code (CLI flags), environment variables, the TOML
+file, defaults. The TOML file is ``./esrag.toml`` unless ``ESRAG_CONFIG`` names another.
+Flat top-level names are the documented environment variables (``ESRAG_DB``, ``ESRAG_ES_URL``,
+``ESRAG_INDEX``, ``ESRAG_EMBEDDER``…); nested sections (``[chunking]``, ``[search]``,
+``[index_text]``, ``[ingest]``) can also be set from the environment with ``__`` as separator,
+e.g. ``ESRAG_SEARCH__RRF_K=30``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+DEFAULT_DB = Path(".esrag") / "esrag.db"
+SEARCH_MODES = ("hybrid", "bm25", "dense")
+
+
+class ChunkingSettings(BaseModel):
+    """Chunker choice and its parameters (characters)."""
+
+    chunker: str = "header"
+    tau_max: int = 1500
+    tau_min: int = 100
+
+
+class IndexTextSettings(BaseModel):
+    """What each chunk contributes to BM25 and to the embedded text (arms S, S+T… of seed 000
+    are configurations of this, not code paths).
+
+    ``embed_fields``: chunk fields joined by a blank line to form the embedded passage, in order
+    (``section_path``, ``doc_title``, ``text``, and enrichment fields ``title``, ``summary``,
+    ``keywords``, ``questions``, ``context``). ``bm25_fields``: field -> weight for BM25.
+    """
+
+    embed_fields: list[str] = Field(default_factory=lambda: ["section_path", "text"])
+    bm25_fields: dict[str, float] = Field(default_factory=lambda: {"text": 1.0, "section_path": 1.0})
+
+
+class SearchSettings(BaseModel):
+    """Search defaults. ``rank_window_size``: candidates taken from each leg before fusion;
+    ``rrf_k``: the RRF rank constant (Cormack et al., 2009); ``weights``: per-leg RRF weights."""
+
+    k: int = 10
+    mode: str = "hybrid"
+    rrf_k: int = 60
+    rank_window_size: int = 50
+    num_candidates: int = 100
+    weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "dense": 1.0})
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str) -> str:
+        if v not in SEARCH_MODES:
+            raise ValueError(f"unknown search mode {v!r}; valid: {', '.join(SEARCH_MODES)}")
+        return v
+
+
+class IngestSettings(BaseModel):
+    """Ingest defaults: which files (gitignore-style patterns), size limit (bytes), batching."""
+
+    include: list[str] = Field(default_factory=lambda: ["*.md", "*.markdown", "*.mdx"])
+    exclude: list[str] = Field(default_factory=lambda: [".git/", "node_modules/", ".esrag/", ".venv/"])
+    max_file_bytes: int = 5_000_000
+    embed_batch_size: int = 64
+
+
+class Settings(BaseSettings):
+    """All esrag settings. See the module docstring for where values come from."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ESRAG_", env_nested_delimiter="__", extra="ignore", populate_by_name=True
+    )
+
+    db: Path | None = None
+    es_url: str | None = None
+    es_api_key: SecretStr | None = None
+    es_user: str | None = None
+    es_password: SecretStr | None = None
+    es_ca_certs: Path | None = None
+    index: str = "esrag"
+    store: str | None = None
+    embedder: str = "st:all-MiniLM-L6-v2"
+    chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
+    index_text: IndexTextSettings = Field(default_factory=IndexTextSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = Path(os.environ.get("ESRAG_CONFIG", "esrag.toml"))
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+
+    @property
+    def store_name(self) -> str:
+        """``elastic`` when ``ESRAG_ES_URL`` is set (or ``store`` names it), else ``sqlite``."""
+        if self.store:
+            return self.store
+        return "elastic" if self.es_url else "sqlite"
+
+    @property
+    def db_path(self) -> Path:
+        """The embedded store's SQLite file: ``ESRAG_DB`` or ``.esrag/esrag.db`` under cwd."""
+        return self.db if self.db is not None else DEFAULT_DB
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from defaults < ``esrag.toml`` < environment < ``overrides`` (None values ignored).
+
+    Raises:
+        pydantic.ValidationError: a value has the wrong type or an unknown mode; the message
+            names the setting.
+    """
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})

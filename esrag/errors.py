@@ -1,0 +1,40 @@
+"""esrag's exceptions. Each message names the bad value and the way out."""
+
+from __future__ import annotations
+
+
+class EsragError(Exception):
+    """Base class of every error esrag raises on purpose."""
+
+
+class SourceError(EsragError):
+    """A source file cannot be indexed (not UTF-8, binary, empty, too large). Names the file."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class ConfigError(EsragError):
+    """A setting has an unusable value."""
+
+
+class PluginError(EsragError):
+    """A plugin name is unknown or its entry point fails to load; lists the valid names."""
+
+
+class ModelLoadError(EsragError):
+    """An embedding or reranking model cannot be loaded (often: hub unreachable, offline)."""
+
+
+class EmbedderMismatch(EsragError):
+    """The index was built with another embedding model or dimension than the configured one."""
+
+
+class StoreError(EsragError):
+    """The store cannot be opened, written or searched."""
+
+
+class NotIndexedError(EsragError):
+    """A search was run against an index that does not exist yet."""

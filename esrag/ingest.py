@@ -1,0 +1,246 @@
+"""Incremental ingest: source tree -> chunks -> (embed) -> store.
+
+Each chunk is classified against the store's manifest of its corpus:
+  * new: its id is not in the store;
+  * changed: its content hash differs (re-embedded and rewritten);
+  * unchanged: same content hash (no embedding; a metadata-only update if its line span,
+    position or labels moved);
+and chunks the tree no longer produces are deleted — those of edited files, of files that
+vanished, and of files the include/exclude patterns no longer select. Files that fail to read
+keep their old chunks (nothing is lost), are listed in the summary, and make the exit non-zero.
+
+Crash safety: new and changed chunks are written before stale ones are deleted, each write is
+idempotent by id, and classification is recomputed from the store on the next run, so an
+interrupted ingest is finished by running it again, without duplicates.
+Memory: chunks wait for embedding in windows of ``window`` chunks, so peak memory does not
+grow with the size of the tree.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from esrag import __version__
+from esrag.chunking.base import Chunker
+from esrag.embed import Embedder
+from esrag.errors import EsragError
+from esrag.indexed_text import embed_text
+from esrag.model import Chunk, content_hash
+from esrag.sources import SourceFile, discover, load_document
+from esrag.stores.base import IndexMeta, StoredEntry, Store, check_compatible
+
+
+@dataclass
+class Failure:
+    """A file (or chunk batch) that could not be indexed, and why."""
+
+    path: str
+    error: str
+
+
+@dataclass
+class IngestSummary:
+    """What an ingest did. ``--json`` prints this (fields are a scripting contract)."""
+
+    corpus: str = ""
+    files: int = 0
+    chunks_new: int = 0
+    chunks_changed: int = 0
+    chunks_unchanged: int = 0
+    chunks_deleted: int = 0
+    chunks_moved: int = 0
+    embeddings_computed: int = 0
+    failures: list[Failure] = field(default_factory=list)
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+
+    @property
+    def chunks(self) -> int:
+        return self.chunks_new + self.chunks_changed + self.chunks_unchanged
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.chunks / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["chunks"] = self.chunks
+        out["chunks_per_second"] = round(self.chunks_per_second, 2)
+        out["seconds"] = round(self.seconds, 3)
+        out["embed_seconds"] = round(self.embed_seconds, 3)
+        return out
+
+
+class Observer:
+    """Progress callbacks; the CLI draws bars from them. All methods are optional no-ops."""
+
+    def files_found(self, n: int) -> None: ...
+    def file_done(self, rel: str, n_chunks: int) -> None: ...
+    def embed_queued(self, n: int) -> None: ...
+    def embedded(self, n: int) -> None: ...
+    def failure(self, failure: Failure) -> None: ...
+
+
+def meta_hash(chunk: Chunk) -> str:
+    """Fingerprint of what a chunk stores besides its indexed content (span, position, labels)."""
+    return content_hash(
+        str(chunk.start_line), str(chunk.end_line), str(chunk.position), str(chunk.n_chunks),
+        chunk.doc_title, json.dumps(chunk.metadata, sort_keys=True, default=str),
+    )
+
+
+@dataclass
+class _Pending:
+    chunks: list[Chunk] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+
+
+class Ingester:
+    """Runs one ingest of a tree into a store.
+
+    Args:
+        store: the target store (its index is created on first write).
+        embedder_spec: the configured embedder (``st:all-MiniLM-L6-v2``), checked against the
+            index before anything is read, so a mismatch fails fast.
+        embedder_factory: builds the embedder; called only when a chunk needs embedding.
+        chunker: cuts documents into chunks.
+        embed_fields, bm25_fields: the indexed-text configuration recorded in the index.
+        window: chunks embedded and written per batch.
+        max_file_bytes: larger files are reported as failures.
+        observer: progress callbacks.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder_spec: str,
+        embedder_factory: Callable[[], Embedder],
+        chunker: Chunker,
+        embed_fields: list[str],
+        bm25_fields: dict[str, float],
+        window: int = 1024,
+        max_file_bytes: int = 5_000_000,
+        observer: Observer | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder_spec = embedder_spec
+        self._embedder_factory = embedder_factory
+        self._embedder: Embedder | None = None
+        self.chunker = chunker
+        self.embed_fields = embed_fields
+        self.bm25_fields = bm25_fields
+        self.window = window
+        self.max_file_bytes = max_file_bytes
+        self.observer = observer or Observer()
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self._embedder_factory()
+            self.store.ensure(self.index_meta())
+        return self._embedder
+
+    def index_meta(self) -> IndexMeta:
+        """The meta this ingest writes (embedder spec and dims, indexed-text configuration)."""
+        emb = self.embedder
+        return IndexMeta(
+            embedder=emb.spec, dims=emb.dims, embed_fields=list(self.embed_fields),
+            bm25_fields=dict(self.bm25_fields), esrag_version=__version__,
+        )
+
+    def _check_index(self) -> None:
+        """Fail before any work if the index was built with another embedder or fields."""
+        current = self.store.meta()
+        if current is None:
+            return
+        wanted = IndexMeta(self.embedder_spec, current.dims, list(self.embed_fields), dict(self.bm25_fields))
+        check_compatible(current, wanted, self.store.name)
+
+    def run(self, root: Path, corpus: str, include: list[str], exclude: list[str]) -> IngestSummary:
+        """Ingest every matching file under ``root`` (or the single file ``root``) as ``corpus``."""
+        start = time.perf_counter()
+        self._check_index()
+        summary = IngestSummary(corpus=corpus)
+        files = discover(root, include, exclude)
+        summary.files = len(files)
+        self.observer.files_found(len(files))
+        manifest = self.store.manifest(corpus)
+        pending = _Pending()
+        seen_paths: set[str] = set()
+        for src in files:
+            seen_paths.add(src.rel)
+            self._ingest_file(src, corpus, manifest.get(src.rel, {}), pending, summary)
+            if len(pending.chunks) >= self.window:
+                self._flush(pending, summary)
+        if root.resolve().is_dir():
+            for path, entries in manifest.items():
+                if path not in seen_paths:
+                    pending.stale.extend(entries)
+        self._flush(pending, summary)
+        summary.seconds = time.perf_counter() - start
+        return summary
+
+    def _ingest_file(
+        self, src: SourceFile, corpus: str, stored: dict[str, StoredEntry], pending: _Pending, summary: IngestSummary
+    ) -> None:
+        try:
+            doc = load_document(src, corpus, self.max_file_bytes)
+            chunks = self.chunker.chunk(doc)
+        except EsragError as exc:
+            self._fail(summary, Failure(src.rel, str(exc).removeprefix(f"{src.rel}: ")))
+            return
+        except Exception as exc:  # a chunker plugin may fail in any way; one file never aborts the ingest
+            self._fail(summary, Failure(src.rel, f"chunking failed: {type(exc).__name__}: {exc}"))
+            return
+        moved: list[Chunk] = []
+        for chunk in chunks:
+            entry = stored.get(chunk.id)
+            if entry is None:
+                summary.chunks_new += 1
+                pending.chunks.append(chunk)
+            elif entry.content_hash != chunk.content_hash:
+                summary.chunks_changed += 1
+                pending.chunks.append(chunk)
+            else:
+                summary.chunks_unchanged += 1
+                if entry.meta_hash != meta_hash(chunk):
+                    moved.append(chunk)
+        if moved:
+            self.store.update_meta(moved, [meta_hash(c) for c in moved])
+            summary.chunks_moved += len(moved)
+        produced = {c.id for c in chunks}
+        pending.stale.extend(cid for cid in stored if cid not in produced)
+        self.observer.file_done(src.rel, len(chunks))
+
+    def _flush(self, pending: _Pending, summary: IngestSummary) -> None:
+        if pending.chunks:
+            chunks = pending.chunks
+            self.observer.embed_queued(len(chunks))
+            t0 = time.perf_counter()
+            texts = [embed_text(c, self.embed_fields) for c in chunks]
+            vectors = self.embedder.embed_documents(texts, progress=self.observer.embedded)
+            summary.embed_seconds += time.perf_counter() - t0
+            summary.embeddings_computed += len(set(texts))
+            self._write(chunks, vectors, summary)
+            pending.chunks = []
+        if pending.stale:
+            summary.chunks_deleted += self.store.delete(pending.stale)
+            pending.stale = []
+
+    def _write(self, chunks: list[Chunk], vectors: np.ndarray, summary: IngestSummary) -> None:
+        report = self.store.write(chunks, vectors, [meta_hash(c) for c in chunks])
+        by_id = {c.id: c for c in chunks}
+        for cid, error in report.failed.items():
+            c = by_id.get(cid)
+            where = f"{c.source_path}:{c.start_line}-{c.end_line}" if c else cid
+            self._fail(summary, Failure(where, f"chunk {cid} not written: {error}"))
+
+    def _fail(self, summary: IngestSummary, failure: Failure) -> None:
+        summary.failures.append(failure)
+        self.observer.failure(failure)

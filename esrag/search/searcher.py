@@ -1,0 +1,126 @@
+"""The searcher: query -> legs (BM25, kNN) -> RRF -> hits with per-leg ranks and timings.
+
+Modes: ``hybrid`` (both legs fused by :func:`esrag.search.fusion.rrf`), ``bm25``, ``dense``.
+A store that can fuse natively (Elasticsearch with the ``rrf`` retriever) exposes
+``hybrid(...)``; otherwise both legs run here and are fused client-side by the same function.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from esrag.config import SEARCH_MODES, SearchSettings
+from esrag.embed import Embedder
+from esrag.errors import ConfigError
+from esrag.model import Hit, LegResult
+from esrag.search.fusion import Fused, rrf
+from esrag.stores.base import Filters, Store
+
+
+@dataclass
+class SearchResult:
+    """Hits best first, the mode used, and per-stage timings in milliseconds."""
+
+    hits: list[Hit]
+    mode: str
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    fusion: str = ""
+
+
+class Searcher:
+    """Runs searches against one store.
+
+    Args:
+        store: where chunks live.
+        embedder_factory: builds the query embedder (called once, only for dense/hybrid).
+        settings: search defaults (k, mode, RRF constant, windows, leg weights).
+        bm25_fields: field -> weight for the BM25 leg.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder_factory: Callable[[], Embedder],
+        settings: SearchSettings,
+        bm25_fields: dict[str, float],
+    ) -> None:
+        self.store = store
+        self._embedder_factory = embedder_factory
+        self._embedder: Embedder | None = None
+        self.settings = settings
+        self.bm25_fields = bm25_fields
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self._embedder_factory()
+        return self._embedder
+
+    def search(self, query: str, k: int | None = None, mode: str | None = None, filters: Filters | None = None) -> SearchResult:
+        """Search ``query``; returns up to ``k`` hits.
+
+        Raises:
+            ConfigError: unknown mode (lists the valid ones) or k < 1.
+            NotIndexedError: nothing has been ingested yet.
+        """
+        k = k or self.settings.k
+        mode = mode or self.settings.mode
+        if mode not in SEARCH_MODES:
+            raise ConfigError(f"unknown search mode {mode!r}; valid: {', '.join(SEARCH_MODES)}")
+        if k < 1:
+            raise ConfigError(f"k must be >= 1, got {k}")
+        filters = filters or Filters()
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        window = max(self.settings.rank_window_size, k)
+        fused, fusion_name = self._fused(query, k, mode, filters, window, timings)
+        t0 = time.perf_counter()
+        top = fused[:k]
+        chunks = {c.id: c for c in self.store.get([f.id for f in top])}
+        hits = [Hit(chunks[f.id], f.score, f.legs) for f in top if f.id in chunks]
+        timings["fetch"] = _ms(t0)
+        timings["total"] = _ms(started)
+        return SearchResult(hits, mode, timings, fusion_name)
+
+    def _fused(
+        self, query: str, k: int, mode: str, filters: Filters, window: int, timings: dict[str, float]
+    ) -> tuple[list[Fused], str]:
+        s = self.settings
+        legs: dict[str, list[tuple[str, float]]] = {}
+        vector = None
+        if mode in ("dense", "hybrid"):
+            t0 = time.perf_counter()
+            vector = self.embedder.embed_query(query)
+            timings["embed"] = _ms(t0)
+        native = getattr(self.store, "hybrid", None)
+        if mode == "hybrid" and native is not None:
+            t0 = time.perf_counter()
+            fused, how = native(
+                query, vector, k=k, filters=filters, fields=self.bm25_fields, rank_window_size=window,
+                num_candidates=max(s.num_candidates, window), rrf_k=s.rrf_k, weights=s.weights,
+            )
+            timings["search"] = _ms(t0)
+            return fused, how
+        if mode in ("bm25", "hybrid"):
+            t0 = time.perf_counter()
+            legs["bm25"] = self.store.bm25(query, window if mode == "hybrid" else k, filters, self.bm25_fields)
+            timings["bm25"] = _ms(t0)
+        if mode in ("dense", "hybrid"):
+            t0 = time.perf_counter()
+            legs["dense"] = self.store.knn(vector, window if mode == "hybrid" else k, filters, max(s.num_candidates, window))
+            timings["knn"] = _ms(t0)
+        t0 = time.perf_counter()
+        if mode == "hybrid":
+            fused = rrf(legs, k=s.rrf_k, weights=s.weights, rank_window_size=window)
+            how = "rrf (client-side)"
+        else:
+            fused = [Fused(cid, score, {mode: LegResult(rank, score)}) for rank, (cid, score) in enumerate(legs[mode], 1)]
+            how = mode
+        timings["fuse"] = _ms(t0)
+        return fused, how
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)

@@ -1,0 +1,159 @@
+"""The store contract every backend implements (SQLite embedded default, Elasticsearch).
+
+A store holds chunks with their vectors, answers BM25 and kNN searches with filters applied
+*inside* each search (a filter applied after kNN picked its k would return too few hits), and
+reports per-source manifests so that ingest can be incremental. The shared test suite in
+``tests/store_suite.py`` is the executable form of this contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from esrag.errors import EmbedderMismatch
+from esrag.model import Chunk
+
+#: Chunk fields a store can search with BM25 (text fields of the index).
+TEXT_FIELDS = ("text", "section_path", "doc_title", "title", "summary", "keywords", "questions", "entities", "context")
+
+
+@dataclass(slots=True)
+class Filters:
+    """Restrictions applied inside both legs of a search.
+
+    Attributes:
+        corpora: keep only these corpora (empty = all).
+        path_prefix: keep only chunks whose ``source_path`` starts with this string.
+        languages: keep only these ``language`` values (empty = all).
+        exclude_ids: never return these chunk ids.
+    """
+
+    corpora: list[str] = field(default_factory=list)
+    path_prefix: str | None = None
+    languages: list[str] = field(default_factory=list)
+    exclude_ids: list[str] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not (self.corpora or self.path_prefix or self.languages or self.exclude_ids)
+
+
+@dataclass(slots=True)
+class IndexMeta:
+    """What an index was built with; a mismatch with the configured embedder is an error.
+
+    Attributes:
+        embedder: embedder spec (``st:all-MiniLM-L6-v2``); ``dims``: vector dimension.
+        embed_fields: fields joined into the embedded passage (fixed per index);
+        bm25_fields: the BM25 field weights in force at ingest (informative: a search setting).
+    """
+
+    embedder: str
+    dims: int
+    embed_fields: list[str] = field(default_factory=lambda: ["text"])
+    bm25_fields: dict[str, float] = field(default_factory=lambda: {"text": 1.0})
+    esrag_version: str = ""
+    created_at: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IndexMeta:
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+
+@dataclass(slots=True)
+class StoredEntry:
+    """A chunk's fingerprints in the store: ``content_hash`` (decides re-embedding) and
+    ``meta_hash`` (line span, position and metadata; decides a metadata-only update)."""
+
+    content_hash: str
+    meta_hash: str
+
+
+@dataclass(slots=True)
+class WriteReport:
+    """Outcome of a write: ids written, and failed ids with their error message."""
+
+    written: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """The store interface. Scores are higher-is-better; lists are best first."""
+
+    name: str
+
+    def meta(self) -> IndexMeta | None:
+        """The index's meta, or None when nothing has been indexed yet."""
+        ...
+
+    def ensure(self, meta: IndexMeta) -> None:
+        """Create the index for ``meta`` or check the existing one matches.
+
+        Raises:
+            EmbedderMismatch: the index holds vectors of another model or dimension.
+        """
+        ...
+
+    def write(self, chunks: Sequence[Chunk], vectors: np.ndarray, meta_hashes: Sequence[str]) -> WriteReport:
+        """Insert or replace ``chunks`` (by id) with ``vectors`` [len(chunks), dims]."""
+        ...
+
+    def update_meta(self, chunks: Sequence[Chunk], meta_hashes: Sequence[str]) -> WriteReport:
+        """Replace stored metadata (lines, position, labels) of existing chunks; keeps vectors."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Delete chunks by id; returns how many existed."""
+        ...
+
+    def manifest(self, corpus: str) -> dict[str, dict[str, StoredEntry]]:
+        """``{source_path: {chunk_id: StoredEntry}}`` for every chunk of ``corpus``."""
+        ...
+
+    def get(self, ids: Sequence[str]) -> list[Chunk]:
+        """Chunks by id, in the order given; unknown ids are left out."""
+        ...
+
+    def bm25(self, query: str, k: int, filters: Filters, fields: dict[str, float]) -> list[tuple[str, float]]:
+        """Top ``k`` ``(chunk_id, bm25_score)`` for ``query`` over weighted ``fields``."""
+        ...
+
+    def knn(self, vector: np.ndarray, k: int, filters: Filters, num_candidates: int) -> list[tuple[str, float]]:
+        """Top ``k`` ``(chunk_id, cosine)`` nearest to ``vector`` [dims] among filtered chunks."""
+        ...
+
+    def neighbours(self, corpus: str, source_path: str, positions: Sequence[int]) -> list[Chunk]:
+        """Chunks of one source at the given 1-based positions (for context expansion)."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for ``esrag status``: chunks, sources and corpora, plus backend details."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def check_compatible(current: IndexMeta, wanted: IndexMeta, where: str) -> None:
+    """Raise :class:`EmbedderMismatch` naming both sides if ``wanted`` cannot use ``current``."""
+    if current.embedder != wanted.embedder or current.dims != wanted.dims:
+        raise EmbedderMismatch(
+            f"the index at {where} was built with {current.embedder} ({current.dims} dims), but the configured "
+            f"embedder is {wanted.embedder} ({wanted.dims} dims); vectors of two models never meet in one index. "
+            "Use the index's embedder (--embedder), or re-ingest into a new index (ESRAG_DB / ESRAG_INDEX)."
+        )
+    if current.embed_fields != wanted.embed_fields:
+        raise EmbedderMismatch(
+            f"the index at {where} embeds the fields {current.embed_fields}, but the configuration asks for "
+            f"{wanted.embed_fields} (index_text.embed_fields); re-ingest into a new index (ESRAG_DB / ESRAG_INDEX) "
+            "to change them. (BM25 field weights are a search setting and can change at any time.)"
+        )

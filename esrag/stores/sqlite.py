@@ -1,0 +1,380 @@
+"""The embedded default store: one SQLite file with FTS5 for BM25 and exact cosine kNN.
+
+Why exact cosine over a numpy matrix rather than sqlite-vec: the stdlib ``sqlite3`` of many
+Pythons (including this project's CI machines) is built without ``enable_load_extension``, so
+sqlite-vec cannot be loaded without swapping in ``apsw``/``pysqlite3``. At documentation scale
+an exact scan is fast (100k x 384 float32 = 150 MB, one matrix product) and has perfect recall,
+and filters are applied before the scan, so a filtered kNN always returns k hits when k exist.
+
+BM25 is SQLite FTS5's ``bm25()`` with per-column weights (``unicode61`` tokenizer, optionally
+``porter`` stemming, fixed when the index is created). Writes are transactions: a crash leaves
+either the old or the new rows, never half a batch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from esrag.errors import EmbedderMismatch, NotIndexedError, StoreError
+from esrag.model import Chunk, Enrichment
+from esrag.stores.base import TEXT_FIELDS, Filters, IndexMeta, StoredEntry, WriteReport, check_compatible
+
+_SCALAR_COLUMNS = (
+    "corpus", "source_path", "section_path", "doc_title", "text", "start_line", "end_line", "position",
+    "n_chunks", "tokens", "content_hash", "meta_hash", "parent_id", "context", "language", "authority",
+    "effective_date", "superseded_by", "title", "summary", "keywords", "questions", "entities", "key",
+    "related_keys", "enrich_model", "prompt_sha256", "metadata", "indexed_at",
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    corpus TEXT NOT NULL, source_path TEXT NOT NULL, section_path TEXT NOT NULL DEFAULT '',
+    doc_title TEXT NOT NULL DEFAULT '', text TEXT NOT NULL,
+    start_line INTEGER, end_line INTEGER, position INTEGER, n_chunks INTEGER, tokens INTEGER,
+    content_hash TEXT, meta_hash TEXT, parent_id TEXT, context TEXT NOT NULL DEFAULT '',
+    language TEXT, authority TEXT, effective_date TEXT, superseded_by TEXT,
+    title TEXT NOT NULL DEFAULT '', summary TEXT NOT NULL DEFAULT '', keywords TEXT NOT NULL DEFAULT '',
+    questions TEXT NOT NULL DEFAULT '', entities TEXT NOT NULL DEFAULT '', key TEXT NOT NULL DEFAULT '',
+    related_keys TEXT NOT NULL DEFAULT '', enrich_model TEXT, prompt_sha256 TEXT,
+    metadata TEXT NOT NULL DEFAULT '{{}}', indexed_at TEXT,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_source ON chunks (corpus, source_path, position);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    {fts_columns}, content='chunks', content_rowid='rowid', tokenize='{tokenizer}'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, {fts_columns}) VALUES (new.rowid, {new_columns});
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, {fts_columns}) VALUES ('delete', old.rowid, {old_columns});
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, {fts_columns}) VALUES ('delete', old.rowid, {old_columns});
+    INSERT INTO chunks_fts(rowid, {fts_columns}) VALUES (new.rowid, {new_columns});
+END;
+"""
+
+
+class SQLiteStore:
+    """The embedded store (``sqlite``). One file; created on first :meth:`ensure`.
+
+    Args:
+        path: the SQLite file (parent folders are created).
+        tokenizer: FTS5 tokenizer used when the index is created (``"unicode61"`` or
+            ``"porter unicode61"``); an existing index keeps its own.
+
+    Raises:
+        StoreError: the file cannot be opened or is not an esrag database.
+    """
+
+    name = "sqlite"
+
+    def __init__(self, path: Path | str, tokenizer: str = "unicode61") -> None:
+        self.path = Path(path)
+        self.tokenizer = tokenizer
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the embedded store at {self.path}: {exc}; set ESRAG_DB to a writable path") from exc
+        self._matrix: _VectorMatrix | None = None
+
+    @classmethod
+    def from_settings(cls, settings) -> SQLiteStore:
+        """The store at ``settings.db_path`` (``ESRAG_DB`` or ``.esrag/esrag.db``)."""
+        return cls(settings.db_path)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def _has_schema(self) -> bool:
+        row = self._db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='chunks'").fetchone()
+        return row is not None
+
+    def meta(self) -> IndexMeta | None:
+        """See :class:`esrag.stores.base.Store`."""
+        if not self._has_schema():
+            return None
+        row = self._db.execute("SELECT value FROM meta WHERE key='index_meta'").fetchone()
+        return IndexMeta.from_dict(json.loads(row[0])) if row else None
+
+    def ensure(self, meta: IndexMeta) -> None:
+        """See :class:`esrag.stores.base.Store`."""
+        current = self.meta()
+        if current is not None:
+            check_compatible(current, meta, str(self.path))
+            return
+        cols = ", ".join(TEXT_FIELDS)
+        script = _SCHEMA.format(
+            fts_columns=cols,
+            tokenizer=self.tokenizer,
+            new_columns=", ".join(f"new.{c}" for c in TEXT_FIELDS),
+            old_columns=", ".join(f"old.{c}" for c in TEXT_FIELDS),
+        )
+        if not meta.created_at:
+            meta.created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        with self._db:
+            self._db.executescript(script)
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_meta', ?)", (json.dumps(meta.to_dict()),)
+            )
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('tokenizer', ?)", (self.tokenizer,))
+
+    def close(self) -> None:
+        """See :class:`esrag.stores.base.Store`."""
+        self._db.close()
+
+    # -- writes ----------------------------------------------------------------------------
+    def write(self, chunks: Sequence[Chunk], vectors: np.ndarray, meta_hashes: Sequence[str]) -> WriteReport:
+        """See :class:`esrag.stores.base.Store`. One transaction for the whole batch."""
+        self._require_schema()
+        meta = self.meta()
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if len(chunks) != len(vectors) or len(chunks) != len(meta_hashes):
+            raise ValueError(f"{len(chunks)} chunks, {len(vectors)} vectors, {len(meta_hashes)} meta hashes")
+        if meta and len(vectors) and vectors.shape[1] != meta.dims:
+            raise EmbedderMismatch(f"vectors have {vectors.shape[1]} dims; the index at {self.path} holds {meta.dims}")
+        now = _now()
+        rows = [(*_row(c, h, now), v.tobytes(), c.id) for c, h, v in zip(chunks, meta_hashes, vectors)]
+        placeholders = ", ".join("?" * (len(_SCALAR_COLUMNS) + 2))
+        updates = ", ".join(f"{c}=excluded.{c}" for c in (*_SCALAR_COLUMNS, "vector"))
+        with self._db:
+            self._db.executemany(
+                f"INSERT INTO chunks ({', '.join(_SCALAR_COLUMNS)}, vector, id) VALUES ({placeholders}) "
+                f"ON CONFLICT(id) DO UPDATE SET {updates}",
+                rows,
+            )
+        self._matrix = None
+        return WriteReport(written=len(rows))
+
+    def update_meta(self, chunks: Sequence[Chunk], meta_hashes: Sequence[str]) -> WriteReport:
+        """See :class:`esrag.stores.base.Store`."""
+        self._require_schema()
+        now = _now()
+        sets = ", ".join(f"{c}=?" for c in _SCALAR_COLUMNS)
+        with self._db:
+            cur = self._db.executemany(
+                f"UPDATE chunks SET {sets} WHERE id=?", [(*_row(c, h, now), c.id) for c, h in zip(chunks, meta_hashes)]
+            )
+        self._matrix = None
+        return WriteReport(written=cur.rowcount if cur.rowcount >= 0 else len(chunks))
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """See :class:`esrag.stores.base.Store`."""
+        if not ids or not self._has_schema():
+            return 0
+        with self._db:
+            cur = self._db.executemany("DELETE FROM chunks WHERE id=?", [(i,) for i in ids])
+        self._matrix = None
+        return cur.rowcount
+
+    # -- reads -----------------------------------------------------------------------------
+    def manifest(self, corpus: str) -> dict[str, dict[str, StoredEntry]]:
+        """See :class:`esrag.stores.base.Store`."""
+        out: dict[str, dict[str, StoredEntry]] = {}
+        if not self._has_schema():
+            return out
+        for path, cid, chash, mhash in self._db.execute(
+            "SELECT source_path, id, content_hash, meta_hash FROM chunks WHERE corpus=?", (corpus,)
+        ):
+            out.setdefault(path, {})[cid] = StoredEntry(chash, mhash)
+        return out
+
+    def get(self, ids: Sequence[str]) -> list[Chunk]:
+        """See :class:`esrag.stores.base.Store`."""
+        if not ids or not self._has_schema():
+            return []
+        found: dict[str, Chunk] = {}
+        cols = ", ".join(("id", *_SCALAR_COLUMNS))
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            q = f"SELECT {cols} FROM chunks WHERE id IN ({','.join('?' * len(part))})"
+            for row in self._db.execute(q, part):
+                chunk = _chunk(row)
+                found[chunk.id] = chunk
+        return [found[i] for i in ids if i in found]
+
+    def neighbours(self, corpus: str, source_path: str, positions: Sequence[int]) -> list[Chunk]:
+        """See :class:`esrag.stores.base.Store`."""
+        if not positions or not self._has_schema():
+            return []
+        cols = ", ".join(("id", *_SCALAR_COLUMNS))
+        q = (
+            f"SELECT {cols} FROM chunks WHERE corpus=? AND source_path=? "
+            f"AND position IN ({','.join('?' * len(positions))}) ORDER BY position"
+        )
+        return [_chunk(r) for r in self._db.execute(q, (corpus, source_path, *positions))]
+
+    def bm25(self, query: str, k: int, filters: Filters, fields: dict[str, float]) -> list[tuple[str, float]]:
+        """See :class:`esrag.stores.base.Store`. Query words are OR-ed (as Elasticsearch's
+        ``multi_match`` does); only fields with a positive weight can match."""
+        self._require_schema()
+        words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+        cols = [f for f in TEXT_FIELDS if fields.get(f, 0) > 0]
+        if not words or not cols or k <= 0:
+            return []
+        match = "{" + " ".join(cols) + "} : (" + " OR ".join(f'"{w}"' for w in words) + ")"
+        weights = ", ".join(str(float(fields.get(f, 0.0))) for f in TEXT_FIELDS)
+        where, params = _filter_sql(filters)
+        q = (
+            f"SELECT c.id, -bm25(chunks_fts, {weights}) AS s FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+            f"WHERE chunks_fts MATCH ? {where} ORDER BY s DESC LIMIT ?"
+        )
+        return [(cid, float(s)) for cid, s in self._db.execute(q, (match, *params, k))]
+
+    def knn(self, vector: np.ndarray, k: int, filters: Filters, num_candidates: int = 0) -> list[tuple[str, float]]:
+        """See :class:`esrag.stores.base.Store`. Exact: ``num_candidates`` is accepted for
+        interface parity and ignored (every filtered chunk is a candidate)."""
+        self._require_schema()
+        if k <= 0:
+            return []
+        matrix = self._vectors()
+        mask = matrix.mask(filters)
+        idx = np.flatnonzero(mask) if mask is not None else np.arange(len(matrix.ids))
+        if idx.size == 0:
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        scores = matrix.vectors[idx] @ q if mask is not None else matrix.vectors @ q
+        top = np.argpartition(-scores, min(k, scores.size) - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(matrix.ids[idx[i]], float(scores[i])) for i in top]
+
+    def stats(self) -> dict[str, Any]:
+        """See :class:`esrag.stores.base.Store`."""
+        if not self._has_schema():
+            return {"store": self.name, "path": str(self.path), "chunks": 0, "sources": 0, "corpora": {}}
+        corpora = {
+            c: {"chunks": n, "sources": s}
+            for c, n, s in self._db.execute(
+                "SELECT corpus, count(*), count(DISTINCT source_path) FROM chunks GROUP BY corpus ORDER BY corpus"
+            )
+        }
+        meta = self.meta()
+        return {
+            "store": self.name,
+            "path": str(self.path),
+            "bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "chunks": sum(v["chunks"] for v in corpora.values()),
+            "sources": sum(v["sources"] for v in corpora.values()),
+            "corpora": corpora,
+            "embedder": meta.embedder if meta else None,
+            "dims": meta.dims if meta else None,
+            "tokenizer": self._meta_value("tokenizer"),
+        }
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _meta_value(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def _require_schema(self) -> None:
+        if not self._has_schema():
+            raise NotIndexedError(f"nothing is indexed in {self.path} yet; run `esrag ingest PATH` first")
+
+    def _vectors(self) -> _VectorMatrix:
+        if self._matrix is None:
+            rows = self._db.execute("SELECT id, corpus, source_path, language, vector FROM chunks").fetchall()
+            self._matrix = _VectorMatrix(rows, self.meta().dims if self.meta() else 0)
+        return self._matrix
+
+
+class _VectorMatrix:
+    """All vectors in memory with the columns filters need, rebuilt after any write."""
+
+    def __init__(self, rows: list[tuple], dims: int) -> None:
+        self.ids = [r[0] for r in rows]
+        self.corpus = np.array([r[1] for r in rows], dtype=object)
+        self.source_path = np.array([r[2] for r in rows], dtype=object)
+        self.language = np.array([r[3] or "" for r in rows], dtype=object)
+        if rows:
+            self.vectors = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        else:
+            self.vectors = np.zeros((0, dims), dtype=np.float32)
+
+    def mask(self, filters: Filters) -> np.ndarray | None:
+        if filters.is_empty():
+            return None
+        mask = np.ones(len(self.ids), dtype=bool)
+        if filters.corpora:
+            mask &= np.isin(self.corpus, filters.corpora)
+        if filters.path_prefix:
+            prefix = filters.path_prefix
+            mask &= np.fromiter((p.startswith(prefix) for p in self.source_path), dtype=bool, count=len(self.ids))
+        if filters.languages:
+            mask &= np.isin(self.language, filters.languages)
+        if filters.exclude_ids:
+            mask &= ~np.isin(np.array(self.ids, dtype=object), filters.exclude_ids)
+        return mask
+
+
+def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if filters.corpora:
+        clauses.append(f"c.corpus IN ({','.join('?' * len(filters.corpora))})")
+        params.extend(filters.corpora)
+    if filters.path_prefix:
+        clauses.append("substr(c.source_path, 1, ?) = ?")
+        params.extend([len(filters.path_prefix), filters.path_prefix])
+    if filters.languages:
+        clauses.append(f"c.language IN ({','.join('?' * len(filters.languages))})")
+        params.extend(filters.languages)
+    if filters.exclude_ids:
+        clauses.append(f"c.id NOT IN ({','.join('?' * len(filters.exclude_ids))})")
+        params.extend(filters.exclude_ids)
+    return ("AND " + " AND ".join(clauses)) if clauses else "", params
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _row(c: Chunk, meta_hash: str, now: str) -> tuple:
+    e = c.enrichment or Enrichment()
+    md = dict(c.metadata)
+    return (
+        c.corpus, c.source_path, c.section_path, c.doc_title, c.text, c.start_line, c.end_line, c.position,
+        c.n_chunks, c.tokens, c.content_hash, meta_hash, c.parent_id, c.context, md.pop("language", None),
+        md.pop("authority", None), md.pop("effective_date", None), md.pop("superseded_by", None), e.title,
+        e.summary, "\n".join(e.keywords), "\n".join(e.questions), "\n".join(e.entities), e.key,
+        "\n".join(e.related_keys), e.model or None, e.prompt_sha256 or None, json.dumps(md, sort_keys=True), now,
+    )
+
+
+def _split(value: str) -> list[str]:
+    return [v for v in value.split("\n") if v] if value else []
+
+
+def _chunk(row: tuple) -> Chunk:
+    r = dict(zip(("id", *_SCALAR_COLUMNS), row))
+    metadata = json.loads(r["metadata"] or "{}")
+    for name in ("language", "authority", "effective_date", "superseded_by"):
+        if r[name] is not None:
+            metadata[name] = r[name]
+    enrichment = None
+    if r["enrich_model"] or r["title"] or r["summary"] or r["key"]:
+        enrichment = Enrichment(
+            title=r["title"], summary=r["summary"], keywords=_split(r["keywords"]), questions=_split(r["questions"]),
+            entities=_split(r["entities"]), key=r["key"], related_keys=_split(r["related_keys"]),
+            model=r["enrich_model"] or "", prompt_sha256=r["prompt_sha256"] or "",
+        )
+    return Chunk(
+        id=r["id"], text=r["text"], corpus=r["corpus"], source_path=r["source_path"], section_path=r["section_path"],
+        start_line=r["start_line"], end_line=r["end_line"], position=r["position"], n_chunks=r["n_chunks"],
+        tokens=r["tokens"], content_hash=r["content_hash"], doc_title=r["doc_title"], parent_id=r["parent_id"],
+        context=r["context"], enrichment=enrichment, metadata=metadata,
+    )
