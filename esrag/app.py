@@ -42,7 +42,7 @@ def embedder_factory(settings: Settings, spec: str | None = None) -> Callable[[]
     chosen = spec or settings.embedder
 
     def build() -> Embedder:
-        return make_embedder(chosen, batch_size=settings.ingest.embed_batch_size)
+        return make_embedder(chosen, settings)
 
     return build
 

@@ -86,6 +86,7 @@ class Settings(BaseSettings):
     index: str = "esrag"
     store: str | None = None
     embedder: str = "st:all-MiniLM-L6-v2"
+    embedder_precision: str = "auto"
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     index_text: IndexTextSettings = Field(default_factory=IndexTextSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)

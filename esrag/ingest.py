@@ -183,6 +183,7 @@ class Ingester:
                 if path not in seen_paths:
                     pending.stale.extend(entries)
         self._flush(pending, summary)
+        self.store.refresh()
         summary.seconds = time.perf_counter() - start
         return summary
 

@@ -39,8 +39,8 @@ def discover(root: Path, include: list[str], exclude: list[str]) -> list[SourceF
         return [SourceFile(root, root.name)]
     if not root.is_dir():
         raise SourceError(str(root), "no such file or directory")
-    inc = pathspec.PathSpec.from_lines("gitwildmatch", include)
-    exc = pathspec.PathSpec.from_lines("gitwildmatch", exclude)
+    inc = pathspec.PathSpec.from_lines("gitignore", include)
+    exc = pathspec.PathSpec.from_lines("gitignore", exclude)
     out = [
         SourceFile(root / rel, rel)
         for rel in _candidates(root)

@@ -91,6 +91,10 @@ class Searcher:
         legs: dict[str, list[tuple[str, float]]] = {}
         vector = None
         if mode in ("dense", "hybrid"):
+            if self._embedder is None:
+                t0 = time.perf_counter()
+                self._embedder = self._embedder_factory()
+                timings["model_load"] = _ms(t0)
             t0 = time.perf_counter()
             vector = self.embedder.embed_query(query)
             timings["embed"] = _ms(t0)

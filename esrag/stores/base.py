@@ -134,6 +134,10 @@ class Store(Protocol):
         """Chunks of one source at the given 1-based positions (for context expansion)."""
         ...
 
+    def refresh(self) -> None:
+        """Make every write so far visible to searches (Elasticsearch refresh; SQLite no-op)."""
+        ...
+
     def stats(self) -> dict[str, Any]:
         """Counts for ``esrag status``: chunks, sources and corpora, plus backend details."""
         ...

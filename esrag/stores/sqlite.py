@@ -253,6 +253,9 @@ class SQLiteStore:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(matrix.ids[idx[i]], float(scores[i])) for i in top]
 
+    def refresh(self) -> None:
+        """See :class:`esrag.stores.base.Store`. Committed writes are visible at once."""
+
     def stats(self) -> dict[str, Any]:
         """See :class:`esrag.stores.base.Store`."""
         if not self._has_schema():
