@@ -22,7 +22,7 @@ from rich.table import Table
 from esrag import __version__, plugins
 from esrag.app import make_chunker, make_ingester, make_searcher, open_store
 from esrag.config import SEARCH_MODES, Settings, load_settings
-from esrag.errors import EsragError
+from esrag.errors import EmbedderMismatch, EsragError
 from esrag.ingest import Failure, IngestSummary, Observer
 from esrag.model import Document
 from esrag.sources import read_text
@@ -136,31 +136,56 @@ class _RateColumn(TextColumn):
 @click.option("--exclude", multiple=True, help="Gitignore-style pattern of files to skip (repeatable; adds to the defaults).")
 @click.option("--chunker", help="Chunker name (see `esrag plugins`; default: header).")
 @click.option("--embedder", help="Embedder spec, e.g. st:all-MiniLM-L6-v2 (default: ESRAG_EMBEDDER).")
+@click.option("--rebuild", is_flag=True, help="Elasticsearch: ingest into a new versioned index (e.g. for a new embedder); "
+              "the alias swaps to it once every corpus of the live index is in.")
 @json_option
 @handle_errors
 def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tuple[str, ...], chunker: str | None,
-           embedder: str | None, as_json: bool) -> None:
+           embedder: str | None, as_json: bool, rebuild: bool = False) -> None:
     """Chunk, embed and index the Markdown files under PATH (incremental: unchanged chunks cost nothing)."""
     settings = load_settings(embedder=embedder)
     corpus = corpus or _default_corpus(path)
     includes = list(include) or settings.ingest.include
     excludes = settings.ingest.exclude + list(exclude)
     store = open_store(settings)
+    swap = None
     try:
+        if rebuild:
+            _begin_rebuild(store)
         with Progress(
             TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(), _RateColumn(), TimeElapsedColumn(),
             console=err, disable=as_json and not err.is_terminal,
         ) as progress:
             ingester = make_ingester(settings, store, make_chunker(settings, chunker), _RichObserver(progress))
-            summary = ingester.run(path, corpus, includes, excludes)
+            summary = _run_ingest(ingester, store, path, corpus, includes, excludes)
+        if rebuild:
+            swap = store.finish_rebuild() if not summary.failures else {"swapped": False, "reason": "failures: fix them and run again"}
     finally:
         store.close()
     if as_json:
-        _print_json(summary.to_dict())
+        _print_json(summary.to_dict() | ({"rebuild": swap} if rebuild else {}))
     else:
         _print_summary(summary)
+        if rebuild:
+            err.print(f"rebuild: {swap}")
     if summary.failures:
         sys.exit(1)
+
+
+def _begin_rebuild(store: Any) -> None:
+    if not hasattr(store, "begin_rebuild"):
+        raise click.ClickException("--rebuild needs the Elasticsearch store (ESRAG_ES_URL); for the embedded store ingest into a new ESRAG_DB")
+    store.begin_rebuild()
+
+
+def _run_ingest(ingester: Any, store: Any, *args: Any) -> IngestSummary:
+    try:
+        return ingester.run(*args)
+    except EmbedderMismatch as exc:
+        if hasattr(store, "begin_rebuild") and "--rebuild" not in str(exc):
+            raise EmbedderMismatch(f"{exc} On Elasticsearch, `esrag ingest --rebuild PATH` builds a new versioned index with "
+                                   "the configured embedder and swaps the alias to it when complete.") from exc
+        raise
 
 
 def _default_corpus(path: Path) -> str:
@@ -279,3 +304,23 @@ def plugins_cmd(as_json: bool) -> None:
     for p in found:
         table.add_row(p.group, p.name, p.target, p.distribution)
     out.print(table)
+
+
+@main.command()
+@json_option
+@handle_errors
+def doctor(as_json: bool) -> None:
+    """Check the store: connectivity, version, licence, capabilities, templates and embedder, each problem with its way out."""
+    from esrag.doctor import run_checks, worst
+
+    checks = run_checks(load_settings())
+    if as_json:
+        _print_json([c.to_dict() for c in checks])
+    else:
+        style = {"ok": "green", "warn": "yellow", "fail": "red"}
+        table = Table("check", "status", "detail", "way out")
+        for c in checks:
+            table.add_row(c.name, f"[{style[c.status]}]{c.status}[/{style[c.status]}]", c.detail, c.way_out)
+        out.print(table)
+    if worst(checks) == "fail":
+        sys.exit(1)

@@ -67,7 +67,7 @@ class IngestSettings(BaseModel):
     include: list[str] = Field(default_factory=lambda: ["*.md", "*.markdown", "*.mdx"])
     exclude: list[str] = Field(default_factory=lambda: [".git/", "node_modules/", ".esrag/", ".venv/"])
     max_file_bytes: int = 5_000_000
-    embed_batch_size: int = 64
+    embed_batch_size: int = 16
 
 
 class Settings(BaseSettings):
