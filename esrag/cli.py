@@ -311,6 +311,8 @@ def plugins_cmd(as_json: bool) -> None:
 @handle_errors
 def doctor(as_json: bool) -> None:
     """Check the store: connectivity, version, licence, capabilities, templates and embedder, each problem with its way out."""
+    from rich.markup import escape
+
     from esrag.doctor import run_checks, worst
 
     checks = run_checks(load_settings())
@@ -320,7 +322,7 @@ def doctor(as_json: bool) -> None:
         style = {"ok": "green", "warn": "yellow", "fail": "red"}
         table = Table("check", "status", "detail", "way out")
         for c in checks:
-            table.add_row(c.name, f"[{style[c.status]}]{c.status}[/{style[c.status]}]", c.detail, c.way_out)
+            table.add_row(c.name, f"[{style[c.status]}]{c.status}[/{style[c.status]}]", escape(c.detail), escape(c.way_out))
         out.print(table)
     if worst(checks) == "fail":
         sys.exit(1)

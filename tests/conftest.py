@@ -2,3 +2,55 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+# -- Elasticsearch nodes for the elastic store tests ------------------------------------------
+# ESRAG_TEST_ES_URLS (comma-separated) names running nodes, as CI sets it. Unset, the session
+# starts the two test nodes itself with scripts/es-node (9.2.8 on 9200, 8.15.5 on 9201) and stops
+# at the end only the ones it started. Tests that need a node never skip.
+import os  # noqa: E402
+import subprocess  # noqa: E402
+
+import pytest  # noqa: E402
+
+ES_NODE = Path(__file__).resolve().parents[1] / "scripts" / "es-node"
+ES_TEST_NODES = {"http://127.0.0.1:9200": "9.2.8", "http://127.0.0.1:9201": "8.15.5"}
+
+
+def es_test_urls() -> list[str]:
+    """The Elasticsearch URLs the tests run against (ESRAG_TEST_ES_URLS, else both test nodes)."""
+    env = os.environ.get("ESRAG_TEST_ES_URLS", "")
+    return [u.strip() for u in env.split(",") if u.strip()] or list(ES_TEST_NODES)
+
+
+def _es_node(cmd: str, url: str, **kw) -> subprocess.Popen:
+    port = url.rsplit(":", 1)[1]
+    env = {**os.environ, "ES_PORT": port}
+    return subprocess.Popen([str(ES_NODE), cmd, ES_TEST_NODES[url]], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+@pytest.fixture(scope="session")
+def es_nodes() -> list[str]:
+    """Running Elasticsearch nodes for the session (started here when ESRAG_TEST_ES_URLS is unset)."""
+    urls = es_test_urls()
+    if os.environ.get("ESRAG_TEST_ES_URLS"):
+        yield urls
+        return
+    started: list[str] = []
+    running = {u: _es_node("status", u) for u in urls}
+    to_start = [u for u, p in running.items() if p.wait() != 0]
+    starting = {u: _es_node("start", u) for u in to_start}
+    failures = []
+    for url, proc in starting.items():
+        out, _ = proc.communicate(timeout=900)
+        if proc.returncode == 0:
+            started.append(url)
+        else:
+            failures.append(f"{url}: {out[-2000:]}")
+    try:
+        if failures:
+            pytest.fail("could not start the Elasticsearch test nodes with scripts/es-node:\n" + "\n".join(failures), pytrace=False)
+        yield urls
+    finally:
+        for url in started:
+            _es_node("stop", url).communicate(timeout=120)
