@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _data import shared_data
 from rich.console import Console
 from rich.table import Table
 
@@ -38,7 +39,7 @@ from esrag.model import Document
 from esrag.stores.sqlite import SQLiteStore
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_DOCS = HERE.parents[1] / "shared" / "data" / "corpora" / "laravel-docs"
+DEFAULT_DOCS = shared_data() / "corpora" / "laravel-docs"
 EMBED_FIELDS = ["section_path", "text"]
 BM25 = {"text": 1.0, "section_path": 1.0}
 console = Console()

@@ -25,8 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from _data import shared_data
+
 HERE = Path(__file__).resolve().parent
-LARAVEL = HERE.parents[1] / "shared" / "data" / "corpora" / "laravel-docs"
+LARAVEL = shared_data() / "corpora" / "laravel-docs"
 ESRAG = str(Path(sys.executable).with_name("esrag"))
 HEADER = re.compile(r"^(#{1,6} .*?)\s*$", re.MULTILINE)
 

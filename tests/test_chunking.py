@@ -14,9 +14,7 @@ from esrag.chunking.header import HeaderChunker, document_title
 from esrag.model import BlockKind, Chunk, Document
 from esrag.tokens import count_tokens
 
-LARAVEL = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora" / "laravel-docs"
-if not LARAVEL.is_dir():  # the worktree may live elsewhere; the data lives at /work/shared
-    LARAVEL = pathlib.Path("/work/shared/data/corpora/laravel-docs")
+from paths import LARAVEL
 LARAVEL_FILES = sorted(LARAVEL.glob("*.md"))
 
 NO_MERGE = {"tau_min": 0}  # isolates grouping rules 1-3 from the merge pass

@@ -28,7 +28,7 @@ from esrag.model import BlockKind, Chunk, Document
 from esrag.tokens import count_tokens, encode, encoding
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-LARAVEL = pathlib.Path("/work/shared/data/corpora/laravel-docs")
+from paths import LARAVEL
 LARAVEL_FILES = sorted(LARAVEL.glob("*.md"))
 
 UNICODE = "Ünïcödé naïve café — 汉字测试，日本語のテキスト 🎉🚀 𝔘𝔫𝔦 ǅ ß\n"

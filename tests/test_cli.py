@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from esrag.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-LARAVEL = ROOT.parent / "shared" / "data" / "corpora" / "laravel-docs"
+from paths import LARAVEL
 ESRAG = str(Path(sys.executable).with_name("esrag"))
 
 

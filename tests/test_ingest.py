@@ -19,7 +19,7 @@ from esrag.search.searcher import Searcher
 from esrag.stores.base import Filters
 from esrag.stores.sqlite import SQLiteStore
 
-LARAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora" / "laravel-docs"
+from paths import LARAVEL
 FILES = ["scheduling.md", "queues.md", "cache.md", "routing.md", "blade.md"]
 EMBED = ["section_path", "text"]
 BM25 = {"text": 1.0, "section_path": 1.0}
