@@ -91,6 +91,19 @@ class Settings(BaseSettings):
     index_text: IndexTextSettings = Field(default_factory=IndexTextSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    # LLM enrichment at index time (esrag.enrich): provider:model, server, key, limits.
+    enrich: str | None = None  # ESRAG_ENRICH: e, e-k, cr or pf (off when unset)
+    llm: str = "ollama:qwen2.5:7b"  # ESRAG_LLM: ollama:MODEL or openai:MODEL
+    llm_url: str | None = None  # ESRAG_LLM_URL: Ollama URL, or an OpenAI-compatible base URL ending in /v1
+    llm_api_key: SecretStr | None = None  # ESRAG_LLM_API_KEY (never printed)
+    llm_concurrency: int = Field(default=4, ge=1)  # calls in flight
+    llm_timeout: float = Field(default=120.0, gt=0)  # seconds per call
+    llm_retries: int = Field(default=1, ge=0)  # extra attempts after a transport error
+    llm_max_tokens: int = Field(default=1000, ge=1)  # output tokens of an enrichment call
+    llm_context_max_tokens: int = Field(default=120, ge=1)  # output tokens of a CR call
+    llm_num_ctx: int | None = 16384  # Ollama context window (model tokens)
+    llm_json: bool = True  # ask for JSON output where the server supports it
+    llm_cache: Path | None = None  # ESRAG_LLM_CACHE; default llm_cache.db beside the embedded store
 
     @classmethod
     def settings_customise_sources(
@@ -110,6 +123,11 @@ class Settings(BaseSettings):
         if self.store:
             return self.store
         return "elastic" if self.es_url else "sqlite"
+
+    @property
+    def llm_cache_path(self) -> Path:
+        """The LLM cache file: ``ESRAG_LLM_CACHE`` or ``llm_cache.db`` beside the embedded store."""
+        return self.llm_cache if self.llm_cache is not None else self.db_path.parent / "llm_cache.db"
 
     @property
     def db_path(self) -> Path:
