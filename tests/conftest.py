@@ -54,3 +54,9 @@ def es_nodes() -> list[str]:
     finally:
         for url in started:
             _es_node("stop", url).communicate(timeout=120)
+
+
+@pytest.fixture(scope="session", params=es_test_urls(), ids=lambda u: "es" + u.rsplit(":", 1)[1])
+def es_url(request, es_nodes) -> str:
+    """Each Elasticsearch node under test in turn (tests using it run once per node)."""
+    return request.param

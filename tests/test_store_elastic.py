@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import es_test_urls
 from esrag.chunking.header import HeaderChunker
 from esrag.config import SearchSettings, Settings
 from esrag.embed import SentenceTransformerEmbedder
@@ -183,11 +182,6 @@ def closed_port() -> int:
 
 
 # -- fixtures ------------------------------------------------------------------------------------
-@pytest.fixture(scope="session", params=es_test_urls(), ids=lambda u: "es" + u.rsplit(":", 1)[1])
-def es_url(request, es_nodes) -> str:
-    return request.param
-
-
 def fresh_alias() -> str:
     return f"esrag-t-{uuid.uuid4().hex[:12]}"
 
@@ -451,6 +445,20 @@ def test_failure_after_templates_rolls_them_back(make_store):
     state = s.assets()
     assert not state["index_template"] and not any(state["component_templates"].values())
     assert not s._es.indices.exists(index=s.names.index(1))
+    s._es.indices.delete(index=s.alias)
+
+
+def test_failed_rebuild_of_assets_restores_the_previous_templates(make_store):
+    s = make_store()
+    ensure_quietly(s, meta())
+    s._es.indices.delete(index=s.names.index(1))  # the index (and the alias with it) are gone, the templates stay
+    s._es.indices.create(index=s.alias)  # and something blocks the alias
+    again = make_store(index=s.alias)
+    with pytest.raises(StoreError, match="Nothing was left behind"):
+        ensure_quietly(again, IndexMeta("st:other-model", 16, ["text"]))
+    component = s._es.cluster.get_component_template(name=s.names.mappings).body["component_templates"][0]["component_template"]
+    mappings = component["template"]["mappings"]
+    assert mappings["_meta"]["embedder"] == "test:unit-vectors" and mappings["properties"]["vector"]["dims"] == DIMS
     s._es.indices.delete(index=s.alias)
 
 
@@ -762,3 +770,43 @@ def test_moved_chunks_keep_their_vectors_through_a_reingest(make_store, tmp_path
     assert len(found) == total
     [c] = s.get([next(iter(found))])
     assert c.start_line > 3
+
+
+def test_cli_ingest_rebuild_and_search(es_url, tmp_path):
+    from click.testing import CliRunner
+
+    from esrag.cli import main
+
+    tree = _tree(tmp_path, ["scheduling.md", "cache.md"])
+    alias = fresh_alias()
+    env = {"ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias, "ESRAG_DB": None}
+    runner = CliRunner()
+    try:
+        with pytest.warns(ClusterWarning, match="no ingest processors"):  # the one warning, not a crash
+            first = runner.invoke(main, ["ingest", str(tree), "--corpus", "laravel", "--json"], env=env)
+        assert first.exit_code == 0, first.output
+        chunks = json.loads(first.stdout)["chunks_new"]
+        assert chunks > 20
+
+        mismatch = runner.invoke(main, ["ingest", str(tree), "--corpus", "laravel", "--embedder", "st:other-model"], env=env)
+        assert mismatch.exit_code == 1 and "st:other-model" in mismatch.stderr and "esrag ingest --rebuild" in mismatch.stderr
+
+        with pytest.warns(ClusterWarning):  # the rebuild's new index gets no pipeline either
+            rebuilt = runner.invoke(main, ["ingest", str(tree), "--corpus", "laravel", "--rebuild", "--json"], env=env)
+        assert rebuilt.exit_code == 0, rebuilt.output
+        report = json.loads(rebuilt.stdout)
+        assert report["chunks_new"] == chunks and report["embeddings_computed"] > 0
+        assert report["rebuild"] == {"swapped": True, "index": f"{alias}-000002", "previous": f"{alias}-000001", "deleted_previous": True}
+
+        found = runner.invoke(main, ["search", "how do I schedule a task to run every minute", "-k", "3", "--json"], env=env)
+        assert found.exit_code == 0, found.output
+        hits = json.loads(found.stdout)
+        assert hits[0]["source_path"] == "scheduling.md" and hits[0]["section_path"].startswith("Task Scheduling")
+        assert set(hits[0]["legs"]) == {"bm25", "dense"}
+
+        embedded = runner.invoke(main, ["ingest", str(tree), "--rebuild"], env={"ESRAG_ES_URL": None, "ESRAG_DB": str(tmp_path / "x.db")})
+        assert embedded.exit_code == 1 and "--rebuild needs the Elasticsearch store" in embedded.stderr
+    finally:
+        cleaner = ElasticStore(es_url, alias)
+        cleaner.drop()
+        cleaner.close()

@@ -1343,7 +1343,10 @@ def _previous(get: Callable[..., Any], key: str, name: str) -> dict[str, Any] | 
         return None
     for item in body.get(key, []):
         if item.get("name") == name:
-            return item.get("component_template") or item.get("index_template")
+            found = dict(item.get("component_template") or item.get("index_template") or {})
+            for read_only in ("created_date", "created_date_millis", "modified_date", "modified_date_millis"):
+                found.pop(read_only, None)
+            return found
     return None
 
 
