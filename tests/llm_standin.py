@@ -316,7 +316,44 @@ def fake_model(req: Request) -> Reply:
 
 
 # -- replies recorded from the smoke-test model (SmolLM2-135M-Instruct Q4_1, llama-cpp-python) -----
-RECORDED: dict[str, str] = {}
+# Recorded 2026-11-29 from E prompts (enrich_v1) on Laravel chunks, max_tokens 200/256, temperature 0.
+RECORDED: dict[str, str] = {
+    'schema_echo_no_key': (
+        '{\n'
+        '  "title": "a short descriptive title for this chunk, 3 to 8 words",\n'
+        '  "summary": "one or two sentences (30 to 60 words) on what this chunk says that the other chunks do not; do not repeat it in a single sentence.",\n'
+        '  "keywords": ["5 to 8 specific terms or phrases from the domain"],\n'
+        '  "questions": ["2 to 3 specific questions that this chunk answers"],\n'
+        '  "entities": ["named things in the domain", "tools, products, functions, classes, people, places"]\n'
+        '}'
+    ),
+    'schema_echo_example_keys_as_entities': (
+        '{\n'
+        '  "title": "a short descriptive title for this chunk, 3 to 8 words",\n'
+        '  "summary": "one or two sentences (30 to 60 words) on what this chunk says that the other chunks do not; do not repeat it in a single sentence.",\n'
+        '  "keywords": ["5 to 8 specific terms or phrases from the chunk\'s domain"],\n'
+        '  "questions": ["2 to 3 specific questions that this chunk answers"],\n'
+        '  "entities": ["named things in the chunk: tools, products, functions, classes, people, places", "admissions process", "gradient descent optimization", "oauth token flow", "q3 revenue breakdown"]\n'
+        '}'
+    ),
+    'truncated_at_max_tokens_questions_as_objects': (
+        '{\n'
+        '  "title": "Task Scheduling",\n'
+        '  "summary": "A task scheduling document that outlines the process of planning and executing tasks, including how to schedule tasks based on specific criteria such as deadlines, resource allocation, and performance metrics.",\n'
+        '  "keywords": ["task scheduling", "schedule frequency options"],\n'
+        '  "questions": [\n'
+        '    {\n'
+        '      "id": "1234567890-1.html#description-of-the-document-content-and-structure-for-a-list of-specific-keywords-that-are-important-to-this-task-scheduling",\n'
+        '      "type": "section_title"\n'
+        '    },\n'
+        '    {\n'
+        '      "id": "234567890.html#description-of-the-document-content-and-structure-for-a-list of-specific-keywordsthat-are-importanttothis-taskscheduling",\n'
+        '      "type": "section_title"\n'
+        '    },\n'
+        '  {\n'
+        '    "id": "34567890.html#description-of-the-document-content-and-structure-for-a-list of-specifickeywordsthatisveryimportanttothis'
+    ),
+}
 
 
 def counting_responder(counter: defaultdict[str, int] | None = None) -> Callable[[Request], Reply]:
