@@ -326,3 +326,45 @@ def doctor(as_json: bool) -> None:
         out.print(table)
     if worst(checks) == "fail":
         sys.exit(1)
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+@main.command(name="eval")
+@click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--dataset", help="KIND:PATH with KIND qasper, beir, squad or spans (a .gz file is read as gzip).")
+@click.option("--arms", help="Comma-separated arms: S,S+T,F512c,F256t,P,FL,default,lc-header,lc-recursive-512t.")
+@click.option("--retrievers", help="Comma-separated retrievers: bm25, dense, hybrid (MODE+rerank with a reranker).")
+@click.option("--budgets", help="Comma-separated budgets in cl100k tokens of source text (default 512,1024,2048).")
+@click.option("--limit", type=int, help="Only the first N papers (Qasper) or questions (pooled datasets).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder (default eval-out/<dataset>).")
+@json_option
+@handle_errors
+def eval_cmd(config: Path | None, dataset: str | None, arms: str | None, retrievers: str | None, budgets: str | None,
+             limit: int | None, out: Path | None, as_json: bool) -> None:
+    """Evaluate arms x retrievers on a dataset: evidence recall and gold-token precision within token
+    budgets (rec@Bt, prec@Bt) with BCa CIs, oracle ceilings and paired contrasts. CONFIG is a TOML
+    naming dataset, arms, retrievers, budgets and contrasts; flags override it."""
+    from esrag.eval import harness, report
+    from esrag.eval.datasets import parse_dataset_arg
+
+    cfg = harness.load_config(config) if config else harness.EvalConfig()
+    try:
+        budget_list = [int(b) for b in _csv(budgets)] if budgets else None
+    except ValueError as exc:
+        raise click.BadParameter(f"budgets are integers (cl100k tokens), got {budgets!r}", param_hint="--budgets") from exc
+    cfg = harness.apply_overrides(cfg, parse_dataset_arg(dataset) if dataset else None, _csv(arms), _csv(retrievers),
+                                  budget_list, out, limit)
+    with Progress(TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
+                  TimeElapsedColumn(), console=err) as progress:
+        run = harness.run_eval(cfg, observer=report.RichObserver(progress))
+    folder = cfg.out or Path("eval-out") / run.dataset.name
+    data = report.write_outputs(run, folder)
+    if as_json:
+        _print_json(report.json_rows(data))
+    else:
+        out_console = Console(highlight=False, soft_wrap=True)
+        out_console.print(report.markdown(data), markup=False)
+    err.print(f"wrote {folder} in {run.seconds['total']:.1f} s ({run.embeddings_computed:,} passages embedded)")

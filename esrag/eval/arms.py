@@ -1,0 +1,296 @@
+"""Arms and retrievers of the evaluation grid (seed 000, §3 Table 1 and §4.3).
+
+An **arm** is a chunk set × indexed text: a chunker (built for the whole dataset, since FL needs
+the corpus's median header-led chunk length), an optional enricher that fills LLM fields
+(arms E and CR plug in here), and the fields that feed the embedded passage
+(``embed_fields``) and BM25 (``bm25_fields``), plus the search settings its retrievers use.
+Arms S, S+T, E and CR share boundaries and differ only in indexed text; evidence is always
+matched on the chunk's own source text.
+
+Built-in arms (:data:`ARMS`):
+
+=================  ==========================================================================
+``S``              header-led chunks (seed τ_max 1,500 / τ_min 100 characters), text only
+``S+T``            the same chunks, section path + text (embedded; BM25 on both fields)
+``F512c``          512-character windows, text only
+``F256t``          256-token windows (cl100k), 64-token overlap, text only
+``P``              paragraph packer ignoring headers (τ_max 1,500), text only
+``FL``             token windows of the median S length (cl100k), no overlap, text only
+``default``        exactly what ``esrag ingest`` + ``esrag search`` do with the current settings
+                   (``Settings()``: chunker and its τ, ``index_text.embed_fields`` /
+                   ``bm25_fields``, ``search``) — it follows the defaults when they change
+``lc-header``      peer: LangChain MarkdownHeaderTextSplitter + 1,500-character cap
+``lc-recursive-512t``  peer: LangChain RecursiveCharacterTextSplitter at 512 cl100k tokens
+=================  ==========================================================================
+
+Named arms search with the seed's protocol (:data:`SEED_SEARCH`: RRF k = 60, equal leg
+weights, fusion over the whole ranked pool); ``default`` searches with ``Settings().search``.
+
+A **retriever** is a search mode of :class:`esrag.search.searcher.Searcher` (``bm25``,
+``dense``, ``hybrid``), optionally followed by a reranker: any callable
+``rerank(query, texts) -> scores`` (higher is better) reorders the first ``depth`` hits
+(default 30, the seed's "hybrid top-30"); the rest keep their order. Its name is
+``MODE+rerank``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from esrag import plugins
+from esrag.chunking.base import Chunker
+from esrag.chunking.baselines import FixedCharChunker, ParagraphPacker, TokenWindowChunker, length_matched
+from esrag.chunking.header import HeaderChunker
+from esrag.config import SEARCH_MODES, SearchSettings, Settings
+from esrag.errors import ConfigError
+from esrag.indexed_text import EMBED_FIELDS
+from esrag.model import Chunk, Document, Hit
+from esrag.search.searcher import Searcher
+
+#: The seed's retrieval protocol for named arms: RRF (k = 60, untuned, equal weights) over the
+#: whole ranked pool (a window of 10,000 chunks covers every pool of the datasets here).
+SEED_SEARCH = SearchSettings(k=10, mode="hybrid", rrf_k=60, rank_window_size=10_000, num_candidates=10_000,
+                             weights={"bm25": 1.0, "dense": 1.0})
+
+TEXT_ONLY = ("text",)
+SECTION_AND_TEXT = ("section_path", "text")
+
+Rerank = Callable[[str, list[str]], Sequence[float]]
+ChunkerFactory = Callable[[Sequence[Document]], Chunker]
+
+
+class Enricher(Protocol):
+    """Fills LLM fields of a document's chunks (``Chunk.enrichment``, ``Chunk.context``) at
+    indexing time; never changes ``Chunk.text``. The LLM arms E and CR are enrichers."""
+
+    name: str
+
+    def enrich(self, doc: Document, chunks: list[Chunk]) -> list[Chunk]:
+        """The chunks of ``doc`` with their generated fields set."""
+        ...
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: how chunks are cut, what is generated for them, and what is indexed.
+
+    Attributes:
+        name: the arm's label in tables and contrasts.
+        chunker: builds the chunker from all documents of the dataset.
+        embed_fields: fields joined into the embedded passage (see :mod:`esrag.indexed_text`).
+        bm25_fields: field -> BM25 weight.
+        search: search settings of its retrievers (RRF k, windows, leg weights).
+        enricher: optional LLM step between chunking and indexing.
+        description: one line for reports.
+    """
+
+    name: str
+    chunker: ChunkerFactory
+    embed_fields: tuple[str, ...] = TEXT_ONLY
+    bm25_fields: Mapping[str, float] = field(default_factory=lambda: {"text": 1.0})
+    search: SearchSettings = field(default_factory=lambda: SEED_SEARCH)
+    enricher: Enricher | None = None
+    description: str = ""
+
+    def build_chunker(self, documents: Sequence[Document]) -> Chunker:
+        """The arm's chunker for this dataset (wrapped with the enricher when there is one)."""
+        chunker = self.chunker(documents)
+        return _EnrichedChunker(chunker, self.enricher) if self.enricher else chunker
+
+
+class _EnrichedChunker:
+    """A chunker followed by an enricher, itself a :class:`~esrag.chunking.base.Chunker`."""
+
+    def __init__(self, chunker: Chunker, enricher: Enricher) -> None:
+        self.inner, self.enricher = chunker, enricher
+        self.name = f"{chunker.name}+{enricher.name}"
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        return self.enricher.enrich(doc, self.inner.chunk(doc))
+
+
+def _fl(documents: Sequence[Document]) -> Chunker:
+    header = HeaderChunker()
+    return length_matched([c for d in documents for c in header.chunk(replace(d))])
+
+
+def _peer(name: str) -> ChunkerFactory:
+    def build(documents: Sequence[Document]) -> Chunker:
+        from esrag.eval import peers
+
+        return peers.LangChainHeaderChunker() if name == "lc-header" else peers.LangChainRecursiveChunker()
+
+    return build
+
+
+#: Chunker factories by name, for built-in and config-defined arms.
+CHUNKERS: dict[str, ChunkerFactory] = {
+    "header": lambda docs: HeaderChunker(),
+    "f512c": lambda docs: FixedCharChunker(),
+    "f256t": lambda docs: TokenWindowChunker(),
+    "p": lambda docs: ParagraphPacker(),
+    "fl": _fl,
+    "lc-header": _peer("lc-header"),
+    "lc-recursive-512t": _peer("lc-recursive-512t"),
+}
+
+_SECTION_BM25 = {"text": 1.0, "section_path": 1.0}
+
+#: Built-in arms other than ``default``: (chunker, embed_fields, bm25_fields, description).
+ARMS: dict[str, tuple[str, tuple[str, ...], dict[str, float], str]] = {
+    "S": ("header", TEXT_ONLY, {"text": 1.0}, "header-led chunks, text only"),
+    "S+T": ("header", SECTION_AND_TEXT, _SECTION_BM25, "header-led chunks, section-path prefix"),
+    "F512c": ("f512c", TEXT_ONLY, {"text": 1.0}, "512-character windows"),
+    "F256t": ("f256t", TEXT_ONLY, {"text": 1.0}, "256-token windows, 64-token overlap"),
+    "P": ("p", TEXT_ONLY, {"text": 1.0}, "paragraph packer ignoring headers"),
+    "FL": ("fl", TEXT_ONLY, {"text": 1.0}, "token windows of the median S length"),
+    "lc-header": ("lc-header", TEXT_ONLY, {"text": 1.0}, "LangChain MarkdownHeaderTextSplitter, 1,500-char cap"),
+    "lc-recursive-512t": ("lc-recursive-512t", TEXT_ONLY, {"text": 1.0}, "LangChain RecursiveCharacterTextSplitter, 512 tokens"),
+}
+ARM_NAMES = (*ARMS, "default")
+
+
+def default_arm(settings: Settings) -> Arm:
+    """Arm ``default``: what ``esrag ingest`` builds with ``settings`` — the chunker of
+    :func:`esrag.app.make_chunker` and the indexed text of :func:`esrag.app.make_ingester` — and
+    the configured search settings.
+
+    Raises:
+        ConfigError: the settings ask ingest to enrich chunks (``enrich``), which the eval's
+            default arm does not run yet; evaluate enrichment as an arm with an enricher.
+    """
+    from esrag.app import make_chunker, make_ingester
+
+    ingester = make_ingester(settings, None, make_chunker(settings))  # type: ignore[arg-type]
+    if getattr(ingester, "enricher", None) is not None:
+        raise ConfigError("the default arm cannot evaluate ingest-time enrichment (ESRAG_ENRICH) yet; unset it for `esrag eval`")
+
+    def build(documents: Sequence[Document]) -> Chunker:
+        return make_chunker(settings)
+
+    c = settings.chunking
+    embed, bm25 = tuple(ingester.embed_fields), dict(ingester.bm25_fields)
+    return Arm(
+        "default", build, embed, bm25, settings.search, None,
+        f"esrag defaults: chunker {c.chunker} (tau {c.tau_max}/{c.tau_min}), embed {list(embed)}, bm25 {bm25}",
+    )
+
+
+def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, Any]] | None = None) -> Arm:
+    """The arm ``name``: built-in (:data:`ARM_NAMES`), or defined in the config's ``[arms.NAME]``
+    table (keys ``chunker`` — a name of :data:`CHUNKERS` or of an ``esrag.chunkers`` plugin —
+    ``embed_fields``, ``bm25_fields``, ``description``).
+
+    Raises:
+        ConfigError: unknown arm or chunker, or an unknown indexed field (lists the valid ones).
+    """
+    custom = custom or {}
+    if name in custom:
+        spec = custom[name]
+        chunker = _chunker_factory(str(spec.get("chunker", "header")), settings)
+        embed = tuple(spec.get("embed_fields", TEXT_ONLY))
+        bm25 = dict(spec.get("bm25_fields", {"text": 1.0}))
+        _check_fields(name, embed, bm25)
+        return Arm(name, chunker, embed, bm25, SEED_SEARCH, None, str(spec.get("description", "")))
+    if name == "default":
+        return default_arm(settings)
+    if name not in ARMS:
+        raise ConfigError(f"unknown arm {name!r}; valid: {', '.join(ARM_NAMES)} (or define [arms.{name}] in the config)")
+    chunker, embed, bm25, description = ARMS[name]
+    return Arm(name, CHUNKERS[chunker], embed, bm25, SEED_SEARCH, None, description)
+
+
+def _chunker_factory(name: str, settings: Settings) -> ChunkerFactory:
+    if name in CHUNKERS:
+        return CHUNKERS[name]
+    if name not in plugins.names("esrag.chunkers"):
+        raise ConfigError(f"unknown chunker {name!r}; valid: {', '.join(sorted({*CHUNKERS, *plugins.names('esrag.chunkers')}))}")
+    from esrag.app import make_chunker
+
+    return lambda docs: make_chunker(settings, name)
+
+
+def _check_fields(arm: str, embed: Sequence[str], bm25: Mapping[str, float]) -> None:
+    from esrag.stores.base import TEXT_FIELDS
+
+    bad = [f for f in embed if f not in EMBED_FIELDS] + [f for f in bm25 if f not in TEXT_FIELDS]
+    if bad:
+        raise ConfigError(f"arm {arm!r} names unknown fields {bad}; embed_fields: {', '.join(EMBED_FIELDS)}; "
+                          f"bm25_fields: {', '.join(TEXT_FIELDS)}")
+
+
+# -- retrievers ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Retriever:
+    """A search mode, optionally followed by a reranker over its first ``depth`` hits.
+
+    Attributes:
+        name: label (``hybrid``, ``hybrid+rerank``…).
+        mode: ``bm25``, ``dense`` or ``hybrid`` (a :class:`Searcher` mode).
+        rerank: ``rerank(query, texts) -> scores`` (higher is better), or None.
+        depth: how many of the first hits the reranker reorders.
+    """
+
+    name: str
+    mode: str
+    rerank: Rerank | None = None
+    depth: int = 30
+
+    def run(self, searcher: Searcher, query: str, k: int) -> list[Hit]:
+        """The first ``k`` hits for ``query``, reranked when a reranker is set."""
+        hits = searcher.search(query, k=k, mode=self.mode).hits
+        return rerank_hits(query, hits, self.rerank, self.depth) if self.rerank else hits
+
+
+def rerank_hits(query: str, hits: list[Hit], rerank: Rerank, depth: int) -> list[Hit]:
+    """``hits`` with the first ``depth`` reordered by ``rerank(query, chunk texts)`` (stable on
+    ties); the rest follow unchanged.
+
+    Raises:
+        ConfigError: the reranker returns a different number of scores than texts.
+    """
+    head, tail = hits[:depth], hits[depth:]
+    scores = list(rerank(query, [h.chunk.text for h in head]))
+    if len(scores) != len(head):
+        raise ConfigError(f"the reranker returned {len(scores)} scores for {len(head)} texts")
+    order = sorted(range(len(head)), key=lambda i: -float(scores[i]))
+    return [head[i] for i in order] + tail
+
+
+def load_reranker(target: str) -> Rerank:
+    """A reranker by ``esrag.rerankers`` plugin name or ``module:attribute`` path. A class is
+    instantiated without arguments; the result must be callable as ``rerank(query, texts)``.
+
+    Raises:
+        ConfigError: nothing importable under that name.
+    """
+    if ":" in target:
+        module, _, attr = target.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"cannot import reranker {target!r}: {exc}") from exc
+    else:
+        obj = plugins.load("esrag.rerankers", target)
+    obj = obj() if isinstance(obj, type) else obj
+    if not callable(obj):
+        raise ConfigError(f"reranker {target!r} is not callable as rerank(query, texts) -> scores")
+    return obj
+
+
+def make_retriever(name: str, rerank: Rerank | None = None, depth: int = 30) -> Retriever:
+    """``bm25``, ``dense``, ``hybrid``, or ``MODE+rerank`` (needs ``rerank``).
+
+    Raises:
+        ConfigError: unknown mode, or ``+rerank`` without a configured reranker.
+    """
+    mode, plus, suffix = name.partition("+")
+    if mode not in SEARCH_MODES or (plus and suffix != "rerank"):
+        raise ConfigError(f"unknown retriever {name!r}; valid: {', '.join(SEARCH_MODES)}, or MODE+rerank with a reranker")
+    if plus and rerank is None:
+        raise ConfigError(f"retriever {name!r} needs a reranker: set reranker = \"module:function\" in the eval config")
+    return Retriever(name, mode, rerank if plus else None, depth)

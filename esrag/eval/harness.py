@@ -1,0 +1,611 @@
+"""The evaluation harness: arms × retrievers over a dataset, scored with budgeted metrics and
+compared with paired statistics (seed 000, §3–§4.5).
+
+For every arm and every pool (one Qasper paper, or the whole corpus of a pooled dataset), the
+pool's chunks are indexed into a fresh embedded store (a temporary SQLite file, opened like the
+product opens it) and searched with esrag's :class:`~esrag.search.searcher.Searcher`, so the
+numbers are what a user of ``esrag ingest`` + ``esrag search`` gets. Identical passages are
+embedded once across arms and runs (:class:`~esrag.embed.CachedEmbedder` over an
+:class:`~esrag.embed.EmbeddingCache` keyed by model and text hash); queries are cached the same
+way. Everything is deterministic for a given config, data and cache contents.
+
+Outputs (see :mod:`esrag.eval.report`): one record per question × arm × retriever, summary rows
+per arm × retriever × budget (means in points with BCa cluster-bootstrap 95% CIs, the greedy
+oracle ceiling), and the configured paired contrasts with TOST / Holm / sign-flip tests.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from esrag import __version__
+from esrag.config import Settings, load_settings
+from esrag.embed import CachedEmbedder, Embedder, EmbeddingCache, make_embedder, normalize_spec
+from esrag.errors import ConfigError
+from esrag.eval import metrics
+from esrag.eval.arms import ARM_NAMES, Arm, Retriever, load_reranker, make_arm, make_retriever
+from esrag.eval.datasets import KINDS, EvalDataset, Question, load_dataset
+from esrag.eval.stats import RESAMPLES, Comparison, by_cluster, cluster_bootstrap, compare, decide, paired_differences
+from esrag.indexed_text import embed_text
+from esrag.ingest import meta_hash
+from esrag.model import Chunk, Document, Hit
+from esrag.search.budget import take_budget
+from esrag.search.searcher import Searcher
+from esrag.stores.base import IndexMeta
+
+DEFAULT_ARMS = ("S", "S+T", "F512c", "F256t", "P", "FL", "default", "lc-header", "lc-recursive-512t")
+DEFAULT_RETRIEVERS = ("bm25", "dense", "hybrid")
+DEFAULT_BUDGETS = (512, 1024, 2048)
+FIRST_K = 50
+"""Chunks asked of the searcher first; more are asked while the largest budget is not filled
+(or, for chunk-free gold, fewer than 10 distinct documents are ranked) and the pool has more."""
+RANK_CUTOFFS = (10, 50)
+EMBED_WINDOW = 1024
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+@dataclass
+class ContrastSpec:
+    """A paired contrast A − B.
+
+    Attributes:
+        a, b: ``"ARM/RETRIEVER"`` (or ``"ARM"`` with ``retriever`` given).
+        family: Holm family name (tests are adjusted within it).
+        margin: TOST equivalence margin in points (None: a two-sided test only).
+        metric: ``rec`` or ``prec``; budget: B in cl100k tokens (None: the first budget).
+    """
+
+    a: str
+    b: str
+    family: str = "exploratory"
+    margin: float | None = None
+    metric: str = "rec"
+    budget: int | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ContrastSpec:
+        retriever = d.get("retriever")
+        a, b = str(d["a"]), str(d["b"])
+        if retriever:
+            a = a if "/" in a else f"{a}/{retriever}"
+            b = b if "/" in b else f"{b}/{retriever}"
+        if "/" not in a or "/" not in b:
+            raise ConfigError(f"contrast {a} − {b}: write each side as ARM/RETRIEVER or give retriever = ...")
+        metric = str(d.get("metric", "rec"))
+        if metric not in ("rec", "prec"):
+            raise ConfigError(f"contrast metric must be rec or prec, got {metric!r}")
+        margin = d.get("margin")
+        return cls(a, b, str(d.get("family", "exploratory")), float(margin) if margin else None, metric,
+                   int(d["budget"]) if d.get("budget") else None)
+
+    @property
+    def label(self) -> str:
+        return f"{self.a} − {self.b}"
+
+
+@dataclass
+class EvalConfig:
+    """What to evaluate. Paths in a TOML config are relative to the config file.
+
+    Attributes:
+        kind, path: the dataset (``qasper``, ``beir``, ``squad``, ``spans``) and its file/folder.
+        limit: first N pools (per-document datasets) or questions (pooled); split: BEIR qrels.
+        arms, retrievers: grid axes (arm names, ``bm25``/``dense``/``hybrid``/``MODE+rerank``).
+        budgets: B values in cl100k tokens; the first is the primary budget.
+        contrasts: paired contrasts to test.
+        custom_arms: ``[arms.NAME]`` tables (see :func:`esrag.eval.arms.make_arm`).
+        reranker, rerank_depth: ``module:function``, an ``esrag.rerankers`` plugin name or a
+            callable ``rerank(query, texts) -> scores``; and how many first hits it reorders.
+        embedder: embedder spec (None: ``Settings().embedder``).
+        cache: embedding cache file (None: ``$XDG_CACHE_HOME/esrag/embeddings.sqlite``).
+        out: output folder (None: ``eval-out/<dataset name>``).
+        seed, resamples: bootstrap / permutation seed and count.
+    """
+
+    kind: str = "qasper"
+    path: Path | None = None
+    limit: int | None = None
+    split: str = "test"
+    arms: list[str] = field(default_factory=lambda: list(DEFAULT_ARMS))
+    retrievers: list[str] = field(default_factory=lambda: list(DEFAULT_RETRIEVERS))
+    budgets: list[int] = field(default_factory=lambda: list(DEFAULT_BUDGETS))
+    contrasts: list[ContrastSpec] = field(default_factory=list)
+    custom_arms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reranker: Any = None
+    rerank_depth: int = 30
+    embedder: str | None = None
+    cache: Path | None = None
+    out: Path | None = None
+    seed: int = 0
+    resamples: int = RESAMPLES
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` naming the first bad value and the valid ones."""
+        if self.kind not in KINDS:
+            raise ConfigError(f"unknown dataset kind {self.kind!r}; valid: {', '.join(KINDS)}")
+        if self.path is None:
+            raise ConfigError("no dataset: give --dataset KIND:PATH or [dataset] kind/path in the config")
+        if not self.budgets or any(b < 1 for b in self.budgets):
+            raise ConfigError(f"budgets must be positive cl100k token counts, got {self.budgets}")
+        if not self.arms or not self.retrievers:
+            raise ConfigError("at least one arm and one retriever are needed")
+        for name in self.arms:
+            if name not in ARM_NAMES and name not in self.custom_arms:
+                raise ConfigError(f"unknown arm {name!r}; valid: {', '.join(ARM_NAMES)} (or define [arms.{name}])")
+        for c in self.contrasts:
+            for side in (c.a, c.b):
+                arm, _, retriever = side.partition("/")
+                if arm not in self.arms or retriever not in self.retrievers:
+                    raise ConfigError(f"contrast {c.label}: {side} is not in the grid (arms {self.arms}, retrievers {self.retrievers})")
+            if c.budget is not None and c.budget not in self.budgets:
+                raise ConfigError(f"contrast {c.label}: budget {c.budget} is not among {self.budgets}")
+
+
+def load_config(path: Path) -> EvalConfig:
+    """Read an eval TOML (keys of :class:`EvalConfig`; ``[dataset]`` kind/path/limit/split;
+    ``[[contrasts]]``; ``[arms.NAME]``; ``[reranker]`` target/depth or ``reranker = "..."``).
+
+    Raises:
+        ConfigError: unreadable TOML or a bad value.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read eval config {path}: {exc}") from exc
+    base = path.resolve().parent
+    _check_keys(path, data, _TOP_KEYS)
+    ds = data.get("dataset", {})
+    _check_keys(path, ds, _DATASET_KEYS, "[dataset] ")
+    cfg = EvalConfig()
+    cfg.kind = ds.get("kind", cfg.kind)
+    cfg.path = base / ds["path"] if ds.get("path") else None
+    cfg.limit, cfg.split = ds.get("limit"), ds.get("split", "test")
+    arms = data.get("arms", cfg.arms)
+    if isinstance(arms, dict):  # [arms.NAME] tables plus an optional list under arms.use
+        cfg.custom_arms = {k: v for k, v in arms.items() if isinstance(v, dict)}
+        arms = arms.get("use", [*DEFAULT_ARMS, *cfg.custom_arms])
+    cfg.arms = list(arms)
+    cfg.retrievers = list(data.get("retrievers", cfg.retrievers))
+    cfg.budgets = [int(b) for b in data.get("budgets", cfg.budgets)]
+    cfg.contrasts = [ContrastSpec.from_dict(c) for c in data.get("contrasts", [])]
+    rr = data.get("reranker")
+    cfg.reranker = rr.get("target") if isinstance(rr, dict) else rr
+    cfg.rerank_depth = int(rr.get("depth", 30)) if isinstance(rr, dict) else cfg.rerank_depth
+    cfg.embedder = data.get("embedder")
+    cfg.cache = base / data["cache"] if data.get("cache") else None
+    cfg.out = base / data["out"] if data.get("out") else None
+    cfg.seed, cfg.resamples = int(data.get("seed", 0)), int(data.get("resamples", RESAMPLES))
+    return cfg
+
+
+_TOP_KEYS = ("dataset", "arms", "retrievers", "budgets", "contrasts", "reranker", "embedder", "cache", "out", "seed", "resamples")
+_DATASET_KEYS = ("kind", "path", "limit", "split")
+
+
+def _check_keys(path: Path, table: dict[str, Any], valid: Sequence[str], where: str = "") -> None:
+    unknown = [k for k in table if k not in valid]
+    if unknown:
+        raise ConfigError(f"{path}: unknown {where}key(s) {', '.join(unknown)}; valid: {', '.join(valid)} "
+                          "(top-level keys must come before the first [table])")
+
+
+def default_cache_path() -> Path:
+    """``$XDG_CACHE_HOME/esrag/embeddings.sqlite`` (``~/.cache`` when unset)."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "esrag" / "embeddings.sqlite"
+
+
+# -- progress ----------------------------------------------------------------------------------
+
+class Observer:
+    """Progress callbacks (all optional no-ops); the CLI draws rich bars from them."""
+
+    def phase(self, name: str, total: int) -> None: ...
+    def advance(self, name: str, n: int = 1) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+# -- results -----------------------------------------------------------------------------------
+
+@dataclass
+class QuestionResult:
+    """One question × arm × retriever.
+
+    Attributes:
+        rec, prec: budget B -> rec@Bt / prec@Bt in [0, 1].
+        ranking: chunk-free gold only: ``recall@10``, ``recall@50``, ``mrr``, ``ndcg@10`` in [0, 1].
+        selected: the chunks inside the primary budget: ``[source_path, start_line, end_line,
+            tokens taken, cut]``.
+    """
+
+    question_id: str
+    pool: str
+    cluster: str
+    arm: str
+    retriever: str
+    rec: dict[int, float]
+    prec: dict[int, float]
+    ranking: dict[str, float] | None = None
+    selected: list[list[Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "question_id": self.question_id, "pool": self.pool, "cluster": self.cluster, "arm": self.arm,
+            "retriever": self.retriever,
+        }
+        out.update({f"rec@{b}t": round(100 * v, 6) for b, v in self.rec.items()})
+        out.update({f"prec@{b}t": round(100 * v, 6) for b, v in self.prec.items()})
+        if self.ranking is not None:
+            out.update({k: round(100 * v, 6) for k, v in self.ranking.items()})
+        out["selected"] = self.selected
+        return out
+
+
+@dataclass
+class EvalRun:
+    """Everything one evaluation produced (before summarising).
+
+    Attributes:
+        oracle: arm -> budget -> question id -> greedy-oracle rec@Bt in [0, 1].
+        chunk_stats: arm -> ``chunks``, ``median_tokens``, ``mean_tokens`` (cl100k) over the
+            searched pools.
+        seconds: wall time per phase (``chunk``, ``embed``, ``search``, ``total``).
+    """
+
+    config: EvalConfig
+    dataset: EvalDataset
+    settings: Settings
+    embedder_spec: str
+    arms: list[Arm]
+    retrievers: list[Retriever]
+    results: list[QuestionResult] = field(default_factory=list)
+    oracle: dict[str, dict[int, dict[str, float]]] = field(default_factory=dict)
+    chunk_stats: dict[str, dict[str, float]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    embeddings_computed: int = 0
+
+    @property
+    def pools(self) -> list[str]:
+        return [p for p in self.dataset.pools if self.dataset.questions_of(p)]
+
+    @property
+    def n_documents(self) -> int:
+        """Documents in the pools that were searched."""
+        return len({d for p in self.pools for d in self.dataset.pools[p]})
+
+
+class _CachedModel:
+    """The run's embedder: :class:`~esrag.embed.CachedEmbedder` over an
+    :class:`~esrag.embed.EmbeddingCache` for passages, the same cache for queries (``|query``
+    keys), and the model itself loaded only when something is missing from the cache (a rerun of
+    the same config loads no model). Vectors: float32, L2-normalised, shape [n, dims].
+    """
+
+    def __init__(self, spec: str, settings: Settings, cache: EmbeddingCache) -> None:
+        self.spec, self.settings, self.cache = spec, settings, cache
+        self._cached: CachedEmbedder | None = None
+        self._dims: int | None = None
+        self._memo: dict[str, np.ndarray] = {}
+
+    @property
+    def model(self) -> CachedEmbedder:
+        if self._cached is None:
+            self._cached = CachedEmbedder(make_embedder(self.spec, self.settings), self.cache)
+            self._dims = self._cached.dims
+        return self._cached
+
+    @property
+    def computed(self) -> int:
+        """Passages actually embedded by the model in this run."""
+        return self._cached.computed if self._cached else 0
+
+    @property
+    def dims(self) -> int:
+        return self._dims if self._dims is not None else self.model.dims
+
+    def embed_documents(self, texts: Sequence[str], progress=None) -> np.ndarray:
+        keys = [self.cache.key(self.spec + "|passage", t) for t in texts]  # CachedEmbedder's keys
+        found = self.cache.get_many(list(dict.fromkeys(keys)))
+        if len(found) < len(set(keys)) or not texts:
+            return self.model.embed_documents(texts, progress)
+        if progress:
+            progress(len(found))
+        out = np.stack([found[k] for k in keys])
+        self._dims = out.shape[1]
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        if text not in self._memo:
+            key = self.cache.key(self.spec + "|query", text)
+            vector = self.cache.get_many([key]).get(key)
+            if vector is None:
+                vector = self.model.embed_query(text)
+                self.cache.put_many({key: vector})
+            self._memo[text] = vector
+        return self._memo[text]
+
+
+class _NoVectors:
+    """Stands in for the embedder when every retriever is BM25 (one-dimensional zero vectors)."""
+
+    spec, dims, computed = "none", 1, 0
+
+    def embed_query(self, text: str) -> np.ndarray:  # pragma: no cover - BM25 never asks
+        raise AssertionError("a BM25-only evaluation embedded a query")
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+def run_eval(cfg: EvalConfig, settings: Settings | None = None, observer: Observer | None = None) -> EvalRun:
+    """Run the grid of ``cfg``; see the module docstring.
+
+    Raises:
+        ConfigError: a bad config value (names it and the valid ones).
+        ModelLoadError: the embedder cannot be loaded.
+    """
+    started = time.perf_counter()
+    cfg.validate()
+    observer = observer or Observer()
+    settings = settings or load_settings()
+    dataset = load_dataset(cfg.kind, cfg.path, cfg.limit, cfg.split)
+    rerank = (load_reranker(cfg.reranker) if isinstance(cfg.reranker, str) else cfg.reranker) if cfg.reranker else None
+    run = EvalRun(
+        cfg, dataset, settings, normalize_spec(cfg.embedder or settings.embedder),
+        [make_arm(a, settings, cfg.custom_arms) for a in cfg.arms],
+        [make_retriever(r, rerank, cfg.rerank_depth) for r in cfg.retrievers],
+    )
+    chunks = _chunk_all(run, observer)
+    run.seconds["chunk"] = time.perf_counter() - started
+    cache = EmbeddingCache(cfg.cache or default_cache_path())
+    try:
+        embedder = _CachedModel(run.embedder_spec, settings, cache)
+        t0 = time.perf_counter()
+        if any(r.mode != "bm25" for r in run.retrievers):
+            vectors = _embed_all(run, chunks, embedder, observer)
+        else:  # BM25 alone never reads a vector: index placeholders and load no model
+            embedder = _NoVectors()
+            vectors = {key: np.zeros((len(c), 1), np.float32) for key, c in chunks.items()}
+        run.embeddings_computed = embedder.computed
+        run.seconds["embed"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        _search_all(run, chunks, vectors, embedder, observer)
+        run.seconds["search"] = time.perf_counter() - t0
+    finally:
+        cache.close()
+    run.seconds["total"] = time.perf_counter() - started
+    return run
+
+
+def _documents(dataset: EvalDataset, pool: str, corpus: str) -> list[Document]:
+    """The pool's documents as ``esrag ingest`` builds them (path, text, corpus; the chunker
+    derives the title)."""
+    return [Document(path=d.path, text=d.text, corpus=corpus) for d in dataset.documents_of(pool)]
+
+
+def _chunk_all(run: EvalRun, observer: Observer) -> dict[tuple[str, str], list[Chunk]]:
+    """(arm, pool) -> the pool's chunks under that arm."""
+    corpus = run.dataset.name
+    all_docs = [Document(path=d.path, text=d.text, corpus=corpus) for d in run.dataset.documents]
+    out: dict[tuple[str, str], list[Chunk]] = {}
+    observer.phase("chunking", len(run.arms) * len(run.pools))
+    for arm in run.arms:
+        chunker = arm.build_chunker(all_docs)
+        for pool in run.pools:
+            out[(arm.name, pool)] = [c for doc in _documents(run.dataset, pool, corpus) for c in chunker.chunk(doc)]
+            observer.advance("chunking")
+        tokens = [c.tokens for pool in run.pools for c in out[(arm.name, pool)]]
+        run.chunk_stats[arm.name] = {
+            "chunks": len(tokens), "median_tokens": float(statistics.median(tokens)) if tokens else 0.0,
+            "mean_tokens": round(float(np.mean(tokens)), 3) if tokens else 0.0,
+        }
+    return out
+
+
+def _embed_all(run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], embedder: Embedder,
+               observer: Observer) -> dict[tuple[str, str], np.ndarray]:
+    """Embed every arm's passages; duplicates across arms are embedded once. Distinct passages
+    go to the cached embedder sorted by length in windows of :data:`EMBED_WINDOW`, so the cache
+    grows as the run goes (an interrupted run resumes from there)."""
+    arms = {a.name: a for a in run.arms}
+    keys = list(chunks)
+    texts = [embed_text(c, list(arms[arm].embed_fields)) for arm, pool in keys for c in chunks[(arm, pool)]]
+    unique = sorted(set(texts), key=lambda t: (len(t), t))
+    observer.phase("embedding", len(unique))
+    found: dict[str, np.ndarray] = {}
+    for start in range(0, len(unique), EMBED_WINDOW):
+        window = unique[start : start + EMBED_WINDOW]
+        found.update(zip(window, embedder.embed_documents(window, progress=lambda n: observer.advance("embedding", n))))
+    out, at = {}, 0
+    for key in keys:
+        n = len(chunks[key])
+        out[key] = np.stack([found[t] for t in texts[at : at + n]]) if n else np.zeros((0, embedder.dims), np.float32)
+        at += n
+    return out
+
+
+def _search_all(run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], vectors: dict[tuple[str, str], np.ndarray],
+                embedder: Embedder, observer: Observer) -> None:
+    observer.phase("searching", len(run.arms) * sum(len(run.dataset.questions_of(p)) for p in run.pools))
+    doc_ids = run.dataset.doc_id_by_path()
+    golds = {q.id: metrics.Gold.from_texts(q.evidence) for q in run.dataset.questions}
+    with tempfile.TemporaryDirectory(prefix="esrag-eval-") as tmp:
+        for arm in run.arms:
+            run.oracle[arm.name] = {b: {} for b in run.config.budgets}
+            for n, pool in enumerate(run.pools):
+                pool_chunks = chunks[(arm.name, pool)]
+                store = _open_store(run, Path(tmp) / f"{len(run.oracle)}-{n}.db", arm, pool_chunks, vectors[(arm.name, pool)], embedder)
+                try:
+                    searcher = Searcher(store, lambda: embedder, arm.search, dict(arm.bm25_fields))
+                    for q in run.dataset.questions_of(pool):
+                        _oracle(run, arm, q, pool_chunks, golds[q.id])
+                        for retriever in run.retrievers:
+                            hits = _ranked(searcher, retriever, q, len(pool_chunks), max(run.config.budgets))
+                            run.results.append(_score(run, arm, retriever, q, hits, golds[q.id], doc_ids))
+                        observer.advance("searching")
+                finally:
+                    store.close()
+                    for suffix in ("", "-wal", "-shm"):
+                        Path(f"{store.path}{suffix}").unlink(missing_ok=True)
+
+
+def _open_store(run: EvalRun, path: Path, arm: Arm, chunks: list[Chunk], vectors: np.ndarray, embedder: Embedder):
+    """A fresh embedded store holding ``chunks``, opened as the product opens its store."""
+    from esrag.stores.sqlite import SQLiteStore
+
+    store = SQLiteStore.from_settings(run.settings.model_copy(update={"db": path}))
+    store.ensure(IndexMeta(embedder.spec, embedder.dims, list(arm.embed_fields), dict(arm.bm25_fields), __version__))
+    if chunks:
+        store.write(chunks, vectors, [meta_hash(c) for c in chunks])
+    return store
+
+
+def _ranked(searcher: Searcher, retriever: Retriever, q: Question, pool_size: int, budget: int) -> list[Hit]:
+    """Hits for ``q``: FIRST_K, more while the largest budget is unfilled (or fewer than 10
+    documents are ranked, for chunk-free gold) and the pool holds more."""
+    k = FIRST_K
+    while True:
+        hits = retriever.run(searcher, q.text, min(k, max(pool_size, 1)))
+        enough = sum(h.chunk.tokens for h in hits) >= budget
+        if q.gold_docs:
+            enough = enough and len({h.chunk.source_path for h in hits}) >= max(RANK_CUTOFFS)
+        if enough or len(hits) < k or k >= pool_size:
+            return hits
+        k *= 4
+
+
+def _oracle(run: EvalRun, arm: Arm, q: Question, pool_chunks: list[Chunk], gold: metrics.Gold) -> None:
+    for b in run.config.budgets:
+        run.oracle[arm.name][b][q.id] = metrics.greedy_oracle(pool_chunks, gold, b)[0]
+
+
+def _score(run: EvalRun, arm: Arm, retriever: Retriever, q: Question, hits: list[Hit], gold: metrics.Gold,
+           doc_ids: dict[str, str]) -> QuestionResult:
+    chunks = [h.chunk for h in hits]
+    rec, prec, selected = {}, {}, []
+    for i, b in enumerate(run.config.budgets):
+        sel = metrics.select(chunks, b)
+        rec[b], prec[b] = metrics.evidence_recall(gold, sel), metrics.gold_precision(gold, sel)
+        if i == 0:
+            selected = [[t.item.source_path, t.item.start_line, t.item.end_line, t.tokens, t.truncated]
+                        for t in take_budget(chunks, b)]
+    ranking = None
+    if q.gold_docs:
+        docs = metrics.document_ranking([doc_ids.get(c.source_path, c.source_path) for c in chunks])
+        ranking = {f"recall@{k}": metrics.recall_at_k(docs, q.gold_docs, k) for k in RANK_CUTOFFS}
+        ranking["mrr"] = metrics.reciprocal_rank(docs, q.gold_docs)
+        ranking["ndcg@10"] = metrics.ndcg_at_k(docs, q.gold_docs, 10)
+    return QuestionResult(q.id, q.pool, q.cluster, arm.name, retriever.name, rec, prec, ranking, selected)
+
+
+# -- summaries ---------------------------------------------------------------------------------
+
+def _values(run: EvalRun, arm: str, retriever: str, metric: str, budget: int) -> dict[str, float]:
+    return {r.question_id: getattr(r, metric)[budget] for r in run.results if r.arm == arm and r.retriever == retriever}
+
+
+def summary_rows(run: EvalRun) -> list[dict[str, Any]]:
+    """One row per arm × retriever × budget: ``rec``/``prec`` means in points with BCa 95%
+    cluster-bootstrap CIs (``ci_low``/``ci_high`` are rec's), the arm's oracle ceiling, counts,
+    and ranking metrics (points) when gold is chunk-free. ``default`` marks the arm and
+    retriever that ``esrag search`` uses out of the box."""
+    clusters = {q.id: q.cluster for q in run.dataset.questions}
+    rows = []
+    for arm in run.arms:
+        for retriever in run.retrievers:
+            results = [r for r in run.results if r.arm == arm.name and r.retriever == retriever.name]
+            for b in run.config.budgets:
+                rows.append(_row(run, arm.name, retriever.name, b, results, clusters))
+    return rows
+
+
+def _row(run: EvalRun, arm: str, retriever: str, b: int, results: list[QuestionResult],
+         clusters: dict[str, str]) -> dict[str, Any]:
+    cfg = run.config
+    rec = cluster_bootstrap(by_cluster({r.question_id: 100 * r.rec[b] for r in results}, clusters), cfg.resamples, cfg.seed)
+    prec = cluster_bootstrap(by_cluster({r.question_id: 100 * r.prec[b] for r in results}, clusters), cfg.resamples, cfg.seed)
+    oracle = run.oracle[arm][b]
+    row: dict[str, Any] = {
+        "arm": arm, "retriever": retriever, "budget": b,
+        "rec": round(rec.estimate, 4), "prec": round(prec.estimate, 4),
+        "ci_low": round(rec.bca()[0], 4), "ci_high": round(rec.bca()[1], 4),
+        "prec_ci_low": round(prec.bca()[0], 4), "prec_ci_high": round(prec.bca()[1], 4),
+        "oracle": round(100 * float(np.mean(list(oracle.values()))), 4) if oracle else None,
+        "n_questions": rec.n_obs, "n_documents": run.n_documents, "n_clusters": rec.n_clusters,
+        "default": arm == "default" and retriever == run.settings.search.mode,
+    }
+    if results and results[0].ranking is not None:
+        for key in results[0].ranking:
+            row[key] = round(100 * float(np.mean([r.ranking[key] for r in results])), 4)
+    return row
+
+
+def contrast_rows(run: EvalRun) -> list[dict[str, Any]]:
+    """The configured contrasts: estimate (points), BCa 95% CI, sign-flip p, TOST (90% CI and
+    p) when a margin is set, Holm-adjusted p within each family, and the verdict."""
+    cfg = run.config
+    clusters = {q.id: q.cluster for q in run.dataset.questions}
+    rows: list[tuple[ContrastSpec, int, Comparison]] = []
+    for spec in cfg.contrasts:
+        budget = spec.budget or cfg.budgets[0]
+        a_arm, _, a_ret = spec.a.partition("/")
+        b_arm, _, b_ret = spec.b.partition("/")
+        diffs = paired_differences(_values(run, a_arm, a_ret, spec.metric, budget), _values(run, b_arm, b_ret, spec.metric, budget), clusters)
+        rows.append((spec, budget, compare(diffs, spec.margin, cfg.resamples, cfg.seed)))
+    for family in dict.fromkeys(s.family for s, _, _ in rows):
+        decide([c for s, _, c in rows if s.family == family])
+    return [_contrast_dict(s, b, c) for s, b, c in rows]
+
+
+def _contrast_dict(spec: ContrastSpec, budget: int, c: Comparison) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "a": spec.a, "b": spec.b, "family": spec.family, "metric": f"{spec.metric}@{budget}t",
+        "estimate": round(c.estimate, 4), "ci_low": round(c.ci95[0], 4), "ci_high": round(c.ci95[1], 4),
+        "p_perm": round(c.p_perm, 6), "margin": spec.margin, "ci90_low": None, "ci90_high": None, "p_tost": None,
+        "p_holm": round(c.p_holm, 6) if c.p_holm is not None else None, "verdict": c.verdict,
+        "n_clusters": c.n_clusters, "n_questions": c.n_obs,
+    }
+    if c.tost:
+        out.update(ci90_low=round(c.tost.ci[0], 4), ci90_high=round(c.tost.ci[1], 4), p_tost=round(c.tost.p, 6))
+    return out
+
+
+def default_settings_snapshot(settings: Settings) -> dict[str, Any]:
+    """What the ``default`` arm ran with (chunking, indexed text, search, store)."""
+    return {
+        "chunking": settings.chunking.model_dump(), "index_text": settings.index_text.model_dump(),
+        "search": settings.search.model_dump(), "embedder": normalize_spec(settings.embedder),
+    }
+
+
+def apply_overrides(cfg: EvalConfig, dataset: tuple[str, str] | None = None, arms: Sequence[str] | None = None,
+                    retrievers: Sequence[str] | None = None, budgets: Sequence[int] | None = None,
+                    out: Path | None = None, limit: int | None = None) -> EvalConfig:
+    """``cfg`` with command-line flags applied (flags win over the config file). Contrasts whose
+    arms or retrievers are no longer in the grid are dropped."""
+    if dataset:
+        cfg = replace(cfg, kind=dataset[0], path=Path(dataset[1]))
+    if limit is not None:
+        cfg = replace(cfg, limit=limit)
+    if arms:
+        cfg = replace(cfg, arms=list(arms))
+    if retrievers:
+        cfg = replace(cfg, retrievers=list(retrievers))
+    if budgets:
+        cfg = replace(cfg, budgets=list(budgets))
+    if out:
+        cfg = replace(cfg, out=out)
+    keep = [c for c in cfg.contrasts if all(
+        s.partition("/")[0] in cfg.arms and s.partition("/")[2] in cfg.retrievers for s in (c.a, c.b)
+    ) and (c.budget is None or c.budget in cfg.budgets)]
+    return replace(cfg, contrasts=keep)
