@@ -52,18 +52,42 @@ def make_searcher(settings: Settings, store: Store, embedder_spec: str | None = 
     unless ``embedder_spec`` overrides it."""
     meta = store.meta()
     spec = embedder_spec or (meta.embedder if meta else settings.embedder)
-    return Searcher(store, embedder_factory(settings, spec), settings.search, settings.index_text.bm25_fields)
+    bm25 = settings.index_text.bm25_fields
+    if meta is not None and "bm25_fields" not in settings.index_text.model_fields_set:
+        bm25 = meta.bm25_fields  # the index's own (e.g. an enriched arm's fields) unless configured
+    return Searcher(store, embedder_factory(settings, spec), settings.search, bm25)
 
 
 def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: Observer | None = None) -> Ingester:
-    """An ingester writing into ``store`` with the configured embedder and indexed text."""
+    """An ingester writing into ``store`` with the configured embedder and indexed text.
+
+    With ``settings.enrich`` (``--enrich e|e-k|cr|pf``) it enriches chunks with the configured
+    LLM (``settings.llm``) through the persistent cache; unless ``index_text.embed_fields`` /
+    ``bm25_fields`` were configured, the index then uses that arm's configuration from seed 000
+    (generated fields before the text; context before the text for CR), recorded in the index
+    meta like any other.
+
+    Raises:
+        ConfigError: unknown enrichment mode. PluginError: unknown LLM provider.
+    """
+    embed_fields, bm25_fields = settings.index_text.embed_fields, settings.index_text.bm25_fields
+    enricher = None
+    if settings.enrich:
+        from esrag.enrich import make_enricher
+
+        enricher = make_enricher(settings, settings.enrich)
+        arm_embed, arm_bm25 = enricher.index_text
+        chosen = settings.index_text.model_fields_set
+        embed_fields = embed_fields if "embed_fields" in chosen else arm_embed
+        bm25_fields = bm25_fields if "bm25_fields" in chosen else arm_bm25
     return Ingester(
         store,
         normalize_spec(settings.embedder),
         embedder_factory(settings),
         chunker,
-        settings.index_text.embed_fields,
-        settings.index_text.bm25_fields,
+        embed_fields,
+        bm25_fields,
         max_file_bytes=settings.ingest.max_file_bytes,
         observer=observer,
+        enricher=enricher,
     )

@@ -138,12 +138,18 @@ class _RateColumn(TextColumn):
 @click.option("--embedder", help="Embedder spec, e.g. st:all-MiniLM-L6-v2 (default: ESRAG_EMBEDDER).")
 @click.option("--rebuild", is_flag=True, help="Elasticsearch: ingest into a new versioned index (e.g. for a new embedder); "
               "the alias swaps to it once every corpus of the live index is in.")
+@click.option("--enrich", type=click.Choice(["e", "e-k", "cr", "pf"], case_sensitive=False),
+              help="LLM enrichment at index time: e (one call per chunk: title, summary, keywords, questions, key), "
+                   "e-k (e without the key dictionary), cr (contextual retrieval), pf (one call per field). Default: ESRAG_ENRICH, off.")
+@click.option("--llm", "llm_spec", help="LLM for --enrich: ollama:MODEL or openai:MODEL (default: ESRAG_LLM, ollama:qwen2.5:7b).")
+@click.option("--llm-url", help="LLM server: Ollama URL, or an OpenAI-compatible base URL ending in /v1 (default: ESRAG_LLM_URL).")
 @json_option
 @handle_errors
 def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tuple[str, ...], chunker: str | None,
-           embedder: str | None, as_json: bool, rebuild: bool = False) -> None:
+           embedder: str | None, as_json: bool, rebuild: bool = False, enrich: str | None = None,
+           llm_spec: str | None = None, llm_url: str | None = None) -> None:
     """Chunk, embed and index the Markdown files under PATH (incremental: unchanged chunks cost nothing)."""
-    settings = load_settings(embedder=embedder)
+    settings = load_settings(embedder=embedder, enrich=enrich and enrich.lower(), llm=llm_spec, llm_url=llm_url)
     corpus = corpus or _default_corpus(path)
     includes = list(include) or settings.ingest.include
     excludes = settings.ingest.exclude + list(exclude)
@@ -201,6 +207,9 @@ def _print_summary(s: IngestSummary) -> None:
         ("embeddings computed", s.embeddings_computed), ("failures", len(s.failures)),
         ("seconds", f"{s.seconds:.2f} (embedding {s.embed_seconds:.2f})"),
         ("chunks per second", f"{s.chunks_per_second:.1f}"),
+        *((("enrichment", s.enrich), ("llm calls", s.llm_calls), ("llm cache hits", s.llm_cache_hits),
+           ("llm failures", s.llm_failures), ("tokens in / out", f"{s.tokens_in:,} / {s.tokens_out:,}"),
+           ("llm seconds", f"{s.llm_seconds:.2f}")) if s.enrich else ()),
     ):
         table.add_row(label, str(value))
     err.print(table)

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ from esrag.chunking.base import Chunker
 from esrag.embed import Embedder
 from esrag.errors import EsragError
 from esrag.indexed_text import embed_text
-from esrag.model import Chunk, content_hash
+from esrag.model import Chunk, Document, content_hash
 from esrag.sources import SourceFile, discover, load_document
 from esrag.stores.base import IndexMeta, StoredEntry, Store, check_compatible
 
@@ -59,6 +60,15 @@ class IngestSummary:
     failures: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
     embed_seconds: float = 0.0
+    # LLM enrichment (``--enrich``): calls made, cache hits, chunks (or PF fields) left empty
+    # after retries, the servers' token counts of the calls made, and their wall seconds.
+    enrich: str = ""
+    llm_calls: int = 0
+    llm_cache_hits: int = 0
+    llm_failures: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    llm_seconds: float = 0.0
 
     @property
     def chunks(self) -> int:
@@ -74,6 +84,7 @@ class IngestSummary:
         out["chunks_per_second"] = round(self.chunks_per_second, 2)
         out["seconds"] = round(self.seconds, 3)
         out["embed_seconds"] = round(self.embed_seconds, 3)
+        out["llm_seconds"] = round(self.llm_seconds, 3)
         return out
 
 
@@ -114,6 +125,10 @@ class Ingester:
         window: chunks embedded and written per batch.
         max_file_bytes: larger files are reported as failures.
         observer: progress callbacks.
+        enricher: optional :class:`esrag.enrich.Enricher`; each file's chunks are enriched
+            (in document order, several files at once) before they are compared with the store,
+            so a chunk whose generated fields changed is re-embedded. LLM failures never abort
+            the ingest; they are counted in the summary.
     """
 
     def __init__(
@@ -127,6 +142,7 @@ class Ingester:
         window: int = 1024,
         max_file_bytes: int = 5_000_000,
         observer: Observer | None = None,
+        enricher: Any | None = None,
     ) -> None:
         self.store = store
         self.embedder_spec = embedder_spec
@@ -138,6 +154,7 @@ class Ingester:
         self.window = window
         self.max_file_bytes = max_file_bytes
         self.observer = observer or Observer()
+        self.enricher = enricher
 
     @property
     def embedder(self) -> Embedder:
@@ -173,32 +190,65 @@ class Ingester:
         manifest = self.store.manifest(corpus)
         pending = _Pending()
         seen_paths: set[str] = set()
-        for src in files:
-            seen_paths.add(src.rel)
-            self._ingest_file(src, corpus, manifest.get(src.rel, {}), pending, summary)
-            if len(pending.chunks) >= self.window:
-                self._flush(pending, summary)
+        before = self.enricher.llm.ledger.totals() if self.enricher else None
+        step = 2 * self.enricher.concurrency if self.enricher else 1
+        for start_at in range(0, len(files), step):
+            loaded = [(src, self._load(src, corpus, summary)) for src in files[start_at : start_at + step]]
+            if self.enricher:
+                self._enrich(loaded, summary)
+            for src, chunks in loaded:
+                seen_paths.add(src.rel)
+                if chunks is not None:
+                    self._classify(src, chunks, manifest.get(src.rel, {}), pending, summary)
+                if len(pending.chunks) >= self.window:
+                    self._flush(pending, summary)
         if root.resolve().is_dir():
             for path, entries in manifest.items():
                 if path not in seen_paths:
                     pending.stale.extend(entries)
         self._flush(pending, summary)
         self.store.refresh()
+        if self.enricher:
+            self._llm_summary(before, summary)
         summary.seconds = time.perf_counter() - start
         return summary
 
-    def _ingest_file(
-        self, src: SourceFile, corpus: str, stored: dict[str, StoredEntry], pending: _Pending, summary: IngestSummary
-    ) -> None:
+    def _enrich(self, loaded: list[tuple[SourceFile, tuple[Document, list[Chunk]] | None]], summary: IngestSummary) -> None:
+        """Enrich the loaded files at once; a file whose enrichment raised keeps its old chunks."""
+        items = [(i, doc_chunks) for i, (_, doc_chunks) in enumerate(loaded) if doc_chunks is not None]
+        errors = self.enricher.enrich_many([dc for _, dc in items])
+        for (i, _), exc in zip(items, errors):
+            if exc is not None:
+                src = loaded[i][0]
+                loaded[i] = (src, None)
+                self._fail(summary, Failure(src.rel, f"enrichment failed: {type(exc).__name__}: {exc}"))
+
+    def _llm_summary(self, before: Any, summary: IngestSummary) -> None:
+        t = self.enricher.llm.ledger.totals().minus(before)
+        summary.enrich = self.enricher.mode
+        summary.llm_calls, summary.llm_cache_hits, summary.llm_failures = t.llm_calls, t.llm_cache_hits, t.llm_failures
+        summary.tokens_in, summary.tokens_out, summary.llm_seconds = t.tokens_in, t.tokens_out, t.llm_seconds
+        if self.enricher.gave_up:
+            self._fail(summary, Failure("llm", f"stopped calling {self.enricher.llm.spec} ({self.enricher.gave_up}); the "
+                                              "affected chunks were indexed without generated fields and are enriched "
+                                              "by the next ingest"))
+
+    def _load(self, src: SourceFile, corpus: str, summary: IngestSummary) -> tuple[Document, list[Chunk]] | None:
+        """The file's document and chunks, or None (failure recorded; its old chunks are kept)."""
         try:
             doc = load_document(src, corpus, self.max_file_bytes)
-            chunks = self.chunker.chunk(doc)
+            return doc, self.chunker.chunk(doc)
         except EsragError as exc:
             self._fail(summary, Failure(src.rel, str(exc).removeprefix(f"{src.rel}: ")))
-            return
         except Exception as exc:  # a chunker plugin may fail in any way; one file never aborts the ingest
             self._fail(summary, Failure(src.rel, f"chunking failed: {type(exc).__name__}: {exc}"))
-            return
+        return None
+
+    def _classify(
+        self, src: SourceFile, doc_chunks: tuple[Document, list[Chunk]], stored: dict[str, StoredEntry],
+        pending: _Pending, summary: IngestSummary,
+    ) -> None:
+        chunks = doc_chunks[1]
         moved: list[Chunk] = []
         for chunk in chunks:
             entry = stored.get(chunk.id)
