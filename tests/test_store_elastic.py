@@ -31,7 +31,7 @@ from esrag.config import SearchSettings, Settings
 from esrag.embed import SentenceTransformerEmbedder
 from esrag.errors import ConfigError, EmbedderMismatch, NotIndexedError, StoreError
 from esrag.ingest import Ingester
-from esrag.model import Chunk, Enrichment
+from esrag.model import Enrichment
 from esrag.search.fusion import rrf
 from esrag.search.searcher import Searcher
 from esrag.stores.base import Filters, IndexMeta

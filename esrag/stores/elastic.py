@@ -988,8 +988,8 @@ class ElasticStore:
                     pass
             if isinstance(exc, StoreError) and not isinstance(exc, NotIndexedError):
                 raise StoreError(
-                    f"{exc}. Nothing was left behind (templates, pipeline and index rolled back); fix the cause "
-                    "(e.g. an embedder with at most 4096 dims: ESRAG_EMBEDDER) and run `esrag setup` again"
+                    f"{exc}. Nothing was left behind (templates, pipeline and index rolled back): fix the cause and run "
+                    "the command again"
                 ) from None
             raise
         self._info = None
@@ -1185,9 +1185,14 @@ class ElasticStore:
             raise StoreError(f"Elasticsearch at {self.url} did not delete {len(failed)} chunk(s), e.g. {next(iter(failed.items()))}; run the ingest again")
         return deleted
 
+    def _target(self) -> str | None:
+        """The index reads go to (cached with the index state), or None before the first ingest."""
+        state = self._state()
+        return state["index"] if state else None
+
     def refresh(self) -> None:
         """See :class:`esrag.stores.base.Store`: ``POST <index>/_refresh``."""
-        target = self._read_index()
+        target = self._target()
         if target is not None:
             self._call("refresh the index", self._es.indices.refresh, index=target)
 
@@ -1195,7 +1200,7 @@ class ElasticStore:
     def manifest(self, corpus: str) -> dict[str, dict[str, StoredEntry]]:
         """See :class:`esrag.stores.base.Store`. Scrolls over every chunk of ``corpus``."""
         out: dict[str, dict[str, StoredEntry]] = {}
-        target = self._read_index()
+        target = self._target()
         if target is None:
             return out
         query = {"query": {"term": {"corpus": corpus}}, "_source": ["source_path", "content_hash", "meta_hash"]}
@@ -1209,7 +1214,7 @@ class ElasticStore:
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         """See :class:`esrag.stores.base.Store`."""
-        target = self._read_index() if ids else None
+        target = self._target() if ids else None
         if target is None:
             return []
         found: dict[str, Chunk] = {}
@@ -1223,7 +1228,7 @@ class ElasticStore:
 
     def neighbours(self, corpus: str, source_path: str, positions: Sequence[int]) -> list[Chunk]:
         """See :class:`esrag.stores.base.Store`."""
-        target = self._read_index() if positions else None
+        target = self._target() if positions else None
         if target is None:
             return []
         body = {
