@@ -344,7 +344,8 @@ def _csv(value: str | None) -> list[str] | None:
 @main.command(name="eval")
 @click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--dataset", help="KIND:PATH with KIND qasper, beir, squad or spans (a .gz file is read as gzip).")
-@click.option("--arms", help="Comma-separated arms: S,S+T,F512c,F256t,P,FL,default,lc-header,lc-recursive-512t.")
+@click.option("--arms", help="Comma-separated arms: S,S+T,F512c,F256t,P,FL,default,lc-header,lc-recursive-512t; "
+              "LLM arms (ESRAG_LLM): E,E-K,CR,PF,M,RM,SM,M-TP,E+KX,E+AX.")
 @click.option("--retrievers", help="Comma-separated retrievers: bm25, dense, hybrid (MODE+rerank with a reranker).")
 @click.option("--budgets", help="Comma-separated budgets in cl100k tokens of source text (default 512,1024,2048).")
 @click.option("--limit", type=int, help="Only the first N papers (Qasper) or questions (pooled datasets).")

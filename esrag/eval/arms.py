@@ -45,6 +45,7 @@ from esrag.chunking.base import Chunker
 from esrag.chunking.baselines import FixedCharChunker, ParagraphPacker, TokenWindowChunker, length_matched
 from esrag.chunking.header import HeaderChunker
 from esrag.config import SEARCH_MODES, SearchSettings, Settings
+from esrag.enrich.arms import LLM_ARM_NAMES
 from esrag.errors import ConfigError
 from esrag.indexed_text import EMBED_FIELDS
 from esrag.model import Chunk, Document, Hit
@@ -85,6 +86,8 @@ class Arm:
         search: search settings of its retrievers (RRF k, windows, leg weights).
         enricher: optional LLM step between chunking and indexing.
         description: one line for reports.
+        expand: optional retrieval-time step ``expand(hits, pool_chunks) -> hits`` applied to
+            every ranking before the budget cut (arms E+KX, E+AX of :mod:`esrag.enrich.arms`).
     """
 
     name: str
@@ -94,6 +97,7 @@ class Arm:
     search: SearchSettings = field(default_factory=lambda: SEED_SEARCH)
     enricher: Enricher | None = None
     description: str = ""
+    expand: Callable[[list[Hit], list[Chunk]], list[Hit]] | None = None
 
     def build_chunker(self, documents: Sequence[Document]) -> Chunker:
         """The arm's chunker for this dataset (wrapped with the enricher when there is one)."""
@@ -150,7 +154,7 @@ ARMS: dict[str, tuple[str, tuple[str, ...], dict[str, float], str]] = {
     "lc-header": ("lc-header", TEXT_ONLY, {"text": 1.0}, "LangChain MarkdownHeaderTextSplitter, 1,500-char cap"),
     "lc-recursive-512t": ("lc-recursive-512t", TEXT_ONLY, {"text": 1.0}, "LangChain RecursiveCharacterTextSplitter, 512 tokens"),
 }
-ARM_NAMES = (*ARMS, "default")
+ARM_NAMES = (*ARMS, "default", *LLM_ARM_NAMES)
 
 
 def default_arm(settings: Settings) -> Arm:
@@ -197,6 +201,10 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
         return Arm(name, chunker, embed, bm25, SEED_SEARCH, None, str(spec.get("description", "")))
     if name == "default":
         return default_arm(settings)
+    if name in LLM_ARM_NAMES:
+        from esrag.enrich.arms import make_llm_arm
+
+        return make_llm_arm(name, settings)
     if name not in ARMS:
         raise ConfigError(f"unknown arm {name!r}; valid: {', '.join(ARM_NAMES)} (or define [arms.{name}] in the config)")
     chunker, embed, bm25, description = ARMS[name]

@@ -451,6 +451,8 @@ def _search_all(run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], vector
                         _oracle(run, arm, q, pool_chunks, golds[q.id])
                         for retriever in run.retrievers:
                             hits = _ranked(searcher, retriever, q, len(pool_chunks), max(run.config.budgets))
+                            if arm.expand is not None:  # retrieval-time expansion (E+KX, E+AX)
+                                hits = arm.expand(hits, pool_chunks)
                             run.results.append(_score(run, arm, retriever, q, hits, golds[q.id], doc_ids))
                         observer.advance("searching")
                 finally:
