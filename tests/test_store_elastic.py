@@ -810,3 +810,24 @@ def test_cli_ingest_rebuild_and_search(es_url, tmp_path):
         cleaner = ElasticStore(es_url, alias)
         cleaner.drop()
         cleaner.close()
+
+
+def test_cli_setup_installs_everything_for_the_configured_embedder(es_url):
+    from click.testing import CliRunner
+
+    from esrag.cli import main
+
+    alias = fresh_alias()
+    env = {"ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias}
+    try:
+        with pytest.warns(ClusterWarning, match="no ingest processors"):
+            done = CliRunner().invoke(main, ["setup", "--json"], env=env)
+        assert done.exit_code == 0, done.output
+        report = json.loads(done.stdout)
+        assert (report["status"], report["index"], report["embedder"], report["dims"]) == ("created", f"{alias}-000001", "st:all-MiniLM-L6-v2", 384)
+        state = ElasticStore(es_url, alias).assets()
+        assert state["index_template"] and all(state["component_templates"].values()) and state["index"] == f"{alias}-000001"
+    finally:
+        cleaner = ElasticStore(es_url, alias)
+        cleaner.drop()
+        cleaner.close()

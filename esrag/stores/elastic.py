@@ -35,6 +35,7 @@ import base64
 import copy
 import json
 import re
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -945,10 +946,8 @@ class ElasticStore:
         except ApiError as exc:
             reason = error_reason(exc.body)
             if exc.meta.status == 400 and ("processor" in reason.lower()):
-                warnings.warn(ClusterWarning(
-                    f"Elasticsearch at {self.url} has no ingest processors ({reason}); the ingest pipeline {name} was not "
-                    "installed and esrag sets indexed_at itself. A full Elasticsearch distribution has them."
-                ), stacklevel=4)
+                _warn(f"Elasticsearch at {self.url} has no ingest processors ({reason}); the ingest pipeline {name} was not "
+                      "installed and esrag sets indexed_at itself. A full Elasticsearch distribution has them.")
                 return False
             raise self._fail(exc, f"install the ingest pipeline {name}") from None
         except TransportError as exc:
@@ -1353,6 +1352,14 @@ def _previous(get: Callable[..., Any], key: str, name: str) -> dict[str, Any] | 
                 found.pop(read_only, None)
             return found
     return None
+
+
+def _warn(message: str) -> None:
+    """A :class:`ClusterWarning` attributed to the first caller outside this module."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame, level = frame.f_back, level + 1
+    warnings.warn(ClusterWarning(message), stacklevel=level)
 
 
 def _quiet(fn: Callable[..., Any], **kwargs: Any) -> None:
