@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -115,7 +116,7 @@ class _RichObserver(Observer):
         self.progress.advance(self.embeds, n)
 
     def failure(self, failure: Failure) -> None:
-        self.progress.console.print(f"[red]failed[/red] {failure.path}: {failure.error}")
+        self.progress.console.print(f"[red]failed[/red] {escape(failure.path)}: {escape(failure.error)}")
 
 
 class _RateColumn(TextColumn):
@@ -214,7 +215,7 @@ def _print_summary(s: IngestSummary) -> None:
         table.add_row(label, str(value))
     err.print(table)
     for f in s.failures:
-        err.print(f"[red]failed[/red] {f.path}: {f.error}")
+        err.print(f"[red]failed[/red] {escape(f.path)}: {escape(f.error)}")
 
 
 @main.command()
@@ -243,14 +244,14 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
         return
     for rank, hit in enumerate(result.hits, 1):
         c = hit.chunk
-        out.print(f"[bold]{rank}.[/bold] [green]{c.source_path}[/green]:{c.start_line}-{c.end_line}  score {hit.score:.4f}")
-        out.print(f"   [cyan]{c.section_path or '(no section)'}[/cyan]")
+        out.print(f"[bold]{rank}.[/bold] [green]{escape(c.source_path)}[/green]:{c.start_line}-{c.end_line}  score {hit.score:.4f}")
+        out.print(f"   [cyan]{escape(c.section_path or '(no section)')}[/cyan]")
         if explain:
             legs = "  ".join(f"{name}: rank {leg.rank}, score {leg.score:.4f}" for name, leg in hit.legs.items())
             out.print(f"   [dim]{legs or 'no leg'}[/dim]")
-        out.print("   " + " ".join(c.text.split())[:240])
+        out.print("   " + escape(" ".join(c.text.split())[:240]))
     if explain:
-        out.print(f"[dim]fusion: {result.fusion}; timings (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result.timings_ms.items()) + "[/dim]")
+        out.print(f"[dim]fusion: {escape(result.fusion)}; timings (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result.timings_ms.items()) + "[/dim]")
     if not result.hits:
         err.print("no hits")
 
@@ -274,7 +275,7 @@ def status(as_json: bool) -> None:
             out.print(f"{key}: {value}")
     table = Table("corpus", "sources", "chunks")
     for name, row in stats.get("corpora", {}).items():
-        table.add_row(name, str(row["sources"]), str(row["chunks"]))
+        table.add_row(escape(name), str(row["sources"]), str(row["chunks"]))
     out.print(table)
 
 
@@ -297,7 +298,7 @@ def chunk(file: Path, chunker: str | None, as_json: bool) -> None:
         return
     table = Table("#", "lines", "tokens", "chars", "section path")
     for c in chunks:
-        table.add_row(str(c.position), f"{c.start_line}-{c.end_line}", str(c.tokens), str(len(c.text)), c.section_path or "(no section)")
+        table.add_row(str(c.position), f"{c.start_line}-{c.end_line}", str(c.tokens), str(len(c.text)), escape(c.section_path or "(no section)"))
     out.print(table)
 
 
@@ -320,7 +321,6 @@ def plugins_cmd(as_json: bool) -> None:
 @handle_errors
 def doctor(as_json: bool) -> None:
     """Check the store: connectivity, version, licence, capabilities, templates and embedder, each problem with its way out."""
-    from rich.markup import escape
 
     from esrag.doctor import run_checks, worst
 

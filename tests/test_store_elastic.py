@@ -60,7 +60,7 @@ from esrag.stores.elastic import (
 )
 from store_suite import DIMS, FIELDS, StoreContract, make_chunk, meta, unit
 
-LARAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora" / "laravel-docs"
+from paths import LARAVEL
 FILES = ["scheduling.md", "queues.md", "cache.md", "routing.md", "blade.md"]
 EMBED = ["section_path", "text"]
 BM25 = {"text": 1.0, "section_path": 1.0}
