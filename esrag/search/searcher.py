@@ -106,6 +106,9 @@ class Searcher:
                 num_candidates=max(s.num_candidates, window), rrf_k=s.rrf_k, weights=s.weights,
             )
             timings["search"] = _ms(t0)
+            took = getattr(self.store, "last_took_ms", None)
+            if took is not None:
+                timings["cluster_took"] = float(took)
             return fused, how
         if mode in ("bm25", "hybrid"):
             t0 = time.perf_counter()

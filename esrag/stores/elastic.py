@@ -622,6 +622,8 @@ class ElasticStore:
         self._info: dict[str, Any] | None = None
         self._rebuild = False
         self._rebuild_index: str | None = None
+        #: the cluster's own ``took`` (ms) of the last hybrid request, for timings and benchmarks
+        self.last_took_ms: int | None = None
 
     @classmethod
     def from_settings(cls, settings) -> ElasticStore:
@@ -1292,6 +1294,7 @@ class ElasticStore:
                 body = rrf_body(query, vector, k, filters, fields, window, num_candidates, rrf_k)
                 try:
                     resp = self._es.search(index=state["index"], body=body)
+                    self.last_took_ms = resp.body.get("took")
                     hits = resp.body["hits"]["hits"]
                     return [Fused(h["_id"], float(h["_score"])) for h in hits], "rrf (native Elasticsearch retriever)"
                 except ApiError as exc:
@@ -1306,6 +1309,7 @@ class ElasticStore:
             how = f"rrf (client-side over one _msearch: per-leg weights {dict(weights or {})} need client-side fusion)"
         resp = self._call("run the hybrid search", self._es.msearch, index=state["index"],
                           searches=msearch_body(query, vector, window, filters, fields, num_candidates))
+        self.last_took_ms = resp.body.get("took")
         legs: dict[str, list[tuple[str, float]]] = {}
         for name, answer in zip(("bm25", "dense"), resp.body["responses"]):
             if "error" in answer:
