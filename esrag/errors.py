@@ -38,3 +38,12 @@ class StoreError(EsragError):
 
 class NotIndexedError(EsragError):
     """A search was run against an index that does not exist yet."""
+
+
+class RerankError(EsragError):
+    """A reranker cannot be built or called (bad spec, unreachable endpoint, a cluster without
+    the ``text_similarity_reranker`` retriever). Names the reranker and the way out."""
+
+
+class AnswerError(EsragError):
+    """``esrag ask`` could not produce an answer (the LLM gave no usable reply)."""

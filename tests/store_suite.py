@@ -199,3 +199,51 @@ class StoreContract:
         assert s["chunks"] == 3 and s["sources"] == 2
         assert s["corpora"]["docs"] == {"chunks": 2, "sources": 1}
         assert s["corpora"]["c2"] == {"chunks": 1, "sources": 1}
+
+    # -- issue 7: date / superseded filters, vectors, fan-out branches ------------------------
+    def _dated(self, store):
+        chunks = [
+            make_chunk(0, "deploy checklist current", metadata={"effective_date": "2024-01-01"}),
+            make_chunk(1, "deploy checklist future", metadata={"effective_date": "2099-01-01"}),
+            make_chunk(2, "deploy checklist undated"),
+            make_chunk(3, "deploy checklist replaced", metadata={"effective_date": "2023-01-01", "superseded_by": "x"}),
+            make_chunk(4, "deploy checklist same day", metadata={"effective_date": "2026-11-29T18:30:00"}),
+        ]
+        self.write(store, chunks, [unit(0), unit(0, 1), unit(0, 2), unit(0, 3), unit(0, 4)])
+
+    def test_date_and_superseded_filters_apply_inside_both_legs(self, store):
+        self._dated(store)
+        both = Filters(effective_on="2026-11-29", exclude_superseded=True)
+        want = {"docs-a.md-0", "docs-a.md-2", "docs-a.md-4"}
+        assert {i for i, _ in store.bm25("deploy checklist", 10, both, FIELDS)} == want
+        assert {i for i, _ in store.knn(unit(0), 10, both, 20)} == want
+        assert {i for i, _ in store.knn(unit(0), 10, Filters(effective_on="2026-11-28"), 20)} == {"docs-a.md-0", "docs-a.md-2", "docs-a.md-3"}
+        assert {i for i, _ in store.bm25("deploy", 10, Filters(exclude_superseded=True), FIELDS)} == {f"docs-a.md-{i}" for i in (0, 1, 2, 4)}
+        # a filter applied after taking the top 1 would return nothing
+        assert [i for i, _ in store.knn(unit(0, 3), 1, Filters(exclude_superseded=True, effective_on="2024-06-01"), 20)] != ["docs-a.md-3"]
+
+    def test_vectors_by_id(self, store):
+        self.write(store, [make_chunk(0, "a"), make_chunk(1, "b")], [unit(0), unit(1, 2)])
+        got = store.vectors(["docs-a.md-1", "nope", "docs-a.md-0"])
+        assert set(got) == {"docs-a.md-0", "docs-a.md-1"}
+        assert np.allclose(got["docs-a.md-1"], unit(1, 2), atol=1e-6) and got["docs-a.md-1"].dtype == np.float32
+
+    def test_fan_out_branches_equal_rrf_of_each_branch_legs(self, store):
+        from esrag.search.fanout import run_branches
+        from esrag.search.fusion import rrf
+        from esrag.stores.base import BranchQuery
+
+        chunks = [make_chunk(i, f"cache queue {'cache' * (i % 3)}", corpus="c1" if i % 2 else "c2", path=f"p{i}.md") for i in range(12)]
+        self.write(store, chunks, [unit(i % DIMS, (i + 1) % DIMS) for i in range(12)])
+        branches = [BranchQuery("cache", unit(0), 5, Filters(corpora=["c1"]), 20), BranchQuery("cache", unit(1), 4, Filters(corpora=["c2"]), 20),
+                    BranchQuery("", unit(2), 3, Filters(corpora=["c2"]), 20)]
+        got = run_branches(store, branches, FIELDS, rrf_k=60)
+        assert len(got) == 3
+        for b, fused in zip(branches, got):
+            legs = {}
+            if b.query:
+                legs["bm25"] = store.bm25(b.query, b.window, b.filters, FIELDS)
+            legs["dense"] = store.knn(b.vector, b.window, b.filters, 20)
+            expected = rrf(legs, k=60, rank_window_size=b.window)
+            assert [(f.id, round(f.score, 9)) for f in fused] == [(f.id, round(f.score, 9)) for f in expected]
+            assert {store.get([f.id])[0].corpus for f in fused} == set(b.filters.corpora)

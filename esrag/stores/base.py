@@ -30,15 +30,42 @@ class Filters:
         path_prefix: keep only chunks whose ``source_path`` starts with this string.
         languages: keep only these ``language`` values (empty = all).
         exclude_ids: never return these chunk ids.
+        effective_on: an ISO date ``YYYY-MM-DD``: keep only chunks in force on that day, i.e.
+            without an ``effective_date`` or with one on or before it (compared by calendar
+            day; seed 001's ``effective_date <= today``, resolved to a date by the caller).
+        exclude_superseded: drop chunks whose ``superseded_by`` is set (seed 001: superseded
+            versions are near-duplicates that differ in metadata only).
     """
 
     corpora: list[str] = field(default_factory=list)
     path_prefix: str | None = None
     languages: list[str] = field(default_factory=list)
     exclude_ids: list[str] = field(default_factory=list)
+    effective_on: str | None = None
+    exclude_superseded: bool = False
 
     def is_empty(self) -> bool:
-        return not (self.corpora or self.path_prefix or self.languages or self.exclude_ids)
+        return not (self.corpora or self.path_prefix or self.languages or self.exclude_ids
+                    or self.effective_on or self.exclude_superseded)
+
+
+@dataclass(slots=True)
+class BranchQuery:
+    """One search of a fan-out (one corpus branch for one query or reformulation).
+
+    Attributes:
+        query: the text of the BM25 leg ('' = no lexical leg).
+        vector: the query vector [dims] of the kNN leg (None = no dense leg).
+        window: results taken from each leg and fused (``rank_window_size``).
+        filters: applied inside both legs (corpus, dates, superseded…).
+        num_candidates: kNN candidates (raised to ``window``).
+    """
+
+    query: str
+    vector: np.ndarray | None
+    window: int
+    filters: Filters = field(default_factory=Filters)
+    num_candidates: int = 100
 
 
 @dataclass(slots=True)
@@ -132,6 +159,11 @@ class Store(Protocol):
 
     def neighbours(self, corpus: str, source_path: str, positions: Sequence[int]) -> list[Chunk]:
         """Chunks of one source at the given 1-based positions (for context expansion)."""
+        ...
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors by chunk id (``[dims]`` float32 each; unknown ids are left out), for
+        MMR selection in fan-out branches."""
         ...
 
     def refresh(self) -> None:

@@ -59,10 +59,10 @@ from elasticsearch import (
 )
 from elasticsearch.helpers import scan
 
-from esrag.errors import ConfigError, EmbedderMismatch, NotIndexedError, StoreError
+from esrag.errors import ConfigError, EmbedderMismatch, NotIndexedError, RerankError, StoreError
 from esrag.model import Chunk, Enrichment
 from esrag.search.fusion import Fused, rrf
-from esrag.stores.base import Filters, IndexMeta, StoredEntry, WriteReport, check_compatible
+from esrag.stores.base import BranchQuery, Filters, IndexMeta, StoredEntry, WriteReport, check_compatible
 
 #: kNN limit of Elasticsearch: ``num_candidates`` (and so ``k``) at most 10,000.
 MAX_NUM_CANDIDATES = 10_000
@@ -205,6 +205,13 @@ def filter_clauses(filters: Filters) -> list[dict[str, Any]]:
         out.append({"terms": {"language": list(filters.languages)}})
     if filters.exclude_ids:
         out.append({"bool": {"must_not": [{"ids": {"values": list(filters.exclude_ids)}}]}})
+    if filters.effective_on:  # in force that day: no effective_date, or one on/before it (rounded up to the day)
+        out.append({"bool": {"should": [
+            {"range": {"effective_date": {"lte": f"{filters.effective_on[:10]}||/d"}}},
+            {"bool": {"must_not": [{"exists": {"field": "effective_date"}}]}},
+        ], "minimum_should_match": 1}})
+    if filters.exclude_superseded:
+        out.append({"bool": {"must_not": [{"exists": {"field": "superseded_by"}}]}})
     return out
 
 
@@ -295,6 +302,56 @@ def msearch_body(
 ) -> list[dict[str, Any]]:
     """``_msearch`` searches (header, body pairs) running both legs in one round trip."""
     return [{}, bm25_body(query, window, filters, fields), {}, knn_body(vector, window, filters, num_candidates)]
+
+
+def branches_msearch_body(branches: Sequence[BranchQuery], fields: dict[str, float]) -> list[dict[str, Any]]:
+    """``_msearch`` searches (header, body pairs) for every leg of every fan-out branch in one
+    round trip: per branch a BM25 search (when it has query text and fields) then a kNN search
+    (when it has a vector), each of ``window`` hits with the branch's filters inside."""
+    out: list[dict[str, Any]] = []
+    for b in branches:
+        if b.query.strip() and weighted_fields(fields):
+            out += [{}, bm25_body(b.query, b.window, b.filters, fields)]
+        if b.vector is not None:
+            out += [{}, knn_body(b.vector, b.window, b.filters, b.num_candidates)]
+    return out
+
+
+def text_similarity_reranker_body(query: str, ids: Sequence[str], inference_id: str, field: str = "text") -> dict[str, Any]:
+    """``_search`` body reordering the chunks ``ids`` with the ``text_similarity_reranker``
+    retriever (a child ``standard`` retriever selecting exactly those ids; ``rank_window_size``
+    = their number), per https://www.elastic.co/docs/reference/elasticsearch/rest-apis/retrievers/text-similarity-reranker-retriever
+    (``retriever``, ``field``, ``inference_id``, ``inference_text``, ``rank_window_size``)."""
+    n = len(ids)
+    return {
+        "size": n,
+        "_source": False,
+        "track_total_hits": False,
+        "retriever": {
+            "text_similarity_reranker": {
+                "retriever": {"standard": {"query": {"ids": {"values": list(ids)}}}},
+                "field": field,
+                "inference_id": inference_id,
+                "inference_text": query,
+                "rank_window_size": n,
+            }
+        },
+    }
+
+
+def classify_reranker_error(inference_id: str, status: int, body: Any) -> str:
+    """A clear message for a refused ``text_similarity_reranker`` / ``_inference`` request."""
+    reason = error_reason(body)
+    way_out = "use --rerank http:URL or cross-encoder:MODEL instead"
+    if "unknown retriever [text_similarity_reranker]" in reason or "no handler found" in reason:
+        return (f"this Elasticsearch has no text_similarity_reranker retriever / inference API ({reason}); it needs the "
+                f"inference plugin of a full distribution (8.14+, Enterprise or trial licence): {way_out}")
+    if status == 403 or "license" in reason.lower():
+        return f"the cluster's licence does not allow semantic reranking ({reason}; Enterprise or trial needed): {way_out}"
+    if status == 404 or "resource_not_found" in reason:
+        return (f"the cluster has no inference endpoint {inference_id!r} ({reason}); create one for the rerank task "
+                f"(PUT _inference/rerank/{inference_id}) or {way_out}")
+    return f"the cluster refused the rerank request ({status} {reason})"
 
 
 def retriever_probe_body(name: str) -> dict[str, Any]:
@@ -1317,6 +1374,99 @@ class ElasticStore:
             hits = answer["hits"]["hits"]
             legs[name] = [(h["_id"], float(h["_score"])) for h in hits] if name == "bm25" else _cosines(hits)
         return rrf(legs, k=rrf_k, weights=weights, rank_window_size=window), how
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """See :class:`esrag.stores.base.Store`: the stored ``vector_bin`` copies (one ``mget``)."""
+        target = self._target() if ids else None
+        if target is None:
+            return {}
+        resp = self._call("read chunk vectors", self._es.mget, index=target, ids=list(dict.fromkeys(ids)),
+                          stored_fields=["vector_bin"], source=False)
+        out: dict[str, np.ndarray] = {}
+        for doc in resp.body["docs"]:
+            binary = (doc.get("fields") or {}).get("vector_bin")
+            if doc.get("found") and binary:
+                out[doc["_id"]] = decode_vector(binary[0])
+        return out
+
+    def hybrid_many(
+        self, branches: Sequence[BranchQuery], fields: dict[str, float], rrf_k: int = 60,
+        weights: dict[str, float] | None = None,
+    ) -> list[list[Fused]]:
+        """Every leg of every branch in ONE ``_msearch`` (:func:`branches_msearch_body`), each
+        branch's legs fused client-side by :func:`esrag.search.fusion.rrf` over its window (the
+        ranking the native ``rrf`` retriever gives on the same legs). Returns one fused list per
+        branch, best first; hits carry per-leg ranks and raw scores (cosine for ``dense``).
+
+        Raises:
+            StoreError: unreachable cluster, or a failed leg (named).
+        """
+        state = self._require()
+        searches = branches_msearch_body(branches, fields)
+        if not searches:
+            return [[] for _ in branches]
+        resp = self._call("run the fan-out searches", self._es.msearch, index=state["index"], searches=searches)
+        self.last_took_ms = resp.body.get("took")
+        answers = iter(resp.body["responses"])
+        out: list[list[Fused]] = []
+        for b in branches:
+            legs: dict[str, list[tuple[str, float]]] = {}
+            names = (["bm25"] if b.query.strip() and weighted_fields(fields) else []) + (["dense"] if b.vector is not None else [])
+            for name in names:
+                answer = next(answers)
+                if "error" in answer:
+                    raise StoreError(f"Elasticsearch at {self.url} failed the {name} leg of a fan-out branch: {error_reason(answer)}")
+                hits = answer["hits"]["hits"]
+                legs[name] = [(h["_id"], float(h["_score"])) for h in hits] if name == "bm25" else _cosines(hits)
+            out.append(rrf(legs, k=rrf_k, weights=weights, rank_window_size=b.window))
+        return out
+
+    def rerank_ids(self, query: str, ids: Sequence[str], inference_id: str, field: str = "text") -> dict[str, float]:
+        """Scores of the chunks ``ids`` for ``query`` from the ``text_similarity_reranker``
+        retriever with the inference endpoint ``inference_id`` (:func:`text_similarity_reranker_body`).
+        A cluster that cannot do it is detected on the first call and refused at once afterwards.
+
+        Raises:
+            RerankError: no such retriever or inference endpoint, licence refusal (the message says which).
+        """
+        state = self._require()
+        if not ids:
+            return {}
+        known = self._retrievers.get("text_similarity_reranker")
+        if known is not None and not known[0]:
+            raise RerankError(f"elastic:{inference_id} reranker: {known[1]}")
+        body = text_similarity_reranker_body(query, ids, inference_id, field)
+        try:
+            resp = self._es.search(index=state["index"], body=body)
+        except ApiError as exc:
+            why = classify_reranker_error(inference_id, exc.meta.status, exc.body)
+            if "no text_similarity_reranker" in why or "licence" in why:
+                self._retrievers["text_similarity_reranker"] = (False, why)
+            raise RerankError(f"elastic:{inference_id} reranker: {why}") from None
+        except TransportError as exc:
+            raise self._fail(exc, "rerank with the text_similarity_reranker retriever") from None
+        self._retrievers["text_similarity_reranker"] = (True, "text_similarity_reranker retriever available")
+        return {h["_id"]: float(h["_score"]) for h in resp.body["hits"]["hits"]}
+
+    def inference_rerank(self, inference_id: str, query: str, texts: Sequence[str]) -> list[float]:
+        """``POST _inference/rerank/<inference_id>`` with ``query`` and ``input`` = ``texts``;
+        one relevance score per text, in input order.
+
+        Raises:
+            RerankError: the cluster has no inference API or no such endpoint (the message says which).
+        """
+        if not texts:
+            return []
+        try:
+            resp = self._es.inference.inference(inference_id=inference_id, task_type="rerank", query=query, input=list(texts))
+        except ApiError as exc:
+            raise RerankError(f"elastic:{inference_id} reranker: {classify_reranker_error(inference_id, exc.meta.status, exc.body)}") from None
+        except TransportError as exc:
+            raise self._fail(exc, "call the inference API") from None
+        scores = [0.0] * len(texts)
+        for item in resp.body.get("rerank", []):
+            scores[int(item["index"])] = float(item["relevance_score"])
+        return scores
 
     def stats(self) -> dict[str, Any]:
         """See :class:`esrag.stores.base.Store`; adds url, alias, concrete index, embedder."""

@@ -218,6 +218,13 @@ class SQLiteStore:
         )
         return [_chunk(r) for r in self._db.execute(q, (corpus, source_path, *positions))]
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """See :class:`esrag.stores.base.Store` (read from the in-memory matrix)."""
+        if not ids or not self._has_schema():
+            return {}
+        matrix = self._vectors()
+        return {i: matrix.vectors[matrix.row[i]] for i in ids if i in matrix.row}
+
     def bm25(self, query: str, k: int, filters: Filters, fields: dict[str, float]) -> list[tuple[str, float]]:
         """See :class:`esrag.stores.base.Store`. Query words are OR-ed (as Elasticsearch's
         ``multi_match`` does); only fields with a positive weight can match."""
@@ -290,7 +297,9 @@ class SQLiteStore:
 
     def _vectors(self) -> _VectorMatrix:
         if self._matrix is None:
-            rows = self._db.execute("SELECT id, corpus, source_path, language, vector FROM chunks").fetchall()
+            rows = self._db.execute(
+                "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by FROM chunks"
+            ).fetchall()
             self._matrix = _VectorMatrix(rows, self.meta().dims if self.meta() else 0)
         return self._matrix
 
@@ -303,6 +312,9 @@ class _VectorMatrix:
         self.corpus = np.array([r[1] for r in rows], dtype=object)
         self.source_path = np.array([r[2] for r in rows], dtype=object)
         self.language = np.array([r[3] or "" for r in rows], dtype=object)
+        self.effective_day = np.array([(r[5] or "")[:10] for r in rows], dtype=object)
+        self.superseded = np.array([bool(r[6]) for r in rows], dtype=bool)
+        self.row = {cid: i for i, cid in enumerate(self.ids)}
         if rows:
             self.vectors = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         else:
@@ -321,6 +333,11 @@ class _VectorMatrix:
             mask &= np.isin(self.language, filters.languages)
         if filters.exclude_ids:
             mask &= ~np.isin(np.array(self.ids, dtype=object), filters.exclude_ids)
+        if filters.effective_on:
+            day = filters.effective_on[:10]
+            mask &= np.fromiter((d == "" or d <= day for d in self.effective_day), dtype=bool, count=len(self.ids))
+        if filters.exclude_superseded:
+            mask &= ~self.superseded
         return mask
 
 
@@ -339,6 +356,11 @@ def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
     if filters.exclude_ids:
         clauses.append(f"c.id NOT IN ({','.join('?' * len(filters.exclude_ids))})")
         params.extend(filters.exclude_ids)
+    if filters.effective_on:
+        clauses.append("(c.effective_date IS NULL OR c.effective_date = '' OR substr(c.effective_date, 1, 10) <= ?)")
+        params.append(filters.effective_on[:10])
+    if filters.exclude_superseded:
+        clauses.append("(c.superseded_by IS NULL OR c.superseded_by = '')")
     return ("AND " + " AND ".join(clauses)) if clauses else "", params
 
 
