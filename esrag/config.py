@@ -52,6 +52,15 @@ class SearchSettings(BaseModel):
     rank_window_size: int = 50
     num_candidates: int = 100
     weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "dense": 1.0})
+    # Retrieval stack of issue 7 (esrag.search.pipeline); every part is off by default.
+    budget: int | None = Field(default=None, ge=1)  # cl100k tokens of source text (take_budget)
+    expand: str | None = None  # neighbours:W | parent | auto-merge:M (esrag.search.expand)
+    expand_max_tokens: int | None = Field(default=1024, ge=1)  # cap of one expanded hit (cl100k)
+    rerank: str | None = None  # cross-encoder:MODEL | http:URL | elastic:INFERENCE_ID
+    rerank_top_n: int = Field(default=30, ge=1)  # fused candidates the reranker reorders
+    reformulate: int = Field(default=0, ge=0)  # LLM reformulations fused with the query (seed 002)
+    corpora: list[str] = Field(default_factory=list)  # fan out over these corpora (seed 001)
+    router: bool = False  # adjust per-corpus k by predicted intent (never to zero)
 
     @field_validator("mode")
     @classmethod
@@ -68,6 +77,57 @@ class IngestSettings(BaseModel):
     exclude: list[str] = Field(default_factory=lambda: [".git/", "node_modules/", ".esrag/", ".venv/"])
     max_file_bytes: int = 5_000_000
     embed_batch_size: int = 16
+
+
+class RecordFields(BaseModel):
+    """Field names of a record source (JSONL/CSV, :mod:`esrag.records`): which record field
+    holds the id, the text, the title, the date (stored as ``effective_date``), the authority
+    label, the id of the superseding record and the language; ``metadata`` lists further
+    fields copied onto the chunk's metadata."""
+
+    id: str = "id"
+    text: str = "text"
+    title: str | None = "title"
+    date: str | None = "date"
+    authority: str | None = "authority"
+    superseded_by: str | None = "superseded_by"
+    language: str | None = "language"
+    metadata: list[str] = Field(default_factory=list)
+
+
+class CorpusSettings(BaseModel):
+    """Per-corpus settings, ``[corpora.NAME]`` in esrag.toml (seed 001: each corpus shape gets
+    its own chunking, k, selection, filters and authority label).
+
+    ``k``: passages this corpus's fan-out branch returns; ``mmr_lambda`` (0..1, None = off) and
+    ``mmr_pool``: maximal marginal relevance over a wide pool; ``per_source_cap``: at most that
+    many passages with one ``cap_by`` value (a chunk field or metadata key); ``filters``:
+    ``"effective_date <= today"`` / ``"effective_date <= YYYY-MM-DD"`` / ``"not superseded"``;
+    ``authority`` and ``authority_rank`` (higher governs where sources conflict); ``expand``:
+    ``"none"`` or an expansion spec overriding the search's; ``intent``: what this corpus
+    answers, for the router; ``records``: field names when ingested with ``--records``.
+    """
+
+    chunker: str | None = None
+    k: int | None = Field(default=None, ge=1)
+    mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
+    mmr_pool: int = Field(default=50, ge=1)
+    per_source_cap: int | None = Field(default=None, ge=1)
+    cap_by: str = "source_path"
+    filters: list[str] = Field(default_factory=list)
+    authority: str | None = None
+    authority_rank: int = 0
+    expand: str | None = None
+    intent: str = ""
+    records: RecordFields = Field(default_factory=RecordFields)
+
+
+class AnswerSettings(BaseModel):
+    """``esrag ask``: the context budget (cl100k tokens of source text) and the answer's output
+    limit (model tokens)."""
+
+    budget: int = Field(default=3000, ge=1)
+    max_tokens: int = Field(default=800, ge=1)
 
 
 class Settings(BaseSettings):
@@ -91,6 +151,8 @@ class Settings(BaseSettings):
     index_text: IndexTextSettings = Field(default_factory=IndexTextSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    corpora: dict[str, CorpusSettings] = Field(default_factory=dict)  # [corpora.NAME]
+    answer: AnswerSettings = Field(default_factory=AnswerSettings)
     # LLM enrichment at index time (esrag.enrich): provider:model, server, key, limits.
     enrich: str | None = None  # ESRAG_ENRICH: e, e-k, cr or pf (off when unset)
     llm: str = "ollama:qwen2.5:7b"  # ESRAG_LLM: ollama:MODEL or openai:MODEL

@@ -291,9 +291,45 @@ def fake_enrichment(prompt: str) -> dict[str, Any]:
     }
 
 
+_CONTENT = re.compile(r"[a-z0-9_:]{4,}")
+_QUESTION_STOP = _STOP | {"how", "does", "what", "when", "why", "who", "after", "into", "need", "want", "there"}
+
+
+def fake_reformulations(prompt: str) -> dict[str, Any]:
+    """Reformulations of a reformulate_v1 prompt's query: word-order and wording variants."""
+    query = _line_after(prompt, "Query:")
+    n = int(re.search(r"Write (\d+) reformulations", prompt).group(1)) if re.search(r"Write (\d+) reformulations", prompt) else 5
+    words = query.rstrip("?.!").split()
+    variants = [f"how to {query.rstrip('?')}", " ".join(reversed(words)), f"{query.rstrip('?')} in Laravel",
+                f"Laravel documentation: {query.rstrip('?')}", f"fix for {query.rstrip('?')}", f"{query.rstrip('?')} explained"]
+    return {"reformulations": variants[:n]}
+
+
+def fake_answer(prompt: str) -> dict[str, Any]:
+    """A grounded "answer" to an answer_v1 prompt: the passage sharing most content words with the
+    question answers it (its first sentence, citing its section path) when it holds at least 60%
+    of them; otherwise the model abstains."""
+    question = prompt.rsplit("Question:", 1)[1].split("\n", 1)[0].strip()
+    asked = {w for w in _CONTENT.findall(question.lower()) if w not in _QUESTION_STOP}
+    best, best_hits = None, 0
+    for m in re.finditer(r"^Section: (.*?) \(lines \d+-\d+\)\n(.*?)(?=\n\nSection: |\n\n---\n\n|\n\nQuestion:)", prompt, re.M | re.S):
+        found = {w for w in asked if w in m.group(2).lower()}
+        if len(found) > best_hits:
+            best, best_hits = m, len(found)
+    if best is None or not asked or best_hits < 0.6 * len(asked):
+        return {"answer": "The sources do not answer this question.", "abstained": True, "citations": []}
+    text = " ".join(best.group(2).split())
+    sentence = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0][:300]
+    return {"answer": f"According to the documentation: {sentence}", "abstained": False, "citations": [best.group(1)]}
+
+
 def fake_model(req: Request) -> Reply:
     """The default responder: valid answers for every esrag prompt, ``{}`` otherwise."""
     p = req.prompt
+    if "reformulations of the query below" in p:
+        return Reply(json.dumps(fake_reformulations(p)))
+    if p.startswith("You answer questions using ONLY the sources below"):
+        return Reply(json.dumps(fake_answer(p)))
     if "Keys already assigned in this document" in p:
         return Reply(json.dumps(fake_enrichment(p)))
     if p.startswith("<document>"):

@@ -30,7 +30,8 @@ A **retriever** is a search mode of :class:`esrag.search.searcher.Searcher` (``b
 ``dense``, ``hybrid``), optionally followed by a reranker: any callable
 ``rerank(query, texts) -> scores`` (higher is better) reorders the first ``depth`` hits
 (default 30, the seed's "hybrid top-30"); the rest keep their order. Its name is
-``MODE+rerank``.
+``MODE+rerank``. ``MODE+reformulate`` (also ``MODE+reformulate+rerank``) searches the query and
+its LLM reformulations and fuses the lists by RRF (seed 002; :mod:`esrag.search.reformulate`).
 """
 
 from __future__ import annotations
@@ -247,10 +248,17 @@ class Retriever:
     mode: str
     rerank: Rerank | None = None
     depth: int = 30
+    reformulate: Callable[[str], list[str]] | None = None
 
     def run(self, searcher: Searcher, query: str, k: int) -> list[Hit]:
-        """The first ``k`` hits for ``query``, reranked when a reranker is set."""
-        hits = searcher.search(query, k=k, mode=self.mode).hits
+        """The first ``k`` hits for ``query`` (fused with its reformulations when set),
+        reranked when a reranker is set."""
+        if self.reformulate is not None:
+            from esrag.search.reformulate import search_reformulated
+
+            hits = search_reformulated(searcher, query, k, self.mode, self.reformulate)
+        else:
+            hits = searcher.search(query, k=k, mode=self.mode).hits
         return rerank_hits(query, hits, self.rerank, self.depth) if self.rerank else hits
 
 
@@ -276,6 +284,10 @@ def load_reranker(target: str) -> Rerank:
     Raises:
         ConfigError: nothing importable under that name.
     """
+    from esrag.search.rerank import make_reranker
+
+    if target.partition(":")[0].lower() in plugins.names("esrag.rerankers") or target.startswith(("http://", "https://")):
+        return make_reranker(target)  # a reranker spec: cross-encoder:MODEL, http:URL
     if ":" in target:
         module, _, attr = target.partition(":")
         try:
@@ -290,15 +302,21 @@ def load_reranker(target: str) -> Rerank:
     return obj
 
 
-def make_retriever(name: str, rerank: Rerank | None = None, depth: int = 30) -> Retriever:
-    """``bm25``, ``dense``, ``hybrid``, or ``MODE+rerank`` (needs ``rerank``).
+def make_retriever(name: str, rerank: Rerank | None = None, depth: int = 30,
+                   reformulate: Callable[[str], list[str]] | None = None) -> Retriever:
+    """``bm25``, ``dense``, ``hybrid``, or ``MODE+rerank`` (needs ``rerank``),
+    ``MODE+reformulate`` (needs ``reformulate``) or ``MODE+reformulate+rerank``.
 
     Raises:
-        ConfigError: unknown mode, or ``+rerank`` without a configured reranker.
+        ConfigError: unknown mode or suffix, or a suffix without its reranker / reformulator.
     """
-    mode, plus, suffix = name.partition("+")
-    if mode not in SEARCH_MODES or (plus and suffix != "rerank"):
-        raise ConfigError(f"unknown retriever {name!r}; valid: {', '.join(SEARCH_MODES)}, or MODE+rerank with a reranker")
-    if plus and rerank is None:
+    mode, *suffixes = name.split("+")
+    if mode not in SEARCH_MODES or any(s not in ("rerank", "reformulate") for s in suffixes) or len(set(suffixes)) < len(suffixes):
+        raise ConfigError(f"unknown retriever {name!r}; valid: {', '.join(SEARCH_MODES)}, or MODE+rerank with a reranker, "
+                          "MODE+reformulate, MODE+reformulate+rerank")
+    if "rerank" in suffixes and rerank is None:
         raise ConfigError(f"retriever {name!r} needs a reranker: set reranker = \"module:function\" in the eval config")
-    return Retriever(name, mode, rerank if plus else None, depth)
+    if "reformulate" in suffixes and reformulate is None:
+        raise ConfigError(f"retriever {name!r} needs a reformulator (the LLM of ESRAG_LLM)")
+    return Retriever(name, mode, rerank if "rerank" in suffixes else None, depth,
+                     reformulate if "reformulate" in suffixes else None)

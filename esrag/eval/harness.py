@@ -105,8 +105,10 @@ class EvalConfig:
         budgets: B values in cl100k tokens; the first is the primary budget.
         contrasts: paired contrasts to test.
         custom_arms: ``[arms.NAME]`` tables (see :func:`esrag.eval.arms.make_arm`).
-        reranker, rerank_depth: ``module:function``, an ``esrag.rerankers`` plugin name or a
-            callable ``rerank(query, texts) -> scores``; and how many first hits it reorders.
+        reranker, rerank_depth: ``module:function``, an ``esrag.rerankers`` spec
+            (``http:URL``, ``cross-encoder:MODEL``) or a callable ``rerank(query, texts) ->
+            scores``; and how many first hits it reorders.
+        reformulations: LLM reformulations per query for ``MODE+reformulate`` retrievers.
         embedder: embedder spec (None: ``Settings().embedder``).
         cache: embedding cache file (None: ``$XDG_CACHE_HOME/esrag/embeddings.sqlite``).
         out: output folder (None: ``eval-out/<dataset name>``).
@@ -124,6 +126,7 @@ class EvalConfig:
     custom_arms: dict[str, dict[str, Any]] = field(default_factory=dict)
     reranker: Any = None
     rerank_depth: int = 30
+    reformulations: int = 5
     embedder: str | None = None
     cache: Path | None = None
     out: Path | None = None
@@ -182,6 +185,7 @@ def load_config(path: Path) -> EvalConfig:
     rr = data.get("reranker")
     cfg.reranker = rr.get("target") if isinstance(rr, dict) else rr
     cfg.rerank_depth = int(rr.get("depth", 30)) if isinstance(rr, dict) else cfg.rerank_depth
+    cfg.reformulations = int(data.get("reformulations", cfg.reformulations))
     cfg.embedder = data.get("embedder")
     cfg.cache = base / data["cache"] if data.get("cache") else None
     cfg.out = base / data["out"] if data.get("out") else None
@@ -189,7 +193,8 @@ def load_config(path: Path) -> EvalConfig:
     return cfg
 
 
-_TOP_KEYS = ("dataset", "arms", "retrievers", "budgets", "contrasts", "reranker", "embedder", "cache", "out", "seed", "resamples")
+_TOP_KEYS = ("dataset", "arms", "retrievers", "budgets", "contrasts", "reranker", "reformulations", "embedder", "cache", "out",
+             "seed", "resamples")
 _DATASET_KEYS = ("kind", "path", "limit", "split")
 
 
@@ -363,7 +368,7 @@ def run_eval(cfg: EvalConfig, settings: Settings | None = None, observer: Observ
     run = EvalRun(
         cfg, dataset, settings, normalize_spec(cfg.embedder or settings.embedder),
         [make_arm(a, settings, cfg.custom_arms) for a in cfg.arms],
-        [make_retriever(r, rerank, cfg.rerank_depth) for r in cfg.retrievers],
+        [make_retriever(r, rerank, cfg.rerank_depth, _reformulator(cfg, settings)) for r in cfg.retrievers],
     )
     chunks = _chunk_all(run, observer)
     run.seconds["chunk"] = time.perf_counter() - started
@@ -385,6 +390,16 @@ def run_eval(cfg: EvalConfig, settings: Settings | None = None, observer: Observ
         cache.close()
     run.seconds["total"] = time.perf_counter() - started
     return run
+
+
+def _reformulator(cfg: EvalConfig, settings: Settings) -> Any:
+    """The LLM reformulator (``settings.llm`` behind the LLM cache) when a retriever asks for
+    ``+reformulate``, else None; ``cfg.reformulations`` per query."""
+    if not any("reformulate" in r.split("+") for r in cfg.retrievers):
+        return None
+    from esrag.search.reformulate import make_reformulator
+
+    return make_reformulator(settings, cfg.reformulations)
 
 
 def _documents(dataset: EvalDataset, pool: str, corpus: str) -> list[Document]:

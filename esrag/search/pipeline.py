@@ -1,0 +1,346 @@
+"""The retrieval stack of seeds 001 and 002, composed around the :class:`~esrag.search.searcher.Searcher`:
+
+``query -> (reformulate) -> branches: one per corpus (fan-out) x one per query, each BM25 + kNN
+fused by RRF -> reformulation lists fused by RRF -> per-corpus selection (MMR, per-source cap)
+-> corpora fused by RRF -> (rerank top N) -> (expand) -> budget (cl100k tokens) or top k``
+
+Every stage is off unless asked for; with nothing asked, :meth:`Pipeline.search` returns exactly
+what :meth:`Searcher.search` returns. Stages and their settings (``[search]`` and
+``[corpora.NAME]`` in esrag.toml, or the flags of ``esrag search``):
+
+* fan-out (``search.corpora`` or two or more ``--corpus``): each corpus branch has its own k
+  (``[corpora.NAME] k``, default ``search.k``), filters and selection; all branches (and all
+  reformulations) run in one ``_msearch`` on Elasticsearch and concurrently on the embedded
+  store; the corpus lists are fused by rank and never truncated, so every corpus keeps its k
+  (zero passages from a corpus is impossible unless its branch finds nothing, which the
+  diagnostic reports). An optional router (``search.router``) skews the ks by intent.
+* reformulation (``--reformulate N``): :mod:`esrag.search.reformulate`.
+* rerank (``--rerank SPEC``, top ``search.rerank_top_n`` = 30): :mod:`esrag.search.rerank`,
+  applied to leaf chunks before any expansion.
+* expansion (``--expand``; per corpus ``[corpora.NAME] expand``): :mod:`esrag.search.expand`.
+* budget (``--budget N``): hits in rank order until N cl100k tokens of source text, by
+  :func:`esrag.search.budget.take_budget` (the evaluation's rule: the overflowing hit is cut to
+  fit, so the hits' ``tokens`` sum to exactly ``min(N, available)``). Without a budget, a
+  single-branch search returns ``k`` hits; a fan-out returns every branch's k.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from esrag.config import CorpusSettings, Settings
+from esrag.errors import ConfigError
+from esrag.model import Chunk, Hit, LegResult
+from esrag.search.budget import cut_text, take_budget
+from esrag.search.expand import ExpandSpec, parse_expand
+from esrag.search.fanout import Branch, ZeroPassageCounter, corpus_filters, route, run_branches, select
+from esrag.search.fusion import Fused, rrf
+from esrag.search.reformulate import fuse_queries
+from esrag.search.searcher import SearchResult, Searcher
+from esrag.stores.base import BranchQuery, Filters
+
+MAX_BUDGET_CANDIDATES = 1000
+"""A budgeted single-branch search asks for more hits (x4) while the budget is unfilled, up to this."""
+
+
+@dataclass
+class PipelineResult(SearchResult):
+    """A :class:`SearchResult` plus what the stack did: ``diagnostics`` (fan-out: passages per
+    corpus, corpora without passages, router ks; budget; reformulations) and ``notes`` (stages
+    that degraded, e.g. a failed reformulation call)."""
+
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    reformulations: list[str] = field(default_factory=list)
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)
+
+
+class Pipeline:
+    """Runs the stack over one store.
+
+    Args:
+        settings: all settings (``search``, ``corpora``, LLM settings for reformulation).
+        store: where chunks live.
+        searcher: the single-query searcher (its embedder is reused).
+        reranker: a ready reranker (else built from the spec on first use).
+        reformulator: a ready ``query -> [reformulations]`` callable (else built from settings).
+    """
+
+    def __init__(self, settings: Settings, store: Any, searcher: Searcher, reranker: Any = None,
+                 reformulator: Any = None) -> None:
+        self.settings = settings
+        self.store = store
+        self.searcher = searcher
+        self._rerankers: dict[str, Any] = {}
+        self._reranker = reranker
+        self._reformulator = reformulator
+        self.zero_passages = ZeroPassageCounter()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, store: Any, embedder_spec: str | None = None) -> Pipeline:
+        """The pipeline for ``store`` with the searcher :func:`esrag.app.make_searcher` builds."""
+        from esrag.app import make_searcher
+
+        return cls(settings, store, make_searcher(settings, store, embedder_spec))
+
+    # -- parts ------------------------------------------------------------------------------
+    def corpus(self, name: str) -> CorpusSettings:
+        """``[corpora.NAME]`` (defaults when the corpus has no table)."""
+        return self.settings.corpora.get(name) or CorpusSettings()
+
+    def reranker(self, spec: str) -> Any:
+        if self._reranker is not None:
+            return self._reranker
+        if spec not in self._rerankers:
+            from esrag.search.rerank import make_reranker
+
+            self._rerankers[spec] = make_reranker(spec, self.store)
+        return self._rerankers[spec]
+
+    def reformulator(self, n: int) -> Any:
+        if self._reformulator is None:
+            from esrag.search.reformulate import make_reformulator
+
+            self._reformulator = make_reformulator(self.settings, n)
+        if hasattr(self._reformulator, "n"):
+            self._reformulator.n = n
+        return self._reformulator
+
+    def branches(self, corpora: list[str], k: int, base: Filters) -> list[Branch]:
+        """One branch per corpus (its k, filters and selection), or one branch over ``base``."""
+        if not corpora:
+            return [Branch(None, k, base)]
+        out = []
+        for name in corpora:
+            cs = self.corpus(name)
+            filters = replace(base, corpora=[name], **corpus_filters(cs.filters))
+            out.append(Branch(name, cs.k or k, filters, cs.mmr_lambda, cs.mmr_pool, cs.per_source_cap, cs.cap_by))
+        return out
+
+    # -- the search -------------------------------------------------------------------------
+    def search(
+        self, query: str, k: int | None = None, mode: str | None = None, filters: Filters | None = None, *,
+        corpora: list[str] | None = None, budget: int | None = None, expand: str | None = None,
+        rerank: str | None = None, rerank_top_n: int | None = None, reformulate: int | None = None,
+    ) -> PipelineResult:
+        """Search ``query`` through the stack; arguments left None take their settings.
+
+        ``corpora`` (``--corpus``): two or more fan out; one searches that corpus with its
+        ``[corpora.NAME]`` settings; None uses ``filters.corpora`` or else ``search.corpora``;
+        ``[]`` searches every corpus at once without fan-out.
+
+        Raises:
+            ConfigError: bad k, mode, budget, expansion or reranker spec.
+            RerankError, ModelLoadError: the reranker cannot work. NotIndexedError: empty index.
+        """
+        s = self.settings.search
+        started = time.perf_counter()
+        k = k or s.k
+        mode = mode or s.mode
+        filters = filters or Filters()
+        corpora = list(dict.fromkeys(corpora if corpora is not None else (filters.corpora or s.corpora)))
+        budget = budget if budget is not None else s.budget
+        expand_spec = parse_expand(expand if expand is not None else s.expand)
+        rerank = rerank if rerank is not None else s.rerank
+        top_n = rerank_top_n or s.rerank_top_n
+        n_reform = reformulate if reformulate is not None else s.reformulate
+        if budget is not None and budget < 1:
+            raise ConfigError(f"--budget is in cl100k tokens and must be >= 1, got {budget}")
+        corpus_expand = any((self.corpus(c).expand or "none").lower() != "none" for c in (corpora or list(self.settings.corpora)))
+        configured = any(c in self.settings.corpora for c in corpora)
+        plain = not (budget or expand_spec or corpus_expand or rerank or n_reform or len(corpora) > 1 or configured)
+        if plain:
+            r = self.searcher.search(query, k=k, mode=mode, filters=filters)
+            return PipelineResult(r.hits, r.mode, r.timings_ms, r.fusion)
+        timings: dict[str, float] = {}
+        notes: list[str] = []
+        diagnostics: dict[str, Any] = {}
+        fanout = len(corpora) >= 2
+        base = replace(filters, corpora=[]) if corpora else filters
+        branches = self.branches(corpora, k, base)
+        queries = [query] + self._reformulations(query, n_reform, timings, notes, diagnostics)
+        vectors = self._embed(queries, mode, timings)
+        if fanout and s.router:
+            self._route(branches, query, vectors[0], diagnostics)
+        if not fanout:
+            b = branches[0]
+            want = max(k, top_n if rerank else 0, s.rank_window_size if budget else 0)
+            branches[0] = Branch(b.corpus, want, b.filters, b.mmr_lambda, b.pool, b.cap, b.cap_by)
+        hits, fusion = self._retrieve(queries, vectors, branches, mode, fanout, timings)
+        if budget and not fanout:
+            hits = self._grow_for_budget(queries, vectors, branches, mode, hits, budget, timings)
+        self._label(hits)
+        if rerank:
+            t0 = time.perf_counter()
+            from esrag.search.rerank import rerank_hits
+
+            hits = rerank_hits(query, hits, self.reranker(rerank), top_n)
+            timings["rerank"] = _ms(t0)
+            fusion += f"; reranked top {min(top_n, len(hits))} by {getattr(self.reranker(rerank), 'spec', rerank)}"
+        if not fanout and not budget:
+            hits = hits[:k]
+        hits = self._expand(hits, expand_spec, timings)
+        if budget:
+            t0 = time.perf_counter()
+            hits = pack(hits, budget)
+            timings["budget"] = _ms(t0)
+            diagnostics["budget"] = {"tokens": budget, "used": sum(h.chunk.tokens for h in hits)}
+        if fanout:
+            diagnostics.update(self.zero_passages.record(corpora, [h.chunk for h in hits]))
+            diagnostics["k_per_corpus"] = {b.name: b.k for b in branches}
+        timings["total"] = _ms(started)
+        return PipelineResult(hits, mode, timings, fusion, diagnostics, notes, queries[1:])
+
+    def _reformulations(self, query: str, n: int, timings: dict[str, float], notes: list[str],
+                        diagnostics: dict[str, Any]) -> list[str]:
+        if not n:
+            return []
+        t0 = time.perf_counter()
+        r = self.reformulator(n)
+        found = list(r(query))[:n]
+        timings["reformulate"] = _ms(t0)
+        if getattr(r, "last_error", None):
+            notes.append(f"reformulation failed ({r.last_error}); searched the original query only")
+        diagnostics["reformulations"] = found
+        return found
+
+    def _embed(self, queries: list[str], mode: str, timings: dict[str, float]) -> list[Any]:
+        if mode == "bm25":
+            return [None] * len(queries)
+        t0 = time.perf_counter()
+        if self.searcher._embedder is None:
+            emb = self.searcher.embedder
+            timings["model_load"] = _ms(t0)
+            t0 = time.perf_counter()
+        emb = self.searcher.embedder
+        vectors = [emb.embed_query(q) for q in queries]
+        timings["embed"] = _ms(t0)
+        return vectors
+
+    def _route(self, branches: list[Branch], query: str, vector: Any, diagnostics: dict[str, Any]) -> None:
+        intents = {b.name: self.corpus(b.name).intent for b in branches}
+        emb = self.searcher.embedder if vector is not None else None
+        ks = route({b.name: b.k for b in branches}, intents, query, vector,
+                   (lambda texts: emb.embed_documents(texts)) if emb is not None else None)
+        for b in branches:
+            b.k = ks[b.name]
+        diagnostics["router"] = ks
+
+    def _retrieve(self, queries: list[str], vectors: list[Any], branches: list[Branch], mode: str, fanout: bool,
+                  timings: dict[str, float]) -> tuple[list[Hit], str]:
+        """Branch searches -> per-branch fusion over queries -> selection -> fusion over corpora -> hits."""
+        s = self.settings.search
+        b0 = branches[0]
+        if not fanout and len(queries) == 1 and b0.mmr_lambda is None and not b0.cap:
+            r = self.searcher.search(queries[0], k=b0.k, mode=mode, filters=b0.filters)
+            timings.update({f"search.{name}": v for name, v in r.timings_ms.items() if name != "total"})
+            return r.hits, r.fusion
+        t0 = time.perf_counter()
+        requests = []
+        for b in branches:
+            window = max(s.rank_window_size, b.candidates) if mode == "hybrid" else b.candidates
+            for q, v in zip(queries, vectors):
+                requests.append(BranchQuery(q if mode != "dense" else "", v if mode != "bm25" else None, window, b.filters,
+                                            max(s.num_candidates, window)))
+        lists = run_branches(self.store, requests, self.searcher.bm25_fields, s.rrf_k, s.weights if mode == "hybrid" else None)
+        timings["search"] = _ms(t0)
+        took = getattr(self.store, "last_took_ms", None)
+        if took is not None and hasattr(self.store, "hybrid_many"):
+            timings["cluster_took"] = float(took)
+        per_branch = []
+        for i, b in enumerate(branches):
+            own = lists[i * len(queries) : (i + 1) * len(queries)]
+            per_branch.append(fuse_queries(own, s.rrf_k)[: max(b.candidates, 1)] if own else [])
+        t0 = time.perf_counter()
+        ids = list(dict.fromkeys(f.id for lst in per_branch for f in lst))
+        chunks = {c.id: c for c in self.store.get(ids)}
+        timings["fetch"] = _ms(t0)
+        t0 = time.perf_counter()
+        selected = []
+        for b, lst in zip(branches, per_branch):
+            vecs = self.store.vectors([f.id for f in lst]) if b.mmr_lambda is not None and lst else {}
+            selected.append(select([f for f in lst if f.id in chunks], b, chunks, vecs))
+        timings["select"] = _ms(t0)
+        where = "one _msearch" if hasattr(self.store, "hybrid_many") else "concurrent branches"
+        how = f"rrf (client-side over {where}; {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}"
+        if not fanout:
+            return [Hit(chunks[f.id], f.score, dict(f.legs)) for f in selected[0]], how + ")"
+        fused = rrf({b.name: [(f.id, f.score) for f in sel] for b, sel in zip(branches, selected)}, k=s.rrf_k)
+        by_id = {f.id: f for sel in selected for f in sel}
+        hits = [Hit(chunks[f.id], f.score, {**by_id[f.id].legs, **f.legs}) for f in fused]
+        return hits, how + f"; {len(branches)} corpora fused by rank)"
+
+    def _grow_for_budget(self, queries, vectors, branches, mode, hits, budget, timings) -> list[Hit]:
+        b = branches[0]
+        while sum(h.chunk.tokens for h in hits) < budget and len(hits) >= b.k and b.k < MAX_BUDGET_CANDIDATES:
+            b.k = min(b.k * 4, MAX_BUDGET_CANDIDATES)
+            hits, _ = self._retrieve(queries, vectors, branches, mode, False, timings)
+        return hits
+
+    def _label(self, hits: list[Hit]) -> None:
+        """Give hits without an authority label their corpus's (``[corpora.NAME] authority``)."""
+        for h in hits:
+            label = self.corpus(h.chunk.corpus).authority
+            if label and not h.chunk.metadata.get("authority"):
+                h.chunk.metadata = {**h.chunk.metadata, "authority": label}
+
+    def _expand(self, hits: list[Hit], spec: ExpandSpec | None, timings: dict[str, float]) -> list[Hit]:
+        def spec_for(hit: Hit) -> ExpandSpec | None:
+            own = self.corpus(hit.chunk.corpus).expand
+            return parse_expand(own) if own else spec
+
+        if spec is None and not any(self.corpus(h.chunk.corpus).expand for h in hits):
+            return hits
+        from esrag.search.expand import expand_hits
+
+        t0 = time.perf_counter()
+        out = expand_hits(hits, self.store, spec_for, self.settings.search.expand_max_tokens)
+        timings["expand"] = _ms(t0)
+        return out
+
+
+def pack(hits: list[Hit], budget: int) -> list[Hit]:
+    """Hits in rank order until ``budget`` cl100k tokens of source text, by
+    :func:`~esrag.search.budget.take_budget` on each hit's ``chunk.tokens``. The overflowing hit
+    is cut to its first ``remaining`` tokens (:func:`~esrag.search.budget.cut_text`): its text is
+    the cut text, its ``tokens`` the tokens taken, its ``end_line`` the line where the cut text
+    ends, and ``chunk.metadata["truncated"]`` is True. The hits' tokens sum to exactly
+    ``min(budget, sum of all hits' tokens)``."""
+    out: list[Hit] = []
+    for taken in take_budget(hits, budget, tokens=lambda h: h.chunk.tokens):
+        hit: Hit = taken.item
+        if not taken.truncated:
+            out.append(hit)
+            continue
+        c = hit.chunk
+        text = cut_text(c.text, taken.tokens)
+        chunk = replace(c, text=text, tokens=taken.tokens, end_line=_cut_end_line(c, text),
+                        metadata={**c.metadata, "truncated": True})
+        out.append(Hit(chunk, hit.score, hit.legs, hit.expanded_from))
+    return out
+
+
+def _cut_end_line(chunk: Chunk, text: str) -> int:
+    """The source line where ``text`` (a prefix of ``chunk.text``) ends."""
+    members = chunk.metadata.get("chunks")
+    if not members:
+        return chunk.start_line + text.count("\n")
+    at = 0
+    for _, start, _end, chars in members:  # members joined by a blank line (esrag.search.expand.JOINER)
+        if len(text) <= at + chars:
+            return start + text[at:].count("\n")
+        at += chars + 2
+    return chunk.end_line
+
+
+def leg_summary(hit: Hit) -> dict[str, LegResult]:
+    """The hit's legs (for ``--explain``)."""
+    return hit.legs
+
+
+__all__ = ["Pipeline", "PipelineResult", "pack", "Fused"]

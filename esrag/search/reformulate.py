@@ -1,0 +1,127 @@
+"""Query reformulation (seed 002, §3.2): an LLM writes N (default 5) semantically equivalent,
+lexically diverse reformulations; the original and each reformulation are searched and all
+ranked lists are fused by RRF (:func:`esrag.search.fusion.rrf`) with the original.
+
+Off by default: seed 002 found no gain under its protocol (fusion "retains candidates that a
+reformulation favours"), so it is an option to measure (``esrag eval`` retriever
+``hybrid+reformulate``), not a default. Replies are cached by the persistent LLM cache (model,
+prompt hash, input hash, options), so a repeated query costs no call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from esrag.enrich.cache import CachedLLM
+from esrag.enrich.enrichment import RETRY_SEEDS, parse_json_object
+from esrag.enrich.llm import LLMError, LLMOptions
+from esrag.enrich.prompts import load_prompt
+from esrag.search.fusion import Fused, rrf
+
+PROMPT = "reformulate_v1"
+DEFAULT_N = 5
+
+
+@dataclass
+class Reformulator:
+    """Writes reformulations of a query through a cached LLM.
+
+    Args:
+        llm: the LLM behind the persistent cache.
+        n: reformulations asked for (>= 1).
+        max_tokens: output limit of the call (model tokens).
+    """
+
+    llm: CachedLLM
+    n: int = DEFAULT_N
+    max_tokens: int = 400
+    last_error: str | None = field(default=None, init=False)
+
+    def __call__(self, query: str) -> list[str]:
+        return self.reformulate(query)
+
+    def reformulate(self, query: str) -> list[str]:
+        """Up to ``n`` distinct reformulations (none equal to the query, ignoring case and
+        spacing). A failed or unusable call gives ``[]`` (the search runs on the original alone)
+        and sets ``last_error``; seeds 1–3 are tried while the reply is not usable JSON."""
+        prompt = load_prompt(PROMPT)
+        text = prompt.render(n=self.n, query=query)
+        options = LLMOptions(max_tokens=self.max_tokens, json=True)
+        self.last_error = None
+        for seed in (0, *RETRY_SEEDS):
+            try:
+                reply = self.llm.chat([{"role": "user", "content": text}], options.with_seed(seed), prompt.sha256, "reformulate")
+            except LLMError as exc:
+                self.last_error = str(exc)
+                return []
+            found = clean(parse_json_object(reply.text), query, self.n)
+            if found:
+                return found
+        self.last_error = f"{self.llm.spec} gave no usable reformulations (JSON with a 'reformulations' list)"
+        return []
+
+
+def clean(obj: dict[str, Any] | None, query: str, n: int) -> list[str]:
+    """The reformulation strings of a reply object: trimmed, distinct, not the query, at most ``n``."""
+    if not obj:
+        return []
+    items = obj.get("reformulations") or obj.get("queries") or []
+    if not isinstance(items, list):
+        return []
+    seen = {" ".join(query.lower().split())}
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            continue
+        text = " ".join(item.split())
+        key = text.lower()
+        if text and key not in seen:
+            seen.add(key)
+            out.append(text)
+    return out[:n]
+
+
+def fuse_queries(lists: Sequence[list[Fused]], rrf_k: int = 60) -> list[Fused]:
+    """RRF over one ranked list per query (the original first, then each reformulation), by
+    rank only. Each fused hit keeps the per-leg ranks of the first list it appears in (the
+    original query's when present) and gains ``q0``, ``q1``… legs: its rank in each list."""
+    if len(lists) == 1:
+        return list(lists[0])
+    fused = rrf({f"q{i}": [(f.id, f.score) for f in lst] for i, lst in enumerate(lists)}, k=rrf_k)
+    first: dict[str, Fused] = {}
+    for lst in lists:
+        for f in lst:
+            first.setdefault(f.id, f)
+    for f in fused:
+        f.legs = {**first[f.id].legs, **f.legs}
+    return fused
+
+
+def make_reformulator(settings: Any, n: int | None = None) -> Reformulator:
+    """A :class:`Reformulator` with the configured LLM (``settings.llm``, ``llm_url``…) behind
+    the persistent LLM cache (``settings.llm_cache_path``).
+
+    Raises:
+        PluginError: unknown LLM provider. EsragError: the cache file cannot be opened.
+    """
+    from esrag.enrich.cache import LLMCache
+    from esrag.enrich.llm import make_llm
+
+    llm = make_llm(settings.llm, settings)
+    return Reformulator(CachedLLM(llm, LLMCache(settings.llm_cache_path)), n or settings.search.reformulate or DEFAULT_N)
+
+
+def search_reformulated(searcher: Any, query: str, k: int, mode: str, reformulate: Any) -> list[Any]:
+    """The first ``k`` hits of ``query`` and its reformulations (``reformulate(query) -> [str]``),
+    each searched with ``searcher.search`` and fused by :func:`fuse_queries` (the evaluation's
+    ``MODE+reformulate`` retrievers; the same fusion as ``esrag search --reformulate``)."""
+    from esrag.model import Hit
+
+    queries = [query] + list(reformulate(query))
+    lists = [searcher.search(q, k=k, mode=mode).hits for q in queries]
+    chunks = {h.chunk.id: h.chunk for hits in lists for h in hits}
+    fused = fuse_queries([[Fused(h.chunk.id, h.score, dict(h.legs)) for h in hits] for hits in lists],
+                         searcher.settings.rrf_k)
+    return [Hit(chunks[f.id], f.score, f.legs) for f in fused[:k]]
