@@ -42,6 +42,25 @@ def json_option(f: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")(f)
 
 
+def retrieval_options(f: Callable) -> Callable:
+    """The retrieval-stack options shared by ``search`` and ``ask`` (defaults from [search])."""
+    options = [
+        click.option("--budget", type=click.IntRange(min=1), help="Hits in rank order up to N cl100k tokens of source text "
+                     "(the evaluation's rule: the last hit is cut to fit)."),
+        click.option("--expand", help="Expand hits: neighbours:W (±W chunks), parent (parent section) or auto-merge:M "
+                     "(M hits in one section return the section)."),
+        click.option("--rerank", help="Rerank the top candidates: cross-encoder:MODEL, http:URL (/rerank endpoint) or "
+                     "elastic:INFERENCE_ID."),
+        click.option("--rerank-top-n", type=click.IntRange(min=1), help="Fused candidates the reranker reorders (default 30)."),
+        click.option("--reformulate", type=click.IntRange(min=0), help="Fuse N LLM reformulations of the query by RRF (off by default)."),
+        click.option("--llm", "llm_spec", help="LLM for --reformulate and ask: ollama:MODEL or openai:MODEL (default: ESRAG_LLM)."),
+        click.option("--llm-url", help="LLM server URL (default: ESRAG_LLM_URL)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 def handle_errors(f: Callable) -> Callable:
     """Turn library errors into one-line ``ClickException`` messages."""
 
@@ -144,15 +163,17 @@ class _RateColumn(TextColumn):
                    "e-k (e without the key dictionary), cr (contextual retrieval), pf (one call per field). Default: ESRAG_ENRICH, off.")
 @click.option("--llm", "llm_spec", help="LLM for --enrich: ollama:MODEL or openai:MODEL (default: ESRAG_LLM, ollama:qwen2.5:7b).")
 @click.option("--llm-url", help="LLM server: Ollama URL, or an OpenAI-compatible base URL ending in /v1 (default: ESRAG_LLM_URL).")
+@click.option("--records", is_flag=True, help="PATH holds JSONL/CSV records (tickets…): one record, one chunk, fields mapped "
+              "by [corpora.NAME.records] (id, text, title, date, authority, superseded_by, language).")
 @json_option
 @handle_errors
 def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tuple[str, ...], chunker: str | None,
            embedder: str | None, as_json: bool, rebuild: bool = False, enrich: str | None = None,
-           llm_spec: str | None = None, llm_url: str | None = None) -> None:
+           llm_spec: str | None = None, llm_url: str | None = None, records: bool = False) -> None:
     """Chunk, embed and index the Markdown files under PATH (incremental: unchanged chunks cost nothing)."""
     settings = load_settings(embedder=embedder, enrich=enrich and enrich.lower(), llm=llm_spec, llm_url=llm_url)
     corpus = corpus or _default_corpus(path)
-    includes = list(include) or settings.ingest.include
+    includes = list(include) or (["*.jsonl", "*.ndjson", "*.csv", "*.tsv"] if records else settings.ingest.include)
     excludes = settings.ingest.exclude + list(exclude)
     store = open_store(settings)
     swap = None
@@ -163,7 +184,7 @@ def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tu
             TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(), _RateColumn(), TimeElapsedColumn(),
             console=err, disable=as_json and not err.is_terminal,
         ) as progress:
-            ingester = make_ingester(settings, store, make_chunker(settings, chunker), _RichObserver(progress))
+            ingester = make_ingester(settings, store, _corpus_chunker(settings, corpus, chunker, records), _RichObserver(progress))
             summary = _run_ingest(ingester, store, path, corpus, includes, excludes)
         if rebuild:
             swap = store.finish_rebuild() if not summary.failures else {"swapped": False, "reason": "failures: fix them and run again"}
@@ -177,6 +198,19 @@ def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tu
             err.print(f"rebuild: {swap}")
     if summary.failures:
         sys.exit(1)
+
+
+def _corpus_chunker(settings: Settings, corpus: str, name: str | None, records: bool) -> Any:
+    """The chunker for ``corpus``: ``--records`` (records chunker with the corpus's field names),
+    ``--chunker``, or ``[corpora.NAME] chunker``; labelled with the corpus's authority."""
+    from esrag.records import LabelledChunker, RecordsChunker
+
+    cs = settings.corpora.get(corpus)
+    if records or (not name and cs is not None and cs.chunker == "records"):
+        inner = RecordsChunker(cs.records if cs else None, cs.authority if cs else None)
+    else:
+        inner = make_chunker(settings, name or (cs.chunker if cs else None))
+    return LabelledChunker(inner, {"authority": cs.authority}) if cs is not None and cs.authority else inner
 
 
 def _begin_rebuild(store: Any) -> None:
@@ -226,34 +260,102 @@ def _print_summary(s: IngestSummary) -> None:
 @click.option("--path", "path_prefix", help="Only sources whose path starts with this prefix.")
 @click.option("--explain", is_flag=True, help="Show each leg's rank and score and per-stage timings.")
 @click.option("--embedder", help="Embed the query with this embedder instead of the index's own.")
+@retrieval_options
 @json_option
 @handle_errors
 def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...], path_prefix: str | None,
-           explain: bool, embedder: str | None, as_json: bool) -> None:
-    """Search the index for QUERY; prints hits with source path, section path and line span."""
-    settings = load_settings()
+           explain: bool, embedder: str | None, as_json: bool, budget: int | None = None, expand: str | None = None,
+           rerank: str | None = None, rerank_top_n: int | None = None, reformulate: int | None = None,
+           llm_spec: str | None = None, llm_url: str | None = None) -> None:
+    """Search the index for QUERY; prints hits with source path, section path and line span.
+
+    Two or more --corpus fan out (one branch per corpus with its [corpora.NAME] k, filters and
+    selection, fused by rank); --rerank reorders the top candidates before --expand grows them;
+    --budget packs hits up to N cl100k tokens of source text."""
+    from esrag.search.pipeline import Pipeline
+
+    settings = load_settings(llm=llm_spec, llm_url=llm_url)
     store = open_store(settings)
     try:
-        searcher = make_searcher(settings, store, embedder)
-        result = searcher.search(query, k=k, mode=mode, filters=Filters(corpora=list(corpora), path_prefix=path_prefix))
+        pipeline = Pipeline.from_settings(settings, store, embedder)
+        result = pipeline.search(query, k=k, mode=mode, filters=Filters(corpora=list(corpora), path_prefix=path_prefix),
+                                 budget=budget, expand=expand, rerank=rerank, rerank_top_n=rerank_top_n,
+                                 reformulate=reformulate)
     finally:
         store.close()
+    for note in result.notes:
+        err.print(f"[yellow]note[/yellow]: {escape(note)}")
     if as_json:
-        hits = [h.to_dict() for h in result.hits]
-        _print_json({"hits": hits, "timings_ms": result.timings_ms, "fusion": result.fusion} if explain else hits)
+        hits = [hit_json(h) for h in result.hits]
+        extra = {key: value for key, value in (("diagnostics", result.diagnostics), ("reformulations", result.reformulations),
+                                                ("notes", result.notes)) if value}
+        _print_json({"hits": hits, "timings_ms": result.timings_ms, "fusion": result.fusion, **extra} if explain else hits)
         return
     for rank, hit in enumerate(result.hits, 1):
         c = hit.chunk
-        out.print(f"[bold]{rank}.[/bold] [green]{escape(c.source_path)}[/green]:{c.start_line}-{c.end_line}  score {hit.score:.4f}")
-        out.print(f"   [cyan]{escape(c.section_path or '(no section)')}[/cyan]")
+        label = f"  [magenta]{escape(c.corpus)}[/magenta]" + (f" ({escape(str(c.metadata['authority']))})" if c.metadata.get("authority") else "")
+        out.print(f"[bold]{rank}.[/bold] [green]{escape(c.source_path)}[/green]:{c.start_line}-{c.end_line}  score {hit.score:.4f}"
+                  f"  {c.tokens} tokens{label}")
+        out.print(f"   [cyan]{escape(c.section_path or '(no section)')}[/cyan]"
+                  + (f"  [dim]expanded from {len(hit.expanded_from)} hit(s)[/dim]" if hit.expanded_from else ""))
         if explain:
             legs = "  ".join(f"{name}: rank {leg.rank}, score {leg.score:.4f}" for name, leg in hit.legs.items())
             out.print(f"   [dim]{legs or 'no leg'}[/dim]")
         out.print("   " + escape(" ".join(c.text.split())[:240]))
     if explain:
         out.print(f"[dim]fusion: {escape(result.fusion)}; timings (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result.timings_ms.items()) + "[/dim]")
+        if result.diagnostics:
+            out.print(f"[dim]diagnostics: {escape(json.dumps(result.diagnostics, ensure_ascii=False))}[/dim]")
     if not result.hits:
         err.print("no hits")
+
+
+def hit_json(hit: Any) -> dict[str, Any]:
+    """A hit's ``--json`` form: :meth:`esrag.model.Hit.to_dict` plus ``truncated`` (cut by the
+    budget) and ``chunk_ids`` (members of an expanded hit) when they apply."""
+    d = hit.to_dict()
+    md = hit.chunk.metadata
+    if md.get("truncated"):
+        d["truncated"] = True
+    if md.get("chunks"):
+        d["chunk_ids"] = [m[0] for m in md["chunks"]]
+    return d
+
+
+@main.command()
+@click.argument("question")
+@click.option("--corpus", "corpora", multiple=True, help="Only these corpora (repeatable; two or more fan out).")
+@retrieval_options
+@json_option
+@handle_errors
+def ask(question: str, corpora: tuple[str, ...], as_json: bool, budget: int | None = None, expand: str | None = None,
+        rerank: str | None = None, rerank_top_n: int | None = None, reformulate: int | None = None,
+        llm_spec: str | None = None, llm_url: str | None = None) -> None:
+    """Answer QUESTION from the index only: retrieve, group sources with their labels, and have the
+    LLM answer in the question's language citing section paths, or abstain when the sources do not
+    hold the answer (the higher-authority source governs conflicts)."""
+    from esrag.answer import make_answerer
+    from esrag.search.pipeline import Pipeline
+
+    settings = load_settings(llm=llm_spec, llm_url=llm_url)
+    store = open_store(settings)
+    try:
+        result = Pipeline.from_settings(settings, store).search(
+            question, filters=Filters(corpora=list(corpora)), budget=budget or settings.answer.budget, expand=expand,
+            rerank=rerank, rerank_top_n=rerank_top_n, reformulate=reformulate)
+    finally:
+        store.close()
+    answer = make_answerer(settings).answer(question, result.hits)
+    if as_json:
+        _print_json(answer.to_dict())
+        return
+    out.print(escape(answer.answer))
+    if answer.abstained:
+        err.print("[yellow]abstained[/yellow]: the sources do not hold the answer")
+    for c in answer.citations:
+        out.print(f"  [{c['source']}] [cyan]{escape(c['section_path'] or '(no section)')}[/cyan]  "
+                  f"[green]{escape(c['source_path'])}[/green]:{c['start_line']}-{c['end_line']}  "
+                  f"({escape(c['corpus'])}, {escape(str(c['authority'] or 'unlabelled'))})")
 
 
 @main.command()
@@ -346,7 +448,8 @@ def _csv(value: str | None) -> list[str] | None:
 @click.option("--dataset", help="KIND:PATH with KIND qasper, beir, squad or spans (a .gz file is read as gzip).")
 @click.option("--arms", help="Comma-separated arms: S,S+T,F512c,F256t,P,FL,default,lc-header,lc-recursive-512t; "
               "LLM arms (ESRAG_LLM): E,E-K,CR,PF,M,RM,SM,M-TP,E+KX,E+AX.")
-@click.option("--retrievers", help="Comma-separated retrievers: bm25, dense, hybrid (MODE+rerank with a reranker).")
+@click.option("--retrievers", help="Comma-separated retrievers: bm25, dense, hybrid (MODE+rerank with a reranker; "
+              "MODE+reformulate fuses ESRAG_LLM reformulations by RRF).")
 @click.option("--budgets", help="Comma-separated budgets in cl100k tokens of source text (default 512,1024,2048).")
 @click.option("--limit", type=int, help="Only the first N papers (Qasper) or questions (pooled datasets).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder (default eval-out/<dataset>).")
