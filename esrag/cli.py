@@ -109,7 +109,8 @@ def _setup_generic(settings: Settings, store: Any) -> dict[str, Any]:
     from esrag.stores.base import IndexMeta
 
     emb = embedder_factory(settings)()
-    store.ensure(IndexMeta(emb.spec, emb.dims, list(settings.index_text.embed_fields), dict(settings.index_text.bm25_fields), __version__))
+    store.ensure(IndexMeta(emb.spec, emb.dims, list(settings.index_text.embed_fields), dict(settings.index_text.bm25_fields),
+                           __version__, analyzer=settings.index_text.analyzer))
     return {"store": store.name, "embedder": emb.spec, "dims": emb.dims, **{k: v for k, v in store.stats().items() if k in ("path",)}}
 
 

@@ -74,7 +74,7 @@ def elastic_checks(settings: Settings) -> list[Check]:
             return checks
         caps = store.capabilities()
         checks += [_version(caps.version), _licence(caps.licence), _retriever("rrf", caps.rrf), _retriever("linear", caps.linear),
-                   _processors(caps.ingest_processors), _analyzers(caps.analyzers)]
+                   _processors(caps.ingest_processors), _analyzers(caps.analyzers), _stemming(store, settings)]
         checks += _assets(store.assets(), store)
         checks.append(_embedder(settings, store.meta(), f"the index behind {store.alias!r}"))
     except EsragError as exc:
@@ -130,12 +130,24 @@ def _processors(processors: list[str]) -> Check:
                  "nothing needed; a full Elasticsearch distribution (ingest-common module) has them")
 
 
+def _stemming(store, settings) -> Check:
+    meta = store.meta()
+    analyzer = meta.analyzer if meta else settings.index_text.analyzer
+    if analyzer != "english":
+        return Check("BM25 analysis", OK, f"analyzer {analyzer!r}: lowercased words, no stemming or stop words")
+    if store.stemming_available():
+        return Check("BM25 analysis", OK, "analyzer 'english': standard tokenizer, English stop words, porter_stem (as the embedded store)")
+    return Check("BM25 analysis", WARN, "analyzer 'english' without stemming: the cluster lacks the porter_stem token filter, so text is "
+                 "analyzed by the standard analyzer with English stop words (the embedded store also stems)",
+                 "nothing needed; a full distribution (analysis-common module) stems, and indices created there stem")
+
+
 def _analyzers(analyzers: dict[str, bool]) -> Check:
     found = [a for a, ok in analyzers.items() if ok]
     missing = [a for a, ok in analyzers.items() if not ok]
     if not missing:
         return Check("language analyzers", OK, f"available: {', '.join(found)}")
-    return Check("language analyzers", WARN, f"missing: {', '.join(missing)}; esrag's mapping uses the standard analyzer, which is always there",
+    return Check("language analyzers", WARN, f"missing: {', '.join(missing)}; esrag's mapping needs none of them (its esrag_text analyzer is built from standard parts)",
                  "nothing needed; a full distribution (analysis-common module) has language analyzers")
 
 

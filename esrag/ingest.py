@@ -122,6 +122,7 @@ class Ingester:
         embedder_factory: builds the embedder; called only when a chunk needs embedding.
         chunker: cuts documents into chunks.
         embed_fields, bm25_fields: the indexed-text configuration recorded in the index.
+        analyzer: BM25 text analysis of a new index (``english`` or ``standard``).
         window: chunks embedded and written per batch.
         max_file_bytes: larger files are reported as failures.
         observer: progress callbacks.
@@ -143,6 +144,7 @@ class Ingester:
         max_file_bytes: int = 5_000_000,
         observer: Observer | None = None,
         enricher: Any | None = None,
+        analyzer: str = "english",
     ) -> None:
         self.store = store
         self.embedder_spec = embedder_spec
@@ -155,6 +157,7 @@ class Ingester:
         self.max_file_bytes = max_file_bytes
         self.observer = observer or Observer()
         self.enricher = enricher
+        self.analyzer = analyzer
 
     @property
     def embedder(self) -> Embedder:
@@ -168,7 +171,7 @@ class Ingester:
         emb = self.embedder
         return IndexMeta(
             embedder=emb.spec, dims=emb.dims, embed_fields=list(self.embed_fields),
-            bm25_fields=dict(self.bm25_fields), esrag_version=__version__,
+            bm25_fields=dict(self.bm25_fields), esrag_version=__version__, analyzer=self.analyzer,
         )
 
     def _check_index(self) -> None:
@@ -176,7 +179,7 @@ class Ingester:
         current = self.store.meta()
         if current is None:
             return
-        wanted = IndexMeta(self.embedder_spec, current.dims, list(self.embed_fields), dict(self.bm25_fields))
+        wanted = IndexMeta(self.embedder_spec, current.dims, list(self.embed_fields), dict(self.bm25_fields), analyzer=self.analyzer)
         check_compatible(current, wanted, self.store.name)
 
     def run(self, root: Path, corpus: str, include: list[str], exclude: list[str]) -> IngestSummary:

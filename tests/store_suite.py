@@ -142,6 +142,13 @@ class StoreContract:
         assert "docs-a.md-2" not in [h[0] for h in hits]
         assert all(s > 0 for _, s in hits) and [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
 
+    def test_bm25_english_analyzer_ignores_stop_words(self, store):
+        # the index's analyzer is ``english`` (IndexMeta's default): question words match nothing
+        chunks = [make_chunk(0, "What is it? What is it that they do? What is this?"),
+                  make_chunk(1, "Failed queue jobs are retried by the worker.")]
+        self.write(store, chunks, [unit(0), unit(1)])
+        assert [i for i, _ in store.bm25("what is it that they do with failed jobs", 5, Filters(), FIELDS)] == ["docs-a.md-1"]
+
     def test_bm25_field_weights_decide_which_fields_match(self, store):
         self.write(store, [make_chunk(0, "plain body text", section="Broadcasting")], [unit(0)])
         assert [i for i, _ in store.bm25("broadcasting", 5, Filters(), {"text": 1.0, "section_path": 1.0})] == ["docs-a.md-0"]

@@ -297,8 +297,13 @@ def test_templates_from_shipped_assets():
     }
     assert mappings["_meta"] == {"managed_by": "esrag", "embedder": "st:e5", "dims": 768, "embed_fields": ["text"],
                                  "bm25_fields": {"text": 1.0}, "esrag_version": "0.1.0", "created_at": "2026-01-01T00:00:00+00:00",
-                                 "rebuild_of": "docs-prod-000001"}
+                                 "analyzer": "english", "rebuild_of": "docs-prod-000001"}
     props = mappings["properties"]
+    # the analyzer the text fields name is defined in the same component (validated on its own)
+    assert m["template"]["settings"]["analysis"]["analyzer"]["esrag_text"]["filter"] == ["lowercase", "esrag_stop", "porter_stem"]
+    assert all(props[f]["analyzer"] == "esrag_text" for f in ("text", "section_path", "title", "summary", "context"))
+    no_stem = mappings_component_body(IndexMeta("st:e5", 768, ["text"]), stemming=False)["template"]["settings"]["analysis"]
+    assert no_stem["analyzer"]["esrag_text"]["type"] == "standard" and "what" in no_stem["analyzer"]["esrag_text"]["stopwords"]
     assert props["section_path"]["type"] == "text" and props["section_path"]["fields"]["keyword"]["type"] == "keyword"
     for slot in ("title", "summary", "keywords", "questions", "entities", "key", "related_keys", "context"):
         assert slot in props

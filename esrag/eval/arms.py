@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from esrag import plugins
+from esrag.analysis import check_analyzer
 from esrag.chunking.base import Chunker
 from esrag.chunking.baselines import FixedCharChunker, ParagraphPacker, TokenWindowChunker, length_matched
 from esrag.chunking.header import HeaderChunker
@@ -89,6 +90,8 @@ class Arm:
         description: one line for reports.
         expand: optional retrieval-time step ``expand(hits, pool_chunks) -> hits`` applied to
             every ranking before the budget cut (arms E+KX, E+AX of :mod:`esrag.enrich.arms`).
+        analyzer: BM25 text analysis of the arm's index (:mod:`esrag.analysis`). Named arms use
+            ``standard`` (plain BM25, the seed's protocol); ``default`` uses the configured one.
     """
 
     name: str
@@ -99,6 +102,7 @@ class Arm:
     enricher: Enricher | None = None
     description: str = ""
     expand: Callable[[list[Hit], list[Chunk]], list[Hit]] | None = None
+    analyzer: str = "standard"
 
     def build_chunker(self, documents: Sequence[Document]) -> Chunker:
         """The arm's chunker for this dataset (wrapped with the enricher when there is one)."""
@@ -178,16 +182,20 @@ def default_arm(settings: Settings) -> Arm:
 
     c = settings.chunking
     embed, bm25 = tuple(ingester.embed_fields), dict(ingester.bm25_fields)
+    analyzer = settings.index_text.analyzer
     return Arm(
         "default", build, embed, bm25, settings.search, None,
-        f"esrag defaults: chunker {c.chunker} (tau {c.tau_max}/{c.tau_min}), embed {list(embed)}, bm25 {bm25}",
+        f"esrag defaults: chunker {c.chunker} (tau {c.tau_max}/{c.tau_min}), embed {list(embed)}, bm25 {bm25}, analyzer {analyzer}",
+        analyzer=analyzer,
     )
 
 
 def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, Any]] | None = None) -> Arm:
     """The arm ``name``: built-in (:data:`ARM_NAMES`), or defined in the config's ``[arms.NAME]``
     table (keys ``chunker`` — a name of :data:`CHUNKERS` or of an ``esrag.chunkers`` plugin —
-    ``embed_fields``, ``bm25_fields``, ``description``).
+    ``tau_max``/``tau_min`` (header chunker, characters), ``embed_fields``, ``bm25_fields``,
+    ``analyzer``, ``description``, and a ``search`` table overriding the seed protocol's
+    :class:`~esrag.config.SearchSettings`: ``rrf_k``, ``weights``, ``rank_window_size``).
 
     Raises:
         ConfigError: unknown arm or chunker, or an unknown indexed field (lists the valid ones).
@@ -195,11 +203,19 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
     custom = custom or {}
     if name in custom:
         spec = custom[name]
-        chunker = _chunker_factory(str(spec.get("chunker", "header")), settings)
+        chunker_name = str(spec.get("chunker", "header"))
+        if chunker_name == "header" and ("tau_max" in spec or "tau_min" in spec):
+            tau_max, tau_min = int(spec.get("tau_max", 1500)), int(spec.get("tau_min", 100))
+            chunker = lambda docs: HeaderChunker(tau_max=tau_max, tau_min=tau_min)  # noqa: E731
+        else:
+            chunker = _chunker_factory(chunker_name, settings)
         embed = tuple(spec.get("embed_fields", TEXT_ONLY))
         bm25 = dict(spec.get("bm25_fields", {"text": 1.0}))
         _check_fields(name, embed, bm25)
-        return Arm(name, chunker, embed, bm25, SEED_SEARCH, None, str(spec.get("description", "")))
+        search = SEED_SEARCH.model_copy(update=dict(spec.get("search", {})))
+        analyzer = check_analyzer(str(spec.get("analyzer", "standard")))
+        return Arm(name, chunker, embed, bm25, SearchSettings(**search.model_dump()), None, str(spec.get("description", "")),
+                   analyzer=analyzer)
     if name == "default":
         return default_arm(settings)
     if name in LLM_ARM_NAMES:

@@ -481,7 +481,8 @@ def _open_store(run: EvalRun, path: Path, arm: Arm, chunks: list[Chunk], vectors
     from esrag.stores.sqlite import SQLiteStore
 
     store = SQLiteStore.from_settings(run.settings.model_copy(update={"db": path}))
-    store.ensure(IndexMeta(embedder.spec, embedder.dims, list(arm.embed_fields), dict(arm.bm25_fields), __version__))
+    store.ensure(IndexMeta(embedder.spec, embedder.dims, list(arm.embed_fields), dict(arm.bm25_fields), __version__,
+                           analyzer=arm.analyzer))
     if chunks:
         store.write(chunks, vectors, [meta_hash(c) for c in chunks])
     return store

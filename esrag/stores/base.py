@@ -76,6 +76,8 @@ class IndexMeta:
         embedder: embedder spec (``st:all-MiniLM-L6-v2``); ``dims``: vector dimension.
         embed_fields: fields joined into the embedded passage (fixed per index);
         bm25_fields: the BM25 field weights in force at ingest (informative: a search setting).
+        analyzer: BM25 text analysis, ``english`` or ``standard`` (see :mod:`esrag.analysis`);
+            fixed per index.
     """
 
     embedder: str
@@ -84,6 +86,7 @@ class IndexMeta:
     bm25_fields: dict[str, float] = field(default_factory=lambda: {"text": 1.0})
     esrag_version: str = ""
     created_at: str = ""
+    analyzer: str = "english"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -186,6 +189,12 @@ def check_compatible(current: IndexMeta, wanted: IndexMeta, where: str) -> None:
             f"the index at {where} was built with {current.embedder} ({current.dims} dims), but the configured "
             f"embedder is {wanted.embedder} ({wanted.dims} dims); vectors of two models never meet in one index. "
             "Use the index's embedder (--embedder), or re-ingest into a new index (ESRAG_DB / ESRAG_INDEX)."
+        )
+    if current.analyzer != wanted.analyzer:
+        raise EmbedderMismatch(
+            f"the index at {where} analyzes text with the {current.analyzer!r} analyzer, but the configuration asks "
+            f"for {wanted.analyzer!r} (index_text.analyzer); use {current.analyzer!r}, or re-ingest into a new index "
+            "(ESRAG_DB / ESRAG_INDEX) to change it."
         )
     if current.embed_fields != wanted.embed_fields:
         raise EmbedderMismatch(

@@ -6,15 +6,15 @@ sqlite-vec cannot be loaded without swapping in ``apsw``/``pysqlite3``. At docum
 an exact scan is fast (100k x 384 float32 = 150 MB, one matrix product) and has perfect recall,
 and filters are applied before the scan, so a filtered kNN always returns k hits when k exist.
 
-BM25 is SQLite FTS5's ``bm25()`` with per-column weights (``unicode61`` tokenizer, optionally
-``porter`` stemming, fixed when the index is created). Writes are transactions: a crash leaves
+BM25 is SQLite FTS5's ``bm25()`` with per-column weights; text analysis follows the index's
+analyzer (:mod:`esrag.analysis`: ``porter unicode61`` and English stop words dropped from queries
+for ``english``, plain ``unicode61`` for ``standard``), fixed when the index is created. Writes are transactions: a crash leaves
 either the old or the new rows, never half a batch.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from esrag.analysis import query_terms, sqlite_tokenizer
 from esrag.errors import EmbedderMismatch, NotIndexedError, StoreError
 from esrag.model import Chunk, Enrichment
 from esrag.stores.base import TEXT_FIELDS, Filters, IndexMeta, StoredEntry, WriteReport, check_compatible
@@ -33,7 +34,6 @@ _SCALAR_COLUMNS = (
     "effective_date", "superseded_by", "title", "summary", "keywords", "questions", "entities", "key",
     "related_keys", "enrich_model", "prompt_sha256", "metadata", "indexed_at",
 )
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -73,8 +73,6 @@ class SQLiteStore:
 
     Args:
         path: the SQLite file (parent folders are created).
-        tokenizer: FTS5 tokenizer used when the index is created (``"unicode61"`` or
-            ``"porter unicode61"``); an existing index keeps its own.
 
     Raises:
         StoreError: the file cannot be opened or is not an esrag database.
@@ -82,9 +80,9 @@ class SQLiteStore:
 
     name = "sqlite"
 
-    def __init__(self, path: Path | str, tokenizer: str = "unicode61") -> None:
+    def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self.tokenizer = tokenizer
+        self._analyzer: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path), check_same_thread=False)
@@ -120,7 +118,7 @@ class SQLiteStore:
         cols = ", ".join(TEXT_FIELDS)
         script = _SCHEMA.format(
             fts_columns=cols,
-            tokenizer=self.tokenizer,
+            tokenizer=sqlite_tokenizer(meta.analyzer),
             new_columns=", ".join(f"new.{c}" for c in TEXT_FIELDS),
             old_columns=", ".join(f"old.{c}" for c in TEXT_FIELDS),
         )
@@ -131,7 +129,7 @@ class SQLiteStore:
             self._db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_meta', ?)", (json.dumps(meta.to_dict()),)
             )
-            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('tokenizer', ?)", (self.tokenizer,))
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('tokenizer', ?)", (sqlite_tokenizer(meta.analyzer),))
 
     def close(self) -> None:
         """See :class:`esrag.stores.base.Store`."""
@@ -229,7 +227,7 @@ class SQLiteStore:
         """See :class:`esrag.stores.base.Store`. Query words are OR-ed (as Elasticsearch's
         ``multi_match`` does); only fields with a positive weight can match."""
         self._require_schema()
-        words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+        words = query_terms(query, self._index_analyzer())
         cols = [f for f in TEXT_FIELDS if fields.get(f, 0) > 0]
         if not words or not cols or k <= 0:
             return []
@@ -290,6 +288,12 @@ class SQLiteStore:
     def _meta_value(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
+
+    def _index_analyzer(self) -> str:
+        if self._analyzer is None:
+            meta = self.meta()
+            self._analyzer = meta.analyzer if meta else "english"
+        return self._analyzer
 
     def _require_schema(self) -> None:
         if not self._has_schema():
