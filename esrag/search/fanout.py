@@ -103,6 +103,10 @@ def run_branches(store: Any, branches: Sequence[BranchQuery], fields: dict[str, 
 
 
 def _field(chunk: Chunk, name: str) -> Any:
+    """The ``cap_by`` value of a chunk: a chunk field or a metadata key. A record's
+    ``source_path`` is its own (``file#record_id``): every record of a JSONL file is a source."""
+    if name == "source_path" and "record_id" in chunk.metadata:
+        return f"{chunk.source_path}#{chunk.metadata['record_id']}"
     return getattr(chunk, name) if name in Chunk.__dataclass_fields__ else chunk.metadata.get(name)
 
 

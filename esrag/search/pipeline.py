@@ -32,11 +32,11 @@ from typing import Any
 
 from esrag.config import CorpusSettings, Settings
 from esrag.errors import ConfigError
-from esrag.model import Chunk, Hit, LegResult
+from esrag.model import Chunk, Hit
 from esrag.search.budget import cut_text, take_budget
 from esrag.search.expand import ExpandSpec, parse_expand
 from esrag.search.fanout import Branch, ZeroPassageCounter, corpus_filters, route, run_branches, select
-from esrag.search.fusion import Fused, rrf
+from esrag.search.fusion import rrf
 from esrag.search.reformulate import fuse_queries
 from esrag.search.searcher import SearchResult, Searcher
 from esrag.stores.base import BranchQuery, Filters
@@ -337,10 +337,3 @@ def _cut_end_line(chunk: Chunk, text: str) -> int:
         at += chars + 2
     return chunk.end_line
 
-
-def leg_summary(hit: Hit) -> dict[str, LegResult]:
-    """The hit's legs (for ``--explain``)."""
-    return hit.legs
-
-
-__all__ = ["Pipeline", "PipelineResult", "pack", "Fused"]
