@@ -57,8 +57,11 @@ def tree(tmp_path):
     return root
 
 
-def n_chunks(root: Path) -> int:
-    return sum(len(HeaderChunker().chunk(Document(p.name, p.read_text()))) for p in sorted(root.glob("*.md")))
+def n_chunks(root: Path, cli: bool = False) -> int:
+    """Chunks of ``root``: as ``HeaderChunker()`` cuts them, or (``cli``) as the CLI does with
+    the default settings (tau from ``Settings``)."""
+    chunker = HeaderChunker.from_settings(Settings().chunking) if cli else HeaderChunker()
+    return sum(len(chunker.chunk(Document(p.name, p.read_text()))) for p in sorted(root.glob("*.md")))
 
 
 def enricher(standin: StandIn, cache_path: Path, mode: str = "e", provider: str = "ollama", **kw) -> Enricher:
@@ -208,7 +211,7 @@ def test_cli_ingest_enrich_e_twice_then_search(tree, standin):
     base = tree.parent
     args = ["ingest", "docs", "--enrich", "e", "--llm", "ollama:qwen2.5:7b", "--llm-url", standin.url, "--json"]
     first = json.loads(run(args, base).stdout)
-    n = n_chunks(tree)
+    n = n_chunks(tree, cli=True)
     for key in ("files", "chunks_new", "chunks_changed", "chunks_unchanged", "chunks_deleted", "embeddings_computed",
                 "failures", "seconds", "llm_calls", "llm_cache_hits", "llm_failures", "tokens_in", "tokens_out"):
         assert key in first
@@ -231,7 +234,7 @@ def test_cli_openai_provider_from_environment_and_secret_not_printed(tree, stand
            "ESRAG_ENRICH": "pf"}
     out = run(["ingest", "docs", "--json"], base, env)
     summary = json.loads(out.stdout)
-    assert summary["enrich"] == "pf" and summary["llm_calls"] == 4 * n_chunks(tree)
+    assert summary["enrich"] == "pf" and summary["llm_calls"] == 4 * n_chunks(tree, cli=True)
     assert "VERY-SECRET" not in out.stdout + out.stderr
     assert all(r.path == "/v1/chat/completions" for r in standin.requests)
 

@@ -40,7 +40,7 @@ import threading
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from esrag.enrich.cache import CachedLLM
 from esrag.enrich.llm import LLMError, LLMOptions
@@ -51,6 +51,7 @@ from esrag.model import Chunk, Document, Enrichment, content_hash
 MODES = ("e", "e-k", "cr", "pf")
 MAX_KEYS = 40
 RETRY_SEEDS = (1, 2, 3)
+T = TypeVar("T")
 KEYWORDS_RANGE = (5, 8)
 QUESTIONS_RANGE = (2, 3)
 MAX_RELATED = 3
@@ -299,11 +300,11 @@ def _usable(fields: Collection[str]) -> Callable[[dict[str, Any]], bool]:
 
 
 # -- calls with seed retries ----------------------------------------------------------------
-def call_json(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str,
-              usable: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
-    """One JSON call: seed ``options.seed``, then seeds 1–3 while the reply is not a usable
-    JSON object. Returns the object, or None after counting a failure in the ledger (parse
-    failures after every seed, or a transport error, which is not retried with other seeds)."""
+def call_with_seeds(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str,
+                    accept: Callable[[str], T | None], what: str) -> T | None:
+    """One call with seed ``options.seed``, then seeds 1–3 (App. N.2) while ``accept(reply
+    text)`` returns None. Returns the accepted value, or None after counting a failure in the
+    ledger: ``what`` was never accepted, or a transport error (not retried with other seeds)."""
     messages = [{"role": "user", "content": prompt_text}]
     for attempt, seed in enumerate((options.seed, *RETRY_SEEDS)):
         if attempt:
@@ -313,29 +314,31 @@ def call_json(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLM
         except LLMError as exc:
             llm.ledger.fail(task, str(exc))
             return None
-        obj = parse_json_object(reply.text)
-        if obj is not None and usable(obj):
-            return obj
-    llm.ledger.fail(task, f"no usable JSON object after seeds {options.seed}, {', '.join(map(str, RETRY_SEEDS))}")
+        value = accept(reply.text)
+        if value is not None:
+            return value
+    llm.ledger.fail(task, f"{what} after seeds {options.seed}, {', '.join(map(str, RETRY_SEEDS))}")
     return None
 
 
+def call_json(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str,
+              usable: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+    """One JSON call (:func:`call_with_seeds`): the first reply that parses to a JSON object
+    ``usable`` accepts, or None."""
+
+    def accept(text: str) -> dict[str, Any] | None:
+        obj = parse_json_object(text)
+        return obj if obj is not None and usable(obj) else None
+
+    return call_with_seeds(llm, prompt_text, prompt_sha256, options, task, accept, "no usable JSON object")
+
+
 def call_text(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str) -> str:
-    """One plain-text call with the same retry rule as :func:`call_json` (retried while the
-    reply is empty); '' after counting a failure."""
-    messages = [{"role": "user", "content": prompt_text}]
-    for attempt, seed in enumerate((options.seed, *RETRY_SEEDS)):
-        if attempt:
-            llm.ledger.retried()
-        try:
-            reply = llm.chat(messages, options.with_seed(seed), prompt_sha256, task)
-        except LLMError as exc:
-            llm.ledger.fail(task, str(exc))
-            return ""
-        if text := reply.text.strip():
-            return text[:CONTEXT_MAX_CHARS]
-    llm.ledger.fail(task, "empty reply after every seed")
-    return ""
+    """One plain-text call (:func:`call_with_seeds`): the first non-empty reply, cut to
+    ``CONTEXT_MAX_CHARS`` characters, or ''."""
+    text = call_with_seeds(llm, prompt_text, prompt_sha256, options, task,
+                           lambda t: t.strip()[:CONTEXT_MAX_CHARS] or None, "empty reply")
+    return text or ""
 
 
 # -- E and E−K --------------------------------------------------------------------------------
