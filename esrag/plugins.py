@@ -1,7 +1,7 @@
 """Registries by name, extended through Python entry points.
 
 Groups: ``esrag.chunkers``, ``esrag.embedders``, ``esrag.stores``, ``esrag.llms``,
-``esrag.rerankers``, ``esrag.enrichers``. Built-ins register through esrag's own
+``esrag.rerankers``, ``esrag.enrichers``, ``esrag.extractors``. Built-ins register through esrag's own
 ``pyproject.toml`` exactly as a third-party package would::
 
     [project.entry-points."esrag.chunkers"]
@@ -26,6 +26,7 @@ GROUPS = (
     "esrag.llms",
     "esrag.rerankers",
     "esrag.enrichers",
+    "esrag.extractors",
 )
 
 

