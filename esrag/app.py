@@ -37,28 +37,52 @@ def make_chunker(settings: Settings, name: str | None = None) -> Chunker:
     return cls()
 
 
-def embedder_factory(settings: Settings, spec: str | None = None) -> Callable[[], Embedder]:
-    """A zero-argument function building the embedder ``spec`` (default: settings.embedder)."""
+def embedder_factory(settings: Settings, spec: str | None = None, corpus: str | None = None) -> Callable[[], Embedder]:
+    """A zero-argument function building the embedder ``spec`` (default: settings.embedder),
+    with ``[corpora.NAME] query_prefix / passage_prefix`` of ``corpus`` when set (else the model
+    table's prefixes)."""
     chosen = spec or settings.embedder
+    cs = settings.corpora.get(corpus) if corpus else None
+    prefixes = {"query_prefix": cs.query_prefix, "passage_prefix": cs.passage_prefix} if cs else {}
 
     def build() -> Embedder:
-        return make_embedder(chosen, settings)
+        return make_embedder(chosen, settings, **prefixes)
 
     return build
 
 
-def make_searcher(settings: Settings, store: Store, embedder_spec: str | None = None) -> Searcher:
+def prepare_chunker(settings: Settings, chunker: Chunker) -> Chunker:
+    """``chunker`` with the chunk labels of seed 002 added: each chunk's detected language
+    (``[language] detect``, :class:`esrag.language.LanguageChunker`) and its entities
+    (``settings.entities``, :class:`esrag.entities.EntityChunker`).
+
+    Raises:
+        PluginError: unknown entity extractor. ModelLoadError: its model cannot be loaded.
+    """
+    if settings.language.detect:
+        from esrag.language import LanguageChunker
+
+        chunker = LanguageChunker(chunker, settings.language.candidates, settings.language.min_chars)
+    if settings.entities:
+        from esrag.entities import EntityChunker, make_extractor
+
+        chunker = EntityChunker(chunker, make_extractor(settings.entities))
+    return chunker
+
+
+def make_searcher(settings: Settings, store: Store, embedder_spec: str | None = None, corpus: str | None = None) -> Searcher:
     """A searcher over ``store``. Queries are embedded with the model the index was built with
-    unless ``embedder_spec`` overrides it."""
+    unless ``embedder_spec`` overrides it (with ``corpus``'s query prefix when it sets one)."""
     meta = store.meta()
     spec = embedder_spec or (meta.embedder if meta else settings.embedder)
     bm25 = settings.index_text.bm25_fields
     if meta is not None and "bm25_fields" not in settings.index_text.model_fields_set:
         bm25 = meta.bm25_fields  # the index's own (e.g. an enriched arm's fields) unless configured
-    return Searcher(store, embedder_factory(settings, spec), settings.search, bm25)
+    return Searcher(store, embedder_factory(settings, spec, corpus), settings.search, bm25)
 
 
-def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: Observer | None = None) -> Ingester:
+def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: Observer | None = None,
+                  corpus: str | None = None) -> Ingester:
     """An ingester writing into ``store`` with the configured embedder and indexed text.
 
     With ``settings.enrich`` (``--enrich e|e-k|cr|pf``) it enriches chunks with the configured
@@ -67,8 +91,11 @@ def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: 
     (generated fields before the text; context before the text for CR), recorded in the index
     meta like any other.
 
+    Chunks are labelled with their language and entities (:func:`prepare_chunker`); ``corpus``
+    picks ``[corpora.NAME]`` embedder prefixes.
+
     Raises:
-        ConfigError: unknown enrichment mode. PluginError: unknown LLM provider.
+        ConfigError: unknown enrichment mode. PluginError: unknown LLM provider or extractor.
     """
     embed_fields, bm25_fields = settings.index_text.embed_fields, settings.index_text.bm25_fields
     enricher = None
@@ -83,11 +110,12 @@ def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: 
     return Ingester(
         store,
         normalize_spec(settings.embedder),
-        embedder_factory(settings),
-        chunker,
+        embedder_factory(settings, corpus=corpus),
+        prepare_chunker(settings, chunker),
         embed_fields,
         bm25_fields,
         max_file_bytes=settings.ingest.max_file_bytes,
         observer=observer,
         enricher=enricher,
+        analyzer=settings.index_text.analyzer,
     )

@@ -59,6 +59,7 @@ from elasticsearch import (
 )
 from elasticsearch.helpers import scan
 
+from esrag.analysis import es_analysis
 from esrag.errors import ConfigError, EmbedderMismatch, NotIndexedError, RerankError, StoreError
 from esrag.model import Chunk, Enrichment
 from esrag.search.fusion import Fused, rrf
@@ -160,15 +161,35 @@ class IndexNames:
 
 
 # -- request bodies (pure) ------------------------------------------------------------------
-def mappings_component_body(meta: IndexMeta, rebuild_of: str | None = None) -> dict[str, Any]:
-    """Body of ``PUT _component_template/A-mappings`` for ``meta`` (dims and ``_meta`` filled)."""
+def mappings_component_body(meta: IndexMeta, rebuild_of: str | None = None, stemming: bool = True,
+                            language_fields: dict[str, str] | None = None) -> dict[str, Any]:
+    """Body of ``PUT _component_template/A-mappings`` for ``meta``: dims and ``_meta`` filled, and
+    ``settings.analysis`` defining the text analyzer ``esrag_text`` for ``meta.analyzer`` (see
+    :func:`esrag.analysis.es_analysis`; ``stemming`` is False on clusters without the
+    analysis-common token filters). The analysis lives in this component because Elasticsearch
+    validates each component template on its own, and the text fields name the analyzer."""
     body = load_asset("mappings", "esrag-mappings.json")
+    body["template"]["settings"] = {"analysis": es_analysis(meta.analyzer, stemming)}
     mappings = body["template"]["mappings"]
     mappings["properties"]["vector"]["dims"] = meta.dims
     mappings["_meta"] = {"managed_by": "esrag", **meta.to_dict()}
+    if language_fields is not None:  # per-language subfields text.<code> (esrag.language)
+        add_language_subfields(mappings, language_fields)
     if rebuild_of:
         mappings["_meta"]["rebuild_of"] = rebuild_of
     return body
+
+
+def add_language_subfields(mappings: dict[str, Any], language_fields: dict[str, str]) -> None:
+    """Give ``text`` one analyzed subfield per language (``text.de`` with the built-in ``german``
+    analyzer…) and record them in ``_meta.text_languages`` (``{}``: none, e.g. a cluster without
+    language analyzers, where ``text`` keeps ``esrag_text`` only). Queries in a language with a
+    subfield also search it (:func:`esrag.language.with_language_field`)."""
+    if language_fields:
+        mappings["properties"]["text"]["fields"] = {
+            code: {"type": "text", "analyzer": analyzer} for code, analyzer in sorted(language_fields.items())
+        }
+    mappings["_meta"]["text_languages"] = dict(sorted(language_fields.items()))
 
 
 def settings_component_body(pipeline: str | None) -> dict[str, Any]:
@@ -304,14 +325,16 @@ def msearch_body(
     return [{}, bm25_body(query, window, filters, fields), {}, knn_body(vector, window, filters, num_candidates)]
 
 
-def branches_msearch_body(branches: Sequence[BranchQuery], fields: dict[str, float]) -> list[dict[str, Any]]:
+def branches_msearch_body(branches: Sequence[BranchQuery], fields: dict[str, float],
+                          fields_for: Callable[[str, dict[str, float]], dict[str, float]] | None = None) -> list[dict[str, Any]]:
     """``_msearch`` searches (header, body pairs) for every leg of every fan-out branch in one
     round trip: per branch a BM25 search (when it has query text and fields) then a kNN search
-    (when it has a vector), each of ``window`` hits with the branch's filters inside."""
+    (when it has a vector), each of ``window`` hits with the branch's filters inside.
+    ``fields_for(query, fields)`` adapts the BM25 fields to each query (its language subfield)."""
     out: list[dict[str, Any]] = []
     for b in branches:
         if b.query.strip() and weighted_fields(fields):
-            out += [{}, bm25_body(b.query, b.window, b.filters, fields)]
+            out += [{}, bm25_body(b.query, b.window, b.filters, fields_for(b.query, fields) if fields_for else fields)]
         if b.vector is not None:
             out += [{}, knn_body(b.vector, b.window, b.filters, b.num_candidates)]
     return out
@@ -442,7 +465,7 @@ def chunk_from_source(doc_id: str, src: dict[str, Any]) -> Chunk:
         if src.get(name) is not None:
             metadata[name] = src[name]
     enrichment = None
-    if src.get("enrich_model") or src.get("title") or src.get("summary") or src.get("key"):
+    if src.get("enrich_model") or src.get("title") or src.get("summary") or src.get("key") or src.get("entities"):
         enrichment = Enrichment(
             title=src.get("title", ""), summary=src.get("summary", ""), keywords=_as_list(src.get("keywords")),
             questions=_as_list(src.get("questions")), entities=_as_list(src.get("entities")), key=src.get("key", ""),
@@ -644,6 +667,8 @@ class ElasticStore:
         max_retries: int = 5,
         initial_backoff: float = 0.5,
         max_backoff: float = 30.0,
+        text_languages: Sequence[str] = (),
+        language_candidates: Sequence[str] = (),
     ) -> None:
         parts = urlsplit(url or "")
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -681,6 +706,11 @@ class ElasticStore:
         self._rebuild_index: str | None = None
         #: the cluster's own ``took`` (ms) of the last hybrid request, for timings and benchmarks
         self.last_took_ms: int | None = None
+        self._stemming: bool | None = None
+        #: languages that get a subfield text.<code> in a new index (``[language] fields``), and
+        #: the detector's candidates for a query's language (``[language] candidates``)
+        self.text_languages, self.language_candidates = list(text_languages), list(language_candidates)
+        self._analyzers: dict[str, bool] = {}
 
     @classmethod
     def from_settings(cls, settings) -> ElasticStore:
@@ -699,6 +729,7 @@ class ElasticStore:
         return cls(
             settings.es_url, settings.index, api_key=secret(settings.es_api_key), user=settings.es_user,
             password=secret(settings.es_password), ca_certs=settings.es_ca_certs,
+            text_languages=settings.language.fields, language_candidates=settings.language.candidates,
         )
 
     def __repr__(self) -> str:
@@ -792,6 +823,23 @@ class ElasticStore:
             types.update(p["type"] for p in node.get("ingest", {}).get("processors", []))
         return sorted(types)
 
+    def stemming_available(self) -> bool:
+        """Whether the cluster has the ``porter_stem`` token filter (analysis-common), which the
+        ``english`` analyzer needs; without it esrag analyzes with ``standard`` + stop words."""
+        if self._stemming is None:
+            try:
+                self._es.indices.analyze(tokenizer="standard", filter=["porter_stem"], text="running")
+                self._stemming = True
+            except ApiError as exc:
+                if exc.meta.status != 400:
+                    raise self._fail(exc, "check the porter_stem token filter") from None
+                self._stemming = False
+                _warn(f"Elasticsearch at {self.url} has no porter_stem token filter ({error_reason(exc.body)}); text is "
+                      "analyzed without stemming (standard analyzer + English stop words). A full distribution has it.")
+            except TransportError as exc:
+                raise self._fail(exc, "check the porter_stem token filter") from None
+        return self._stemming
+
     def analyzer_available(self, analyzer: str) -> bool:
         """Whether the built-in ``analyzer`` (e.g. ``english``) exists on the cluster."""
         try:
@@ -801,6 +849,45 @@ class ElasticStore:
             return False
         except TransportError as exc:
             raise self._fail(exc, f"check the {analyzer} analyzer") from None
+
+    def language_fields(self) -> dict[str, str]:
+        """``{code: analyzer}`` of the ``text.<code>`` subfields a new index gets: the configured
+        ``text_languages`` whose built-in analyzer this cluster has (probed with ``_analyze``
+        once per connection). Missing analyzers are warned about; those languages are searched
+        on ``text`` with ``esrag_text`` (the integ-test node has no language analyzers).
+
+        Raises:
+            ConfigError: a language without a built-in Elasticsearch analyzer.
+        """
+        from esrag.language import ES_ANALYZERS, es_language_fields
+
+        try:
+            wanted = {ES_ANALYZERS[c] for c in self.text_languages if c in ES_ANALYZERS}
+            fields = es_language_fields(self.text_languages, {a: self._analyzer_cached(a) for a in wanted})
+        except ValueError as exc:
+            raise ConfigError(f"[language] fields: {exc}") from None
+        missing = [c for c in self.text_languages if c not in fields]
+        if missing:
+            _warn(f"Elasticsearch at {self.url} has no language analyzer for {', '.join(missing)} "
+                  f"({', '.join(ES_ANALYZERS[c] for c in missing)}); those languages are searched on text with esrag_text. "
+                  "A full distribution has them.")
+        return fields
+
+    def _analyzer_cached(self, analyzer: str) -> bool:
+        if analyzer not in self._analyzers:
+            self._analyzers[analyzer] = self.analyzer_available(analyzer)
+        return self._analyzers[analyzer]
+
+    def query_fields(self, query: str, fields: dict[str, float]) -> dict[str, float]:
+        """The BM25 fields for ``query``: ``fields`` plus ``text.<lang>`` when the index has a
+        subfield for the query's detected language (``_meta.text_languages``)."""
+        state = self._state()
+        subfields = (state or {}).get("raw", {}).get("text_languages") or {}
+        if not subfields or not query.strip():
+            return fields
+        from esrag.language import detect_query, with_language_field
+
+        return with_language_field(fields, detect_query(query, self.language_candidates), subfields)
 
     def capabilities(self, analyzers: Sequence[str] = ("english", "german", "french")) -> Capabilities:
         """Everything :mod:`esrag.doctor` reports, found once per connection."""
@@ -946,7 +1033,8 @@ class ElasticStore:
         from esrag.embed import make_embedder
 
         emb = make_embedder(settings.embedder, settings)
-        wanted = IndexMeta(emb.spec, emb.dims, list(settings.index_text.embed_fields), dict(settings.index_text.bm25_fields), __version__)
+        wanted = IndexMeta(emb.spec, emb.dims, list(settings.index_text.embed_fields), dict(settings.index_text.bm25_fields),
+                           __version__, analyzer=settings.index_text.analyzer)
         return self.install(wanted)
 
     def install(self, meta: IndexMeta) -> dict[str, Any]:
@@ -973,7 +1061,8 @@ class ElasticStore:
         how to undo each. Returns whether the pipeline is installed."""
         n, es = self.names, self._es
         self._put(undo, "the mappings component template", es.cluster.get_component_template, es.cluster.put_component_template,
-                  es.cluster.delete_component_template, "component_templates", n.mappings, mappings_component_body(meta, rebuild_of))
+                  es.cluster.delete_component_template, "component_templates", n.mappings,
+                  mappings_component_body(meta, rebuild_of, self.stemming_available(), self.language_fields()))
         pipeline = self._put_pipeline(undo)
         self._put(undo, "the settings component template", es.cluster.get_component_template, es.cluster.put_component_template,
                   es.cluster.delete_component_template, "component_templates", n.settings, settings_component_body(n.pipeline if pipeline else None))
@@ -1303,6 +1392,7 @@ class ElasticStore:
         state = self._require()
         if k <= 0 or not query.strip() or not weighted_fields(fields):
             return []
+        fields = self.query_fields(query, fields)
         resp = self._call("run the BM25 search", self._es.search, index=state["index"], body=bm25_body(query, k, filters, fields))
         return [(h["_id"], float(h["_score"])) for h in resp.body["hits"]["hits"]]
 
@@ -1341,6 +1431,8 @@ class ElasticStore:
         state = self._require()
         window = max(int(rank_window_size), int(k))
         lexical = bool(query.strip()) and bool(weighted_fields(fields))
+        if lexical and vector is not None:
+            fields = self.query_fields(query, fields)
         if vector is None or not lexical:  # one leg only: nothing to fuse natively
             legs = {"bm25": self.bm25(query, window, filters, fields)} if vector is None else {"dense": self.knn(vector, window, filters, num_candidates)}
             return rrf(legs, k=rrf_k, weights=weights, rank_window_size=window), "rrf (client-side, one leg)"
@@ -1402,7 +1494,7 @@ class ElasticStore:
             StoreError: unreachable cluster, or a failed leg (named).
         """
         state = self._require()
-        searches = branches_msearch_body(branches, fields)
+        searches = branches_msearch_body(branches, fields, self.query_fields)
         if not searches:
             return [[] for _ in branches]
         resp = self._call("run the fan-out searches", self._es.msearch, index=state["index"], searches=searches)

@@ -395,7 +395,7 @@ def _chunk(row: tuple) -> Chunk:
         if r[name] is not None:
             metadata[name] = r[name]
     enrichment = None
-    if r["enrich_model"] or r["title"] or r["summary"] or r["key"]:
+    if r["enrich_model"] or r["title"] or r["summary"] or r["key"] or r["entities"]:
         enrichment = Enrichment(
             title=r["title"], summary=r["summary"], keywords=_split(r["keywords"]), questions=_split(r["questions"]),
             entities=_split(r["entities"]), key=r["key"], related_keys=_split(r["related_keys"]),
