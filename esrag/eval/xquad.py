@@ -439,9 +439,10 @@ def markdown(data: dict[str, Any]) -> str:
                          f"{100 * c['estimate']:+.1f} | [{100 * c['ci_low']:+.1f}, {100 * c['ci_high']:+.1f}] | {c['p_perm']:.4f} |")
     if data["sim"]:
         lines += ["", "## Sim@k diagnostics (seed 002 App. C): top 10 re-scored by the same model (cosine)", "",
-                  "| model | retriever | q→p | Sim@1 | Sim@5 | top-1/top-2 gap |", "|---|---|---|---|---|---|"]
+                  "Queries whose list is empty (BM25 across languages) are left out: `n` counts the rest.", "",
+                  "| model | retriever | q→p | n | Sim@1 | Sim@5 | top-1/top-2 gap |", "|---|---|---|---|---|---|---|"]
         for s in sorted(data["sim"], key=lambda s: (s["embedder"], order.get(s["retriever"], 9), s["q"], s["p"])):
-            lines.append(f"| {short(s['embedder'])} | {s['retriever']} | {s['q']}→{s['p']} | {_cell(s['sim@1'], False)} | "
+            lines.append(f"| {short(s['embedder'])} | {s['retriever']} | {s['q']}→{s['p']} | {s['n']} | {_cell(s['sim@1'], False)} | "
                          f"{_cell(s['sim@5'], False)} | {_cell(s['gap'], False)} |")
     if data["self_retrieval"]:
         lines += ["", "## Self-retrieval (each paragraph queries the 240 including itself)", "",

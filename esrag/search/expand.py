@@ -13,7 +13,8 @@ expansion at all. Specs (``--expand``, ``search.expand``, ``[corpora.NAME] expan
 ``auto-merge:M``  when ``M`` or more hits fall in one section (same source; a hit falls in
                   section S when its path is S or lies under S), they are replaced by that whole
                   section, placed at the best-ranked hit's rank. Candidate sections are the
-                  parents of the hits; the deepest (most specific) qualifying section merges
+                  hits' own sections (a long section cut into several chunks) and their
+                  parents; the deepest (most specific) qualifying section merges
                   first, and merging repeats upward until nothing qualifies.
 ``none``          no expansion (a corpus setting that wins over the search's spec).
 
@@ -224,6 +225,13 @@ def expand_hits(
     return _dedupe(sorted(units, key=lambda u: u.rank))
 
 
+def _candidate_sections(u: _Unit) -> list[str]:
+    """Sections a unit may merge into: a retrieved chunk's own section (when a long section was
+    cut into several chunks, its sibling chunks share that path) and the parent of its path."""
+    own = [u.path] if u.section is None and u.path else []
+    return own + [parent_path(u.path)]
+
+
 def _auto_merge(units: list[_Unit], spec_of: dict[int, ExpandSpec], cache: SourceCache, max_tokens: int | None) -> list[_Unit]:
     """Merge upward: repeatedly replace the items of the deepest qualifying section by one unit."""
     items = list(units)
@@ -231,10 +239,9 @@ def _auto_merge(units: list[_Unit], spec_of: dict[int, ExpandSpec], cache: Sourc
     refused: set[tuple[str, str, str]] = set()
     while True:
         best: tuple[int, int, tuple[str, str, str], list[_Unit]] | None = None
-        for u in items:
-            section = parent_path(u.path)
+        for u, section in ((u, sec) for u in items for sec in _candidate_sections(u)):
             key = (*u.key, section)
-            if key in refused or (u.section is not None and u.section == section):
+            if key in refused:
                 continue
             inside = [v for v in items if v.key == u.key and within(v.path, section)]
             hits = sum(len(v.covered) for v in inside)
