@@ -7,7 +7,7 @@ resident set size (``getrusage(RUSAGE_CHILDREN).ru_maxrss``) and its throughput.
 the same run: the peak RSS of a child that only loads the embedder and embeds one text, i.e.
 the fixed cost of torch + the model, so the growth attributable to the ingest is visible.
 
-    .venv/bin/python benchmarks/bench_memory.py [--copies 26]   # 26 copies ~ 101k chunks
+    .venv/bin/python benchmarks/bench_memory.py [--copies 19]   # 19 copies ~ 102k chunks (tau_max 800)
 
 This takes as long as embedding that many chunks (~20 minutes for 100k on 2 cores with bf16).
 """
@@ -55,7 +55,7 @@ def child_peak_mb(cmd: list[str], env: dict) -> tuple[float, float, subprocess.C
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--copies", type=int, default=26)
+    ap.add_argument("--copies", type=int, default=19)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "tree"

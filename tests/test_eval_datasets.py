@@ -16,10 +16,10 @@ from esrag.eval import datasets
 from esrag.eval.metrics import words
 from esrag.model import BlockKind
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
-QASPER = SHARED / "qasper" / "qasper-test-v0.3.slice.json"
-XQUAD = SHARED / "xquad" / "xquad.en.json"
+from paths import QASPER
+from paths import XQUAD as XQUAD_DIR
+
+XQUAD = XQUAD_DIR / "xquad.en.json"
 DATA = Path(__file__).parent / "data"
 
 

@@ -23,10 +23,10 @@ from esrag.eval import harness
 from esrag.eval.arms import make_arm, make_retriever, rerank_hits
 from esrag.eval.peers import LangChainHeaderChunker, LangChainRecursiveChunker, locate
 from esrag.model import Chunk, Document, Hit
+from paths import LARAVEL
 
 DATA = Path(__file__).parent / "data"
 SPANS = DATA / "eval_spans"
-LARAVEL = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora" / "laravel-docs"
 ESRAG = str(Path(sys.executable).with_name("esrag"))
 ROW_KEYS = {"arm", "retriever", "budget", "rec", "prec", "ci_low", "ci_high", "n_questions", "n_documents"}
 
