@@ -32,8 +32,8 @@ from _data import shared_data
 from rich.console import Console
 from rich.table import Table
 
-from esrag.chunking.header import HeaderChunker
-from esrag.config import SearchSettings
+from esrag.app import make_chunker
+from esrag.config import SearchSettings, Settings
 from esrag.embed import SentenceTransformerEmbedder, resolve_model_path
 from esrag.ingest import Ingester
 from esrag.search.searcher import Searcher
@@ -45,6 +45,11 @@ LARAVEL = shared_data() / "corpora" / "laravel-docs"
 EMBED_FIELDS = ["section_path", "text"]
 BM25 = {"text": 1.0, "section_path": 1.0}
 console = Console()
+
+
+def default_chunker():
+    """The chunker `esrag ingest` uses out of the box (Settings(): header-led, tau_max 800 characters)."""
+    return make_chunker(Settings(db=None, es_url=None))
 
 
 def ensure_node() -> tuple[str, bool]:
@@ -75,9 +80,9 @@ def bench_esrag(url: str, embedder, qs: list[str]) -> dict:
     for alias_index in store._es.indices.get(index="bench-esrag*", ignore_unavailable=True).body:
         store._es.indices.delete(index=alias_index)
     store = ElasticStore(url, "bench-esrag")
-    ing = Ingester(store, embedder.spec, lambda: embedder, HeaderChunker(), EMBED_FIELDS, BM25)
+    ing = Ingester(store, embedder.spec, lambda: embedder, default_chunker(), EMBED_FIELDS, BM25)
     first = ing.run(LARAVEL, "laravel", ["*.md"], [])
-    again = Ingester(store, embedder.spec, lambda: embedder, HeaderChunker(), EMBED_FIELDS, BM25).run(LARAVEL, "laravel", ["*.md"], [])
+    again = Ingester(store, embedder.spec, lambda: embedder, default_chunker(), EMBED_FIELDS, BM25).run(LARAVEL, "laravel", ["*.md"], [])
     searcher = Searcher(store, lambda: embedder, SearchSettings(), BM25)
     for q in qs[:5]:
         searcher.search(q, k=10)  # warm-up: capability probe, caches
