@@ -148,6 +148,14 @@ class SentenceTransformerEmbedder:
             units (AMX or AVX512-BF16), where it is ~2.6x faster than fp32 for MiniLM with vectors
             at cosine >= 0.9999 to the fp32 ones (``benchmarks/bench_ingest.py`` measures both), and
             uses fp32 elsewhere, where bf16 would be slower. Vectors are always float32.
+            A single query (:meth:`embed_query`) always runs in fp32: for one short text fp32 is
+            faster on CPU (all-MiniLM-L6-v2 on 2 cores: p50 7 ms against 12 ms under bf16, since
+            bf16 kernels are built per new sequence length) and its vector is at cosine >= 0.9999
+            to a bf16 one, so it meets bf16 passage vectors as well as an fp32 one does.
+        query_threads: CPU threads for one query (default 1; None: torch's setting, one per
+            core). A search box usually shares its cores with the search engine: with two torch
+            threads spinning against Elasticsearch on 2 cores the query embedding's p95 was 30-75
+            ms, with one 16 ms (``benchmarks/bench_elastic.py``). Batches keep every thread.
 
     Raises:
         ModelLoadError: the model cannot be loaded (the message names the offline alternative).
@@ -161,6 +169,7 @@ class SentenceTransformerEmbedder:
         passage_prefix: str | None = None,
         device: str | None = None,
         precision: str = "auto",
+        query_threads: int | None = 1,
     ) -> None:
         if precision not in ("auto", "fp32", "bf16"):
             raise ValueError(f"precision must be auto, fp32 or bf16, got {precision!r}")
@@ -175,6 +184,7 @@ class SentenceTransformerEmbedder:
         self._st = _load_sentence_transformer(model, self.device)
         self.bf16 = precision == "bf16" or (precision == "auto" and self.device == "cpu" and cpu_has_fast_bf16())
         self.dims = int(_dimension(self._st))
+        self.query_threads = query_threads
         self._lock = threading.Lock()
 
     @classmethod
@@ -188,19 +198,21 @@ class SentenceTransformerEmbedder:
         return self._encode([self.prompts.passage + t for t in texts], progress)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """See :class:`Embedder`."""
-        return self._encode([self.prompts.query + text], None)[0]
+        """See :class:`Embedder`. Always fp32, on ``query_threads`` CPU threads (see the class
+        docstring: faster and steadier for one text)."""
+        with _torch_threads(self.query_threads if self.device == "cpu" else None):
+            return self._encode([self.prompts.query + text], None, autocast=False)[0]
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Array [len(texts), dims]: many queries in batches (evaluation, diagnostics)."""
         return self._encode([self.prompts.query + t for t in texts], None)
 
-    def _encode(self, texts: list[str], progress: Progress | None) -> np.ndarray:
+    def _encode(self, texts: list[str], progress: Progress | None, autocast: bool = True) -> np.ndarray:
         unique = list(dict.fromkeys(texts))
         order = sorted(range(len(unique)), key=lambda i: len(unique[i]))
         out = np.zeros((len(unique), self.dims), dtype=np.float32)
         step = self.batch_size * 4
-        with self._lock, self._precision():
+        with self._lock, (self._precision() if autocast else contextlib.nullcontext()):
             for start in range(0, len(order), step):
                 idx = order[start : start + step]
                 vecs = self._st.encode(
@@ -219,6 +231,25 @@ class SentenceTransformerEmbedder:
         import torch
 
         return torch.autocast(self.device.split(":")[0], dtype=torch.bfloat16)
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int | None):
+    """Run the block on ``n`` torch intra-op threads (None: unchanged), then restore."""
+    if not n:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    if before == n:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _dimension(st) -> int:
