@@ -1,4 +1,5 @@
-"""Locate the shared real data for benchmarks (same rule as tests/paths.py)."""
+"""What the benchmarks share: where the real data is (same rule as tests/paths.py) and the
+chunker `esrag ingest` uses out of the box."""
 
 from __future__ import annotations
 
@@ -14,3 +15,11 @@ def shared_data() -> Path:
         if c and (Path(c) / "data").is_dir():
             return Path(c) / "data"
     raise SystemExit("cannot find shared/data; set ESRAG_SHARED_DIR")
+
+
+def default_chunker():
+    """The chunker `esrag ingest` uses out of the box (Settings(): header-led, tau_max 800 characters)."""
+    from esrag.app import make_chunker
+    from esrag.config import Settings
+
+    return make_chunker(Settings(db=None, es_url=None))

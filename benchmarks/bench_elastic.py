@@ -28,12 +28,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _data import shared_data
+from _data import default_chunker, shared_data
 from rich.console import Console
 from rich.table import Table
 
-from esrag.app import make_chunker
-from esrag.config import SearchSettings, Settings
+from esrag.config import SearchSettings
 from esrag.embed import SentenceTransformerEmbedder, resolve_model_path
 from esrag.ingest import Ingester
 from esrag.search.searcher import Searcher
@@ -45,11 +44,6 @@ LARAVEL = shared_data() / "corpora" / "laravel-docs"
 EMBED_FIELDS = ["section_path", "text"]
 BM25 = {"text": 1.0, "section_path": 1.0}
 console = Console()
-
-
-def default_chunker():
-    """The chunker `esrag ingest` uses out of the box (Settings(): header-led, tau_max 800 characters)."""
-    return make_chunker(Settings(db=None, es_url=None))
 
 
 def ensure_node() -> tuple[str, bool]:

@@ -26,13 +26,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _data import shared_data
+from _data import default_chunker, shared_data
 from rich.console import Console
 from rich.table import Table
 
 from esrag.chunking.blocks import _block_parser, normalize
-from esrag.app import make_chunker
-from esrag.config import Settings
 from esrag.embed import SentenceTransformerEmbedder, cpu_has_fast_bf16, resolve_model_path
 from esrag.indexed_text import embed_text
 from esrag.ingest import Ingester
@@ -44,11 +42,6 @@ DEFAULT_DOCS = shared_data() / "corpora" / "laravel-docs"
 EMBED_FIELDS = ["section_path", "text"]
 BM25 = {"text": 1.0, "section_path": 1.0}
 console = Console()
-
-
-def default_chunker():
-    """The chunker `esrag ingest` uses out of the box (Settings(): header-led, tau_max 800 characters)."""
-    return make_chunker(Settings(db=None, es_url=None))
 
 
 def load(docs: Path) -> list[tuple[str, str]]:
