@@ -630,7 +630,32 @@ def test_native_rrf_sends_one_request_when_available(store, es_url):
         assert [(f.id, f.score) for f in fused] == [("docs-a.md-0", 0.0328), ("docs-a.md-3", 0.0161)]
         searches = [json.loads(b) for m, p, b in standin.requests if "/_search" in p or "/_msearch" in p]
         assert len(searches) == 2 and searches[0]["size"] == 0  # the probe, then ONE hybrid request
-        assert searches[1] == rrf_body("schedule task", unit(0), 2, Filters(corpora=["docs"]), FIELDS, 10, 20, 30)
+        assert searches[1] == rrf_body("schedule task", unit(0), 2, Filters(corpora=["docs"]), FIELDS, 10, 20, 30, source=True)
+        assert searches[1]["_source"] is True  # the fused top k come back with their source
+        s.close()
+
+
+def test_hybrid_hits_are_read_from_the_legs_without_an_mget(store, es_url):
+    """The client-side path asks both legs for ``_source``; the ``get`` of the fused top k that
+    follows (what the Searcher does) is served from them, with no ``_mget`` round trip, and
+    returns exactly what an ``mget`` returns. A write in between forgets them."""
+    _hybrid_corpus(store)
+    with StandIn(es_url) as standin:
+        s = ElasticStore(standin.url, store.alias)
+        fused, how = s.hybrid("schedule task every minute", unit(0), k=3, filters=Filters(), fields=FIELDS,
+                              rank_window_size=10, num_candidates=20, rrf_k=60)
+        assert "client-side" in how
+        ids = [f.id for f in fused]
+        got = s.get(ids)
+        assert not [p for m, p, b in standin.requests if "_mget" in p]
+        assert [c.id for c in got] == ids and got == store.get(ids)  # the same chunks as an mget reads
+        again = s.get(ids)  # consumed: a second read goes to the cluster
+        assert again == got and len([p for m, p, b in standin.requests if "_mget" in p]) == 1
+        s.hybrid("schedule task every minute", unit(0), k=3, filters=Filters(), fields=FIELDS,
+                 rank_window_size=10, num_candidates=20, rrf_k=60)
+        s.delete(["docs-a.md-4"])
+        s.get(ids)
+        assert len([p for m, p, b in standin.requests if "_mget" in p]) == 2
         s.close()
 
 
