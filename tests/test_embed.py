@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -91,6 +95,19 @@ def test_one_query_runs_in_fp32_on_one_thread_and_restores_torch(monkeypatch):
     fp32 = SentenceTransformerEmbedder(precision="fp32", query_threads=None).embed_query("how do I restart queue workers")
     assert np.allclose(q, fp32, atol=1e-5)  # the same fp32 vector, whatever the thread count
     embed.release_freed_memory()  # glibc malloc_trim here; a no-op where there is none
+
+
+def test_loading_caps_the_per_shape_kernel_caches_unless_the_user_set_them():
+    # oneDNN's and ideep's caches of per-shape kernels held ~300 MB after embedding the Laravel
+    # docs; both read their capacity from the environment on first use (benchmarks/bench_memory.py)
+    code = ("import os; from esrag.embed import SentenceTransformerEmbedder as E; E().embed_documents(['x']); "
+            "print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'], os.environ['LRU_CACHE_CAPACITY'])")
+    env = {k: v for k, v in os.environ.items() if k not in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["8", "8"]
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "LRU_CACHE_CAPACITY": "64"},
+                         capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["8", "64"]
 
 
 def test_unreachable_hub_fails_fast_with_the_offline_alternative(monkeypatch):
