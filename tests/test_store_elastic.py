@@ -49,6 +49,7 @@ from esrag.stores.elastic import (
     classify_retriever_probe,
     decode_vector,
     encode_vector,
+    fast_serializers,
     filter_clauses,
     index_template_body,
     knn_body,
@@ -230,6 +231,29 @@ FILTER_JSON = [
     {"bool": {"must_not": [{"ids": {"values": ["x1"]}}]}},
 ]
 MULTI_MATCH = {"multi_match": {"query": 'schedule "every" -minute', "fields": ["text^1", "section_path^2.5"], "type": "best_fields", "tie_breaker": 0.3}}
+
+
+def test_fast_serializers_write_what_the_stdlib_client_writes():
+    from datetime import datetime, timezone
+    from decimal import Decimal
+
+    from elasticsearch.serializer import DEFAULT_SERIALIZERS
+
+    body = {"vector": np.asarray([0.25, -1.5], dtype=np.float32), "n": np.int64(3), "price": Decimal("1.5"),
+            "at": datetime(2026, 11, 29, 21, 0, tzinfo=timezone.utc), "text": "Grüße \u2192 schedule"}
+    fast = fast_serializers()
+    for mimetype in ("application/json", "application/vnd.elasticsearch+json"):
+        mine, theirs = fast[mimetype], DEFAULT_SERIALIZERS[mimetype]
+        assert json.loads(mine.dumps(body)) == json.loads(theirs.dumps(body))
+        assert mine.loads(theirs.dumps(body)) == theirs.loads(theirs.dumps(body))
+    lines = [{"index": "a"}, body]
+    for mimetype in ("application/x-ndjson", "application/vnd.elasticsearch+x-ndjson"):
+        mine, theirs = fast[mimetype], DEFAULT_SERIALIZERS[mimetype]
+        assert [json.loads(x) for x in mine.dumps(lines).splitlines()] == [json.loads(x) for x in theirs.dumps(lines).splitlines()]
+    with pytest.raises(Exception, match="Unable to serialize"):
+        fast["application/json"].dumps({"x": object()})
+    store = ElasticStore("http://127.0.0.1:1", "esrag-unit")
+    assert {m: type(s) for m, s in store._es.transport.serializers.serializers.items() if m in fast} == {m: type(s) for m, s in fast.items()}
 
 
 def test_filter_clauses_exact():
@@ -584,6 +608,10 @@ def test_client_side_hybrid_equals_rrf_of_the_two_legs(store):
     top = fused[0]
     assert set(top.legs) == {"bm25", "dense"} and top.legs["bm25"].rank == 1 and top.legs["dense"].rank == 1
     assert top.legs["dense"].score == pytest.approx(1.0, abs=0.02)  # cosine, not Elasticsearch's (1 + cos) / 2
+    # the cluster's took sits inside the HTTP exchange that carried it; a one-leg search leaves both unknown
+    assert isinstance(store.last_took_ms, int) and store.last_round_trip_ms >= store.last_took_ms > -1
+    store.hybrid("", v, k=3, filters=Filters(), fields=FIELDS, rank_window_size=window, num_candidates=20, rrf_k=60)
+    assert store.last_took_ms is None and store.last_round_trip_ms is None
 
 
 def test_hybrid_filters_inside_both_legs_and_weights_go_client_side(store):

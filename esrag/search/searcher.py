@@ -109,6 +109,9 @@ class Searcher:
             took = getattr(self.store, "last_took_ms", None)
             if took is not None:
                 timings["cluster_took"] = float(took)
+            round_trip = getattr(self.store, "last_round_trip_ms", None)
+            if round_trip is not None:
+                timings["round_trip"] = float(round_trip)
             return fused, how
         if mode in ("bm25", "hybrid"):
             t0 = time.perf_counter()
