@@ -648,16 +648,16 @@ class _Orjson:
         return orjson.loads(data)
 
 
-def fast_serializers() -> dict[str, Any]:
-    """The client's serializers by mimetype (JSON, NDJSON and their ``compatible-with``
-    variants, which the 8.x client sends and 9.x servers answer with) backed by orjson."""
-    return {kind.mimetype: kind() for kind in _ORJSON_SERIALIZERS}
-
-
 _ORJSON_SERIALIZERS = tuple(
     type(f"Orjson{kind.__name__}", (_Orjson, kind), {"__doc__": f"{kind.__name__} on orjson."})
     for kind in (JsonSerializer, NdjsonSerializer, CompatibilityModeJsonSerializer, CompatibilityModeNdjsonSerializer)
 )
+
+
+def fast_serializers() -> dict[str, Any]:
+    """The client's serializers by mimetype (JSON, NDJSON and their ``compatible-with``
+    variants, which the 8.x client sends and 9.x servers answer with) backed by orjson."""
+    return {kind.mimetype: kind() for kind in _ORJSON_SERIALIZERS}
 
 
 def redact_url(url: str) -> str:
@@ -1496,7 +1496,7 @@ class ElasticStore:
                 body = rrf_body(query, vector, k, filters, fields, window, num_candidates, rrf_k, source=True)
                 try:
                     resp = self._es.search(index=state["index"], body=body)
-                    self.last_took_ms, self.last_round_trip_ms = resp.body.get("took"), _round_trip_ms(resp)
+                    self._note_times(resp)
                     hits = resp.body["hits"]["hits"]
                     self._keep_sources(hits)
                     return [Fused(h["_id"], float(h["_score"])) for h in hits], "rrf (native Elasticsearch retriever)"
@@ -1512,7 +1512,7 @@ class ElasticStore:
             how = f"rrf (client-side over one _msearch: per-leg weights {dict(weights or {})} need client-side fusion)"
         resp = self._call("run the hybrid search", self._es.msearch, index=state["index"],
                           searches=msearch_body(query, vector, window, filters, fields, num_candidates, source=True))
-        self.last_took_ms, self.last_round_trip_ms = resp.body.get("took"), _round_trip_ms(resp)
+        self._note_times(resp)
         legs: dict[str, list[tuple[str, float]]] = {}
         every: list[dict[str, Any]] = []
         for name, answer in zip(("bm25", "dense"), resp.body["responses"]):
@@ -1523,6 +1523,13 @@ class ElasticStore:
             legs[name] = [(h["_id"], float(h["_score"])) for h in hits] if name == "bm25" else _cosines(hits)
         self._keep_sources(every)
         return rrf(legs, k=rrf_k, weights=weights, rank_window_size=window), how
+
+    def _note_times(self, resp: Any) -> None:
+        """Record a search response's ``took`` and HTTP round trip (:attr:`last_took_ms`,
+        :attr:`last_round_trip_ms`)."""
+        self.last_took_ms = resp.body.get("took")
+        duration = getattr(getattr(resp, "meta", None), "duration", None)
+        self.last_round_trip_ms = round(duration * 1000, 3) if isinstance(duration, (int, float)) else None
 
     def _keep_sources(self, hits: Sequence[dict[str, Any]]) -> None:
         """Remember the ``_source`` of the hits a search just returned (at most both legs'
@@ -1563,7 +1570,7 @@ class ElasticStore:
         if not searches:
             return [[] for _ in branches]
         resp = self._call("run the fan-out searches", self._es.msearch, index=state["index"], searches=searches)
-        self.last_took_ms, self.last_round_trip_ms = resp.body.get("took"), _round_trip_ms(resp)
+        self._note_times(resp)
         answers = iter(resp.body["responses"])
         out: list[list[Fused]] = []
         for b in branches:
@@ -1678,12 +1685,6 @@ def _quiet(fn: Callable[..., Any], **kwargs: Any) -> None:
         fn(**kwargs)
     except NotFoundError:
         pass
-
-
-def _round_trip_ms(resp: Any) -> float | None:
-    """Milliseconds of a response's HTTP exchange (``meta.duration``), None when unknown."""
-    duration = getattr(getattr(resp, "meta", None), "duration", None)
-    return round(duration * 1000, 3) if isinstance(duration, (int, float)) else None
 
 
 def _cosines(hits: list[dict[str, Any]]) -> list[tuple[str, float]]:
