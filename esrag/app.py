@@ -118,4 +118,6 @@ def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: 
         observer=observer,
         enricher=enricher,
         analyzer=settings.index_text.analyzer,
+        section_context=settings.index_text.section_context,
+        section_context_depth=settings.index_text.section_context_depth,
     )

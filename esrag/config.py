@@ -43,11 +43,17 @@ class IndexTextSettings(BaseModel):
     ``keywords``, ``questions``, ``context``). ``bm25_fields``: field -> weight for BM25.
     ``analyzer``: BM25 text analysis, ``english`` (Porter stemming, English stop words) or
     ``standard`` (see :mod:`esrag.analysis`); fixed when an index is created.
+    ``section_context``: weight α of the section's mean vector in each chunk's vector (0 = off;
+    :mod:`esrag.section_context`); ``section_context_depth``: section-path levels that define
+    a section for it (2: the chunks under one ``##`` of a file with a ``#`` title). Changing
+    either re-embeds the affected chunks on the next ingest.
     """
 
     embed_fields: list[str] = Field(default_factory=lambda: ["section_path", "text"])
     bm25_fields: dict[str, float] = Field(default_factory=lambda: {"text": 1.0, "section_path": 1.0})
     analyzer: str = "english"
+    section_context: float = Field(default=1.0, ge=0.0)
+    section_context_depth: int = Field(default=2, ge=1)
 
     @field_validator("analyzer")
     @classmethod

@@ -2,7 +2,8 @@
 
 Each chunk is classified against the store's manifest of its corpus:
   * new: its id is not in the store;
-  * changed: its content hash differs (re-embedded and rewritten);
+  * changed: its content hash differs (re-embedded and rewritten), or, with section-context
+    vectors on (:mod:`esrag.section_context`), another chunk of its group is new or changed;
   * unchanged: same content hash (no embedding; a metadata-only update if its line span,
     position or labels moved);
 and chunks the tree no longer produces are deleted — those of edited files, of files that
@@ -21,13 +22,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from esrag import __version__
+from esrag import __version__, section_context
 from esrag.chunking.base import Chunker
 from esrag.embed import Embedder
 from esrag.errors import EsragError
@@ -123,6 +124,9 @@ class Ingester:
         chunker: cuts documents into chunks.
         embed_fields, bm25_fields: the indexed-text configuration recorded in the index.
         analyzer: BM25 text analysis of a new index (``english`` or ``standard``).
+        section_context, section_context_depth: weight α of the group mean and the section-path
+            levels of a group for section-context vectors (:mod:`esrag.section_context`; α 0 =
+            off). A group is embedded and written together; an edit re-embeds its whole group.
         window: chunks embedded and written per batch.
         max_file_bytes: larger files are reported as failures.
         observer: progress callbacks.
@@ -145,6 +149,8 @@ class Ingester:
         observer: Observer | None = None,
         enricher: Any | None = None,
         analyzer: str = "english",
+        section_context: float = 0.0,
+        section_context_depth: int = 2,
     ) -> None:
         self.store = store
         self.embedder_spec = embedder_spec
@@ -158,6 +164,8 @@ class Ingester:
         self.observer = observer or Observer()
         self.enricher = enricher
         self.analyzer = analyzer
+        self.section_context = section_context
+        self.section_context_depth = section_context_depth
 
     @property
     def embedder(self) -> Embedder:
@@ -251,26 +259,40 @@ class Ingester:
         self, src: SourceFile, doc_chunks: tuple[Document, list[Chunk]], stored: dict[str, StoredEntry],
         pending: _Pending, summary: IngestSummary,
     ) -> None:
-        chunks = doc_chunks[1]
+        chunks = self._with_context_hashes(doc_chunks[1])
+        entries = [stored.get(c.id) for c in chunks]
+        embed = [e is None or e.content_hash != c.content_hash for c, e in zip(chunks, entries)]
+        if self.section_context:  # a group's vectors are computed together (see _flush)
+            for idx in section_context.groups(chunks, self.section_context_depth):
+                if any(embed[i] for i in idx):
+                    for i in idx:
+                        embed[i] = True
         moved: list[Chunk] = []
-        for chunk in chunks:
-            entry = stored.get(chunk.id)
+        for chunk, entry, changed in zip(chunks, entries, embed):
             if entry is None:
                 summary.chunks_new += 1
-                pending.chunks.append(chunk)
-            elif entry.content_hash != chunk.content_hash:
+            elif changed:
                 summary.chunks_changed += 1
-                pending.chunks.append(chunk)
             else:
                 summary.chunks_unchanged += 1
                 if entry.meta_hash != meta_hash(chunk):
                     moved.append(chunk)
+            if changed:
+                pending.chunks.append(chunk)
         if moved:
             self.store.update_meta(moved, [meta_hash(c) for c in moved])
             summary.chunks_moved += len(moved)
         produced = {c.id for c in chunks}
         pending.stale.extend(cid for cid in stored if cid not in produced)
         self.observer.file_done(src.rel, len(chunks))
+
+    def _with_context_hashes(self, chunks: list[Chunk]) -> list[Chunk]:
+        """The file's chunks with content hashes that cover their section-context group (so
+        an edit re-embeds the group; unchanged when ``section_context`` is 0)."""
+        if not self.section_context:
+            return chunks
+        hashes = section_context.context_hashes(chunks, self.section_context, self.section_context_depth)
+        return [replace(c, content_hash=h) for c, h in zip(chunks, hashes)]
 
     def _flush(self, pending: _Pending, summary: IngestSummary) -> None:
         if pending.chunks:
@@ -279,6 +301,8 @@ class Ingester:
             t0 = time.perf_counter()
             texts = [embed_text(c, self.embed_fields) for c in chunks]
             vectors = self.embedder.embed_documents(texts, progress=self.observer.embedded)
+            if self.section_context:  # pending holds whole groups (_classify)
+                vectors = section_context.apply(chunks, vectors, self.section_context, self.section_context_depth)
             summary.embed_seconds += time.perf_counter() - t0
             summary.embeddings_computed += len(set(texts))
             self._write(chunks, vectors, summary)

@@ -92,6 +92,9 @@ class Arm:
             every ranking before the budget cut (arms E+KX, E+AX of :mod:`esrag.enrich.arms`).
         analyzer: BM25 text analysis of the arm's index (:mod:`esrag.analysis`). Named arms use
             ``standard`` (plain BM25, the seed's protocol); ``default`` uses the configured one.
+        section_context, section_context_depth: section-context vectors
+            (:mod:`esrag.section_context`): weight α (0 = off, the seed's protocol) and the
+            section-path levels of a group; ``default`` uses the configured ones.
     """
 
     name: str
@@ -103,6 +106,8 @@ class Arm:
     description: str = ""
     expand: Callable[[list[Hit], list[Chunk]], list[Hit]] | None = None
     analyzer: str = "standard"
+    section_context: float = 0.0
+    section_context_depth: int = 2
 
     def build_chunker(self, documents: Sequence[Document]) -> Chunker:
         """The arm's chunker for this dataset (wrapped with the enricher when there is one)."""
@@ -180,13 +185,14 @@ def default_arm(settings: Settings) -> Arm:
     def build(documents: Sequence[Document]) -> Chunker:
         return make_chunker(settings)
 
-    c = settings.chunking
+    c, t = settings.chunking, settings.index_text
     embed, bm25 = tuple(ingester.embed_fields), dict(ingester.bm25_fields)
-    analyzer = settings.index_text.analyzer
+    context = f", section context {t.section_context:g} (depth {t.section_context_depth})" if t.section_context else ""
     return Arm(
         "default", build, embed, bm25, settings.search, None,
-        f"esrag defaults: chunker {c.chunker} (tau {c.tau_max}/{c.tau_min}), embed {list(embed)}, bm25 {bm25}, analyzer {analyzer}",
-        analyzer=analyzer,
+        f"esrag defaults: chunker {c.chunker} (tau {c.tau_max}/{c.tau_min}), embed {list(embed)}, bm25 {bm25}, "
+        f"analyzer {t.analyzer}{context}",
+        analyzer=t.analyzer, section_context=t.section_context, section_context_depth=t.section_context_depth,
     )
 
 
@@ -194,7 +200,8 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
     """The arm ``name``: built-in (:data:`ARM_NAMES`), or defined in the config's ``[arms.NAME]``
     table (keys ``chunker`` — a name of :data:`CHUNKERS` or of an ``esrag.chunkers`` plugin —
     ``tau_max``/``tau_min`` (header chunker, characters), ``embed_fields``, ``bm25_fields``,
-    ``analyzer``, ``description``, and a ``search`` table overriding the seed protocol's
+    ``analyzer``, ``section_context`` and ``section_context_depth`` (:mod:`esrag.section_context`;
+    α 0 when absent), ``description``, and a ``search`` table overriding the seed protocol's
     :class:`~esrag.config.SearchSettings`: ``rrf_k``, ``weights``, ``rank_window_size``).
 
     Raises:
@@ -214,8 +221,12 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
         _check_fields(name, embed, bm25)
         search = SEED_SEARCH.model_copy(update=dict(spec.get("search", {})))
         analyzer = check_analyzer(str(spec.get("analyzer", "standard")))
+        alpha, depth = float(spec.get("section_context", 0.0)), int(spec.get("section_context_depth", 2))
+        if alpha < 0 or depth < 1:
+            raise ConfigError(f"arm {name!r}: section_context must be >= 0 and section_context_depth >= 1, "
+                              f"got {alpha} and {depth}")
         return Arm(name, chunker, embed, bm25, SearchSettings(**search.model_dump()), None, str(spec.get("description", "")),
-                   analyzer=analyzer)
+                   analyzer=analyzer, section_context=alpha, section_context_depth=depth)
     if name == "default":
         return default_arm(settings)
     if name in LLM_ARM_NAMES:

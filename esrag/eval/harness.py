@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from esrag import __version__
+from esrag import __version__, section_context
 from esrag.config import Settings, load_settings
 from esrag.embed import CachedEmbedder, Embedder, EmbeddingCache, make_embedder, normalize_spec
 from esrag.errors import ConfigError
@@ -431,7 +431,8 @@ def _embed_all(run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], embedde
                observer: Observer) -> dict[tuple[str, str], np.ndarray]:
     """Embed every arm's passages; duplicates across arms are embedded once. Distinct passages
     go to the cached embedder sorted by length in windows of :data:`EMBED_WINDOW`, so the cache
-    grows as the run goes (an interrupted run resumes from there)."""
+    grows as the run goes (an interrupted run resumes from there). An arm with section-context
+    vectors gets them per pool, as ingest computes them per file."""
     arms = {a.name: a for a in run.arms}
     keys = list(chunks)
     texts = [embed_text(c, list(arms[arm].embed_fields)) for arm, pool in keys for c in chunks[(arm, pool)]]
@@ -443,8 +444,10 @@ def _embed_all(run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], embedde
         found.update(zip(window, embedder.embed_documents(window, progress=lambda n: observer.advance("embedding", n))))
     out, at = {}, 0
     for key in keys:
-        n = len(chunks[key])
+        n, arm = len(chunks[key]), arms[key[0]]
         out[key] = np.stack([found[t] for t in texts[at : at + n]]) if n else np.zeros((0, embedder.dims), np.float32)
+        if n and arm.section_context:
+            out[key] = section_context.apply(chunks[key], out[key], arm.section_context, arm.section_context_depth)
         at += n
     return out
 

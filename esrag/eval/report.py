@@ -43,6 +43,7 @@ def summary(run: EvalRun) -> dict[str, Any]:
         "arms": [
             {"name": a.name, "description": a.description, "embed_fields": list(a.embed_fields),
              "bm25_fields": dict(a.bm25_fields), "rrf_k": a.search.rrf_k, "rank_window_size": a.search.rank_window_size,
+             "section_context": a.section_context, "section_context_depth": a.section_context_depth,
              **run.chunk_stats.get(a.name, {})}
             for a in run.arms
         ],
@@ -104,7 +105,8 @@ def markdown(summary_data: dict[str, Any]) -> str:
     lines += [
         "",
         f"★ what `esrag ingest` + `esrag search` do out of the box: arm `default` (chunker `{d['chunking']['chunker']}`, "
-        f"embed {d['index_text']['embed_fields']}, bm25 {d['index_text']['bm25_fields']}), retriever `{d['search']['mode']}` "
+        f"embed {d['index_text']['embed_fields']}, bm25 {d['index_text']['bm25_fields']}, "
+        f"section context {d['index_text'].get('section_context', 0):g} at depth {d['index_text'].get('section_context_depth', 2)}), retriever `{d['search']['mode']}` "
         f"(RRF k {d['search']['rrf_k']}, window {d['search']['rank_window_size']}, weights {d['search']['weights']}). "
         "Oracle: greedy best reachable rec for the arm's chunk set.",
         "",
