@@ -7,6 +7,7 @@ Every part is found by name in its plugin registry (:mod:`esrag.plugins`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from esrag import plugins
 from esrag.chunking.base import Chunker
@@ -51,6 +52,13 @@ def embedder_factory(settings: Settings, spec: str | None = None, corpus: str | 
     return build
 
 
+def _cached(build: Callable[[], Embedder], path: Path) -> Callable[[], Embedder]:
+    """``build`` wrapped so that its embedder reads and fills the embedding cache at ``path``."""
+    from esrag.embed import CachedEmbedder, EmbeddingCache
+
+    return lambda: CachedEmbedder(build(), EmbeddingCache(path))
+
+
 def prepare_chunker(settings: Settings, chunker: Chunker) -> Chunker:
     """``chunker`` with the chunk labels of seed 002 added: each chunk's detected language
     (``[language] detect``, :class:`esrag.language.LanguageChunker`) and its entities
@@ -92,7 +100,8 @@ def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: 
     meta like any other.
 
     Chunks are labelled with their language and entities (:func:`prepare_chunker`); ``corpus``
-    picks ``[corpora.NAME]`` embedder prefixes.
+    picks ``[corpora.NAME]`` embedder prefixes. With ``ingest.cache_embeddings`` (the default)
+    passages go through the embedding cache at ``settings.embedding_cache_path``.
 
     Raises:
         ConfigError: unknown enrichment mode. PluginError: unknown LLM provider or extractor.
@@ -107,10 +116,13 @@ def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: 
         chosen = settings.index_text.model_fields_set
         embed_fields = embed_fields if "embed_fields" in chosen else arm_embed
         bm25_fields = bm25_fields if "bm25_fields" in chosen else arm_bm25
+    build = embedder_factory(settings, corpus=corpus)
+    if settings.ingest.cache_embeddings:
+        build = _cached(build, settings.embedding_cache_path)
     return Ingester(
         store,
         normalize_spec(settings.embedder),
-        embedder_factory(settings, corpus=corpus),
+        build,
         prepare_chunker(settings, chunker),
         embed_fields,
         bm25_fields,

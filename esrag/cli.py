@@ -247,7 +247,8 @@ def _print_summary(s: IngestSummary) -> None:
     for label, value in (
         ("files", s.files), ("chunks new", s.chunks_new), ("chunks changed", s.chunks_changed),
         ("chunks unchanged", s.chunks_unchanged), ("chunks deleted", s.chunks_deleted),
-        ("embeddings computed", s.embeddings_computed), ("failures", len(s.failures)),
+        ("embeddings computed", s.embeddings_computed), ("embeddings from cache", s.embeddings_cached),
+        ("failures", len(s.failures)),
         ("seconds", f"{s.seconds:.2f} (embedding {s.embed_seconds:.2f})"),
         ("chunks per second", f"{s.chunks_per_second:.1f}"),
         *((("enrichment", s.enrich), ("llm calls", s.llm_calls), ("llm cache hits", s.llm_cache_hits),

@@ -94,12 +94,17 @@ class SearchSettings(BaseModel):
 
 
 class IngestSettings(BaseModel):
-    """Ingest defaults: which files (gitignore-style patterns), size limit (bytes), batching."""
+    """Ingest defaults: which files (gitignore-style patterns), size limit (bytes), batching,
+    and ``cache_embeddings``: keep every passage vector in the embedding cache
+    (``Settings.embedding_cache_path``), so a text seen before is never embedded again — the
+    unchanged neighbours of an edited chunk under section-context vectors, a rebuild, a
+    settings change that only regroups chunks."""
 
     include: list[str] = Field(default_factory=lambda: ["*.md", "*.markdown", "*.mdx"])
     exclude: list[str] = Field(default_factory=lambda: [".git/", "node_modules/", ".esrag/", ".venv/"])
     max_file_bytes: int = 5_000_000
     embed_batch_size: int = 16
+    cache_embeddings: bool = True
 
 
 class RecordFields(BaseModel):
@@ -219,6 +224,7 @@ class Settings(BaseSettings):
     llm_num_ctx: int | None = 16384  # Ollama context window (model tokens)
     llm_json: bool = True  # ask for JSON output where the server supports it
     llm_cache: Path | None = None  # ESRAG_LLM_CACHE; default llm_cache.db beside the embedded store
+    embedding_cache: Path | None = None  # ESRAG_EMBEDDING_CACHE; default embedding_cache.db beside it
 
     @classmethod
     def settings_customise_sources(
@@ -243,6 +249,13 @@ class Settings(BaseSettings):
     def llm_cache_path(self) -> Path:
         """The LLM cache file: ``ESRAG_LLM_CACHE`` or ``llm_cache.db`` beside the embedded store."""
         return self.llm_cache if self.llm_cache is not None else self.db_path.parent / "llm_cache.db"
+
+    @property
+    def embedding_cache_path(self) -> Path:
+        """The ingest's passage-vector cache (:class:`esrag.embed.EmbeddingCache`):
+        ``ESRAG_EMBEDDING_CACHE`` or ``embedding_cache.db`` beside the embedded store (also when
+        the index itself is in Elasticsearch, like the LLM cache)."""
+        return self.embedding_cache if self.embedding_cache is not None else self.db_path.parent / "embedding_cache.db"
 
     @property
     def db_path(self) -> Path:

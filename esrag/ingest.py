@@ -58,6 +58,8 @@ class IngestSummary:
     chunks_deleted: int = 0
     chunks_moved: int = 0
     embeddings_computed: int = 0
+    # distinct passages whose vector came from the embedding cache (ingest.cache_embeddings)
+    embeddings_cached: int = 0
     failures: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
     embed_seconds: float = 0.0
@@ -300,11 +302,15 @@ class Ingester:
             self.observer.embed_queued(len(chunks))
             t0 = time.perf_counter()
             texts = [embed_text(c, self.embed_fields) for c in chunks]
+            computed_before = getattr(self.embedder, "computed", None)
             vectors = self.embedder.embed_documents(texts, progress=self.observer.embedded)
             if self.section_context:  # pending holds whole groups (_classify)
                 vectors = section_context.apply(chunks, vectors, self.section_context, self.section_context_depth)
             summary.embed_seconds += time.perf_counter() - t0
-            summary.embeddings_computed += len(set(texts))
+            unique = len(set(texts))
+            computed = unique if computed_before is None else self.embedder.computed - computed_before
+            summary.embeddings_computed += computed
+            summary.embeddings_cached += unique - computed
             self._write(chunks, vectors, summary)
             pending.chunks = []
         if pending.stale:

@@ -4,16 +4,21 @@ and real Laravel docs."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from esrag import section_context
-from esrag.app import make_ingester
+from esrag.app import make_chunker, make_ingester
 from esrag.chunking.header import HeaderChunker
 from esrag.config import Settings
-from esrag.embed import SentenceTransformerEmbedder
+from esrag.embed import CachedEmbedder, SentenceTransformerEmbedder
 from esrag.errors import ConfigError
 from esrag.eval.arms import make_arm
 from esrag.indexed_text import embed_text
@@ -143,8 +148,8 @@ def ingest(store, emb, root, alpha=1.0):
                     section_context=alpha, section_context_depth=2).run(root, "laravel", ["*.md"], [])
 
 
-def file_chunks(root, name):
-    return HeaderChunker().chunk(Document(name, (root / name).read_text(), corpus="laravel"))
+def file_chunks(root, name, chunker=None):
+    return (chunker or HeaderChunker()).chunk(Document(name, (root / name).read_text(), corpus="laravel"))
 
 
 def expected_vectors(embedder, chunks):
@@ -216,3 +221,50 @@ def test_turning_section_context_off_reembeds_grouped_chunks_back_to_plain_vecto
     stored = store.vectors([c.id for c in chunks])
     plain = embedder.embed_documents([embed_text(c, EMBED) for c in chunks])
     np.testing.assert_allclose(np.stack([stored[c.id] for c in chunks]), plain, atol=2e-3)
+
+
+
+def cli_ingest(root, db):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESRAG_")}
+    env["ESRAG_DB"] = str(db)
+    esrag = str(Path(sys.executable).with_name("esrag"))
+    out = subprocess.run([esrag, "ingest", str(root), "--corpus", "laravel", "--json"],
+                         capture_output=True, text=True, env=env, cwd=root.parent, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_esrag_ingest_embeds_only_the_edited_text_and_takes_its_group_from_the_cache(tree, embedder, tmp_path):
+    """Out of the box, `esrag ingest` keeps passage vectors in the embedding cache beside the
+    index: an edit embeds the edited text alone, and its unchanged group members get their new
+    section-context vectors from cached passage vectors."""
+    db = tmp_path / "db" / "esrag.db"
+    first = cli_ingest(tree, db)
+    assert first["embeddings_computed"] == first["chunks_new"] > 0 and first["embeddings_cached"] == 0
+    assert (db.parent / "embedding_cache.db").exists()
+    chunks = file_chunks(tree, "cache.md", make_chunker(Settings()))
+    idx = big_group(chunks)
+    path = tree / "cache.md"
+    lines = path.read_text().split("\n")
+    target = chunks[idx[-1]]
+    line = next(i for i in range(target.start_line - 1, target.end_line) if len(lines[i].split()) > 6)
+    lines[line] += " Edited for the test."
+    path.write_text("\n".join(lines))
+    second = cli_ingest(tree, db)
+    assert (second["chunks_changed"], second["embeddings_computed"], second["embeddings_cached"]) == (len(idx), 1, len(idx) - 1)
+    store = SQLiteStore(db)
+    try:
+        chunks = file_chunks(tree, "cache.md", make_chunker(Settings()))
+        stored = store.vectors([c.id for c in chunks])
+        np.testing.assert_allclose(np.stack([stored[c.id] for c in chunks]), expected_vectors(embedder, chunks), atol=2e-3)
+    finally:
+        store.close()
+
+
+def test_cache_embeddings_setting_decides_whether_ingest_reads_the_cache(tmp_path):
+    on = make_ingester(Settings(db=tmp_path / "a.db"), None, HeaderChunker())
+    off = make_ingester(Settings(db=tmp_path / "a.db", ingest={"cache_embeddings": False}), None, HeaderChunker())
+    assert isinstance(on._embedder_factory(), CachedEmbedder)
+    assert not isinstance(off._embedder_factory(), CachedEmbedder)
+    assert Settings(db=tmp_path / "a.db").embedding_cache_path == tmp_path / "embedding_cache.db"
+    assert Settings(embedding_cache=tmp_path / "x.db").embedding_cache_path == tmp_path / "x.db"
