@@ -295,8 +295,6 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
     try:
         pipeline = Pipeline.from_settings(settings, store, embedder)
         if len(corpora) == 1:  # that corpus's query prefix, when [corpora.NAME] sets one
-            from esrag.app import make_searcher
-
             pipeline.searcher = make_searcher(settings, store, embedder, corpora[0])
         result = pipeline.search(query, k=k, mode=mode, filters=Filters(corpora=list(corpora), path_prefix=path_prefix,
                                                                         languages=languages),
