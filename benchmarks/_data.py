@@ -23,3 +23,18 @@ def default_chunker():
     from esrag.config import Settings
 
     return make_chunker(Settings(db=None, es_url=None))
+
+
+def default_ingester(store, embedder, cache_path: Path):
+    """An :class:`~esrag.ingest.Ingester` doing what `esrag ingest` does out of the box
+    (Settings(): chunker, indexed text, section-context vectors, and the embedding cache — here
+    at ``cache_path``, which a benchmark keeps fresh) around an already loaded ``embedder``."""
+    from esrag.config import Settings
+    from esrag.embed import CachedEmbedder, EmbeddingCache
+    from esrag.ingest import Ingester
+
+    t = Settings(db=None, es_url=None).index_text
+    cache = EmbeddingCache(cache_path)
+    return Ingester(store, embedder.spec, lambda: CachedEmbedder(embedder, cache), default_chunker(), t.embed_fields,
+                    t.bm25_fields, analyzer=t.analyzer, section_context=t.section_context,
+                    section_context_depth=t.section_context_depth)

@@ -24,17 +24,17 @@ import os
 import random
 import re
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from _data import default_chunker, shared_data
+from _data import default_ingester, shared_data
 from rich.console import Console
 from rich.table import Table
 
 from esrag.config import SearchSettings
 from esrag.embed import SentenceTransformerEmbedder, resolve_model_path
-from esrag.ingest import Ingester
 from esrag.search.searcher import Searcher
 from esrag.stores.elastic import ElasticStore
 
@@ -91,9 +91,10 @@ def bench_esrag(url: str, embedder, qs: list[str]) -> dict:
     for alias_index in store._es.indices.get(index="bench-esrag*", ignore_unavailable=True).body:
         store._es.indices.delete(index=alias_index)
     store = ElasticStore(url, "bench-esrag")
-    ing = Ingester(store, embedder.spec, lambda: embedder, default_chunker(), EMBED_FIELDS, BM25)
-    first = ing.run(LARAVEL, "laravel", ["*.md"], [])
-    again = Ingester(store, embedder.spec, lambda: embedder, default_chunker(), EMBED_FIELDS, BM25).run(LARAVEL, "laravel", ["*.md"], [])
+    with tempfile.TemporaryDirectory() as tmp:  # a fresh embedding cache: the first ingest embeds every passage
+        cache = Path(tmp) / "embedding_cache.db"
+        first = default_ingester(store, embedder, cache).run(LARAVEL, "laravel", ["*.md"], [])
+        again = default_ingester(store, embedder, cache).run(LARAVEL, "laravel", ["*.md"], [])
     settled = settle(store._es, "bench-esrag")
     searcher = Searcher(store, lambda: embedder, SearchSettings(), BM25)
     for q in qs[:WARMUP]:

@@ -26,14 +26,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _data import default_chunker, shared_data
+from _data import default_chunker, default_ingester, shared_data
 from rich.console import Console
 from rich.table import Table
 
 from esrag.chunking.blocks import _block_parser, normalize
 from esrag.embed import SentenceTransformerEmbedder, cpu_has_fast_bf16, resolve_model_path
 from esrag.indexed_text import embed_text
-from esrag.ingest import Ingester
 from esrag.model import Document
 from esrag.stores.sqlite import SQLiteStore
 
@@ -91,9 +90,9 @@ def bench_esrag(docs: Path) -> dict:
         t0 = time.perf_counter()
         embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
         load_s = time.perf_counter() - t0
-        ing = Ingester(store, embedder.spec, lambda: embedder, default_chunker(), EMBED_FIELDS, BM25)
-        first = ing.run(docs, "laravel", ["*.md"], [])
-        again = Ingester(store, embedder.spec, lambda: embedder, default_chunker(), EMBED_FIELDS, BM25).run(docs, "laravel", ["*.md"], [])
+        cache = Path(tmp) / "embedding_cache.db"  # fresh: the first ingest embeds every passage
+        first = default_ingester(store, embedder, cache).run(docs, "laravel", ["*.md"], [])
+        again = default_ingester(store, embedder, cache).run(docs, "laravel", ["*.md"], [])
         chunks = store.get([cid for entries in store.manifest("laravel").values() for cid in entries])
         store.close()
     sample = [embed_text(c, EMBED_FIELDS) for c in chunks[:: max(1, len(chunks) // 400)]]
