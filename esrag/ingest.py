@@ -128,7 +128,9 @@ class Ingester:
         analyzer: BM25 text analysis of a new index (``english`` or ``standard``).
         section_context, section_context_depth: weight α of the group mean and the section-path
             levels of a group for section-context vectors (:mod:`esrag.section_context`; α 0 =
-            off). A group is embedded and written together; an edit re-embeds its whole group.
+            off). A group's vectors are computed and written together: an edit rewrites its
+            whole group, and the group's unchanged texts come from the embedding cache when the
+            embedder has one (:class:`esrag.embed.CachedEmbedder`, as ``esrag ingest`` builds it).
         window: chunks embedded and written per batch.
         max_file_bytes: larger files are reported as failures.
         observer: progress callbacks.
