@@ -27,7 +27,7 @@ from esrag.model import Chunk, Document
 from esrag.stores.sqlite import SQLiteStore
 
 from paths import LARAVEL
-from test_ingest import BM25, EMBED, CountingEmbedder
+from test_ingest import BM25, EMBED, CountingEmbedder, store  # noqa: F401 (the SQLite store fixture)
 
 
 def chunk(i: int, section: str, path: str = "a.md", text: str | None = None) -> Chunk:
@@ -134,13 +134,6 @@ def tree(tmp_path):
     for name in ("scheduling.md", "cache.md"):
         shutil.copy(LARAVEL / name, root / name)
     return root
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = SQLiteStore(tmp_path / "db" / "esrag.db")
-    yield s
-    s.close()
 
 
 def ingest(store, emb, root, alpha=1.0):
