@@ -103,7 +103,7 @@ def context_hashes(chunks: Sequence[Chunk], alpha: float, depth: int) -> list[st
     if alpha == 0:
         return [c.content_hash for c in chunks]
     out = [""] * len(chunks)
-    setting = f"section-context:{alpha!r}:{depth}"
+    setting = f"section-context:{float(alpha)!r}:{depth}"
     for idx in groups(chunks, depth):
         members = content_hash(setting, *(chunks[i].content_hash for i in idx))
         for i in idx:
