@@ -10,8 +10,9 @@ where ``v̂`` are the unit-normalised passage embeddings and a *group* is the ch
 whose section paths agree on their first ``depth`` levels (``depth`` 2 with a ``# Title`` on top
 of a Markdown file: the chunks under one ``##`` section). Chunks with no section path, and
 groups of one, keep their own vector. No text is embedded twice and the query side is
-unchanged; the cost is that an edit inside a group re-embeds the whole group, which
-:func:`context_hashes` arranges by folding the group into every member's content hash.
+unchanged; the cost is that an edit inside a group rewrites the whole group's vectors, which
+:func:`context_hashes` arranges by folding the group into every member's content hash (the
+unchanged members' passage vectors come from the ingest's embedding cache).
 
 Chosen by measurement, not taken from a paper: on the Qasper slice (``esrag eval``,
 all-MiniLM-L6-v2, rec@512t) grouping at depth 2 with α 1.0 lifted hybrid by +1.4 to +2.5 points
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from esrag.embed import l2_normalise
 from esrag.model import Chunk, content_hash
 
 #: How :attr:`Chunk.section_path` separates levels.
@@ -82,14 +84,14 @@ def apply(chunks: Sequence[Chunk], vectors: np.ndarray, alpha: float, depth: int
     vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or len(vectors) != len(chunks):
         raise ValueError(f"expected one vector per chunk ({len(chunks)}), got an array of shape {vectors.shape}")
-    unit = _normalise(vectors)
+    unit = l2_normalise(vectors)
     if alpha == 0:
         return unit
     out = unit.copy()
     for idx in groups(chunks, depth):
         if len(idx) > 1:
             out[idx] += alpha * unit[idx].mean(axis=0)
-    return _normalise(out)
+    return l2_normalise(out)
 
 
 def context_hashes(chunks: Sequence[Chunk], alpha: float, depth: int) -> list[str]:
@@ -110,7 +112,3 @@ def context_hashes(chunks: Sequence[Chunk], alpha: float, depth: int) -> list[st
             out[i] = content_hash(chunks[i].content_hash, members)
     return out
 
-
-def _normalise(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
