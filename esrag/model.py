@@ -48,6 +48,11 @@ class Document:
         corpus: name of the corpus the document belongs to.
         title: the document title (first level-1 header or front-matter ``title``), if any.
         metadata: free-form metadata copied onto every chunk (``authority``, ``language``…).
+        doc_version: the documentation version the file belongs to ('' = unversioned); part
+            of every chunk id when set.
+        headers: the document's headers in order, filled by the header chunker (what the site
+            layer, :mod:`esrag.sites`, turns into anchors).
+        front_matter: the parsed YAML/TOML front matter ({} when none).
     """
 
     path: str
@@ -55,6 +60,21 @@ class Document:
     corpus: str = "default"
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    doc_version: str = ""
+    headers: list[Heading] = field(default_factory=list)
+    front_matter: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Heading:
+    """One header of a document: level 1–6, rendered title, explicit id ('' = none), the
+    1-based line it starts on, and the section path it opens (titles joined by ``" > "``)."""
+
+    level: int
+    title: str
+    anchor: str
+    line: int
+    section_path: str
 
 
 @dataclass(slots=True)
@@ -68,6 +88,8 @@ class Block:
         section_path: titles of the enclosing headers, outermost first; for a header block
             this includes the header's own title.
         level: header level 1–6 for header blocks, else 0.
+        anchor: an explicit id of a header block (attr-list ``{#id}``, an ``<a name|id>``
+            before it, a docutils section id); '' when none is given.
     """
 
     kind: BlockKind
@@ -76,6 +98,7 @@ class Block:
     end_line: int
     section_path: tuple[str, ...] = ()
     level: int = 0
+    anchor: str = ""
 
     @property
     def is_body(self) -> bool:
@@ -112,6 +135,10 @@ class Chunk:
         tokens: cl100k_base token count of ``text``.
         content_hash: SHA-256 (hex) of what the chunk's index entry derives from (see
             :func:`content_hash`); decides re-embedding and re-enrichment.
+        anchor: the HTML id of the chunk's section on the published page ('' = none/unknown).
+        url: absolute URL of the chunk's section on the published site, with ``#anchor``
+            ('' when no base URL is known). Neither enters the content hash.
+        doc_version: the documentation version ('' = unversioned).
     """
 
     id: str
@@ -126,6 +153,9 @@ class Chunk:
     tokens: int = 0
     content_hash: str = ""
     doc_title: str = ""
+    anchor: str = ""
+    url: str = ""
+    doc_version: str = ""
     parent_id: str | None = None
     context: str = ""
     enrichment: Enrichment | None = None
@@ -164,6 +194,9 @@ class Hit:
             "doc_title": c.doc_title,
             "tokens": c.tokens,
             "authority": c.metadata.get("authority"),
+            "url": c.url or None,
+            "anchor": c.anchor or None,
+            "doc_version": c.doc_version or None,
             "legs": {name: {"rank": leg.rank, "score": leg.score} for name, leg in self.legs.items()},
         }
         if self.expanded_from is not None:
@@ -171,14 +204,17 @@ class Hit:
         return out
 
 
-def chunk_id(corpus: str, source_path: str, section_path: str, ordinal: int) -> str:
-    """Stable chunk id: 32 hex characters of SHA-256 over (corpus, path, section path, ordinal).
+def chunk_id(corpus: str, source_path: str, section_path: str, ordinal: int, doc_version: str = "") -> str:
+    """Stable chunk id: 32 hex characters of SHA-256 over (corpus, path, section path, ordinal
+    [, doc_version]).
 
     ``ordinal`` counts chunks with the same section path within the file (0-based), so an edit
     in another section leaves the id unchanged, and two sibling sections with the same title get
-    distinct ids.
+    distinct ids. ``doc_version`` enters the key only when set, so unversioned chunks keep the
+    ids they always had and two versions of one corpus never share an id.
     """
-    key = "\x1f".join((corpus, source_path, section_path, str(ordinal)))
+    parts = (corpus, source_path, section_path, str(ordinal)) + ((doc_version,) if doc_version else ())
+    key = "\x1f".join(parts)
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 

@@ -40,7 +40,8 @@ def finalize(doc: Document, pieces: list[Piece]) -> list[Chunk]:
     The id's ordinal counts earlier pieces of the same document with the same section path, so
     ids survive edits in other sections and siblings with equal titles get distinct ids. The
     content hash covers the chunk text, its section path and the document title (everything the
-    default indexed text derives from).
+    default indexed text derives from). ``doc.doc_version`` (when set) enters the id and is
+    copied onto every chunk.
     """
     seen: Counter[str] = Counter()
     tokens = count_tokens_batch([p.text for p in pieces]) if pieces else []
@@ -52,7 +53,7 @@ def finalize(doc: Document, pieces: list[Piece]) -> list[Chunk]:
         seen[path] += 1
         chunks.append(
             Chunk(
-                id=make_chunk_id(doc.corpus, doc.path, path, ordinal),
+                id=make_chunk_id(doc.corpus, doc.path, path, ordinal, doc.doc_version),
                 text=piece.text,
                 corpus=doc.corpus,
                 source_path=doc.path,
@@ -64,6 +65,7 @@ def finalize(doc: Document, pieces: list[Piece]) -> list[Chunk]:
                 tokens=n_tokens,
                 content_hash=content_hash(piece.text, path, doc_title),
                 doc_title=doc_title,
+                doc_version=doc.doc_version,
                 metadata=dict(doc.metadata),
             )
         )

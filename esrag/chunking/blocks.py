@@ -29,6 +29,12 @@ _ANCHOR_ONLY = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
+#: ``{#id .class key=val}`` / ``{: #id }`` at the end of a header (Python-Markdown attr_list,
+#: Pandoc, kramdown, Hugo, Docusaurus ``{#id}``): group 1 is the attribute list.
+_HEADER_ATTRS = re.compile(r"(?:^|[ \t]+)\{:?[ \t]*([^{}\n]*?)[ \t]*\}[ \t]*$")
+_ATTR_ITEM = re.compile(r"""#[^\s#.{}="']+|\.[^\s#.{}="']+|[A-Za-z_][\w.:-]*=(?:"[^"]*"|'[^']*'|[^\s"'{}]+)""")
+_ANCHOR_NAME = re.compile(r"""<a\s+(?:[^>]*?\s)?(?:name|id)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE)
+
 _TOKEN_KIND = {
     "front_matter": BlockKind.FRONT_MATTER,
     "fence": BlockKind.CODE,
@@ -82,6 +88,27 @@ def header_title(inline_source: str, env: dict | None = None) -> str:
     return " ".join("".join(parts).split())
 
 
+def split_header_attrs(inline_source: str) -> tuple[str, str]:
+    """``("Title", "id")`` for a header's inline source ending in an attribute list such as
+    ``{#id}``, ``{ #id .class key=val }`` or ``{: #id }``; ``(source, "")`` when it has none (a
+    brace group that is not a valid attribute list, e.g. ``{a, b}``, stays in the title).
+    The id is the list's last ``#id`` ('' when it only sets classes or keys)."""
+    m = _HEADER_ATTRS.search(inline_source)
+    if not m:
+        return inline_source, ""
+    body = m.group(1)
+    rest = _ATTR_ITEM.sub("", body)
+    if rest.strip() or not body.strip():
+        return inline_source, ""
+    ids = [item[1:] for item in _ATTR_ITEM.findall(body) if item.startswith("#")]
+    return inline_source[: m.start()].rstrip(), ids[-1] if ids else ""
+
+
+def anchor_names(html: str) -> list[str]:
+    """The ``name``/``id`` values of the ``<a …>`` elements in ``html``, in order."""
+    return [next(g for g in m.groups() if g is not None) for m in _ANCHOR_NAME.finditer(html)]
+
+
 def parse_blocks(text: str) -> list[Block]:
     """Parse normalised Markdown into blocks in document order, each with its section path.
 
@@ -92,7 +119,9 @@ def parse_blocks(text: str) -> list[Block]:
         Blocks with 1-based inclusive line spans. A header block's section path ends with its
         own title; the header stack follows App. N.1 (a header of level l pops every entry of
         level >= l, then is pushed). Headers whose title is empty keep their place in the stack
-        but add nothing to paths.
+        but add nothing to paths. A header's ``anchor`` is its explicit id: an attribute list
+        at its end (``{#id}``, removed from the title), else an ``<a name|id>`` inside it, else
+        the last ``<a name|id>`` of the anchor blocks standing right before it.
     """
     lines = text.split("\n")
     spans = _top_level_spans(text)
@@ -108,14 +137,17 @@ def parse_blocks(text: str) -> list[Block]:
         block_text = "\n".join(seg)
         if kind is BlockKind.PARAGRAPH and _ANCHOR_ONLY.match(token_content or block_text):
             kind = BlockKind.ANCHOR
-        level = 0
+        level, anchor = 0, ""
         if kind is BlockKind.HEADER:
-            level, title = token_content
+            level, title, anchor = token_content
+            if not anchor:
+                lead = _leading_anchor(blocks)
+                anchor = lead
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
         path = tuple(t for _, t in stack if t)
-        blocks.append(Block(kind, block_text, start + 1, start + len(seg), path, level))
+        blocks.append(Block(kind, block_text, start + 1, start + len(seg), path, level, anchor))
     blocks.extend(_gap_paragraphs(lines, covered_until, len(lines), stack))
     return blocks
 
@@ -133,11 +165,24 @@ def _top_level_spans(text: str) -> list[tuple[BlockKind, int, int, object]]:
             continue
         extra: object = None
         if kind is BlockKind.HEADER:
-            extra = (int(tok.tag[1]), header_title(tokens[i + 1].content, env))
+            source, attr_id = split_header_attrs(tokens[i + 1].content)
+            inline = anchor_names(source) if "<" in source else []
+            extra = (int(tok.tag[1]), header_title(source, env), attr_id or (inline[0] if inline else ""))
         elif kind is BlockKind.PARAGRAPH:
             extra = tokens[i + 1].content
         spans.append((kind, tok.map[0], tok.map[1], extra))
     return spans
+
+
+def _leading_anchor(blocks: list[Block]) -> str:
+    """The last ``<a name|id>`` of the run of anchor blocks that ends ``blocks`` ('' if none)."""
+    for block in reversed(blocks):
+        if block.kind is not BlockKind.ANCHOR:
+            return ""
+        names = anchor_names(block.text)
+        if names:
+            return names[-1]
+    return ""
 
 
 def _gap_paragraphs(lines: list[str], start: int, end: int, stack: list[tuple[int, str]]) -> list[Block]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from esrag.chunking.base import Piece, finalize
 from esrag.chunking.blocks import normalize, parse_blocks
-from esrag.model import Block, BlockKind, Chunk, Document
+from esrag.model import SECTION_SEPARATOR, Block, BlockKind, Chunk, Document, Heading
 
 TAU_MAX = 1500
 TAU_MIN = 100
@@ -68,12 +68,14 @@ class HeaderChunker:
         return cls(tau_max=chunking.tau_max, tau_min=chunking.tau_min)
 
     def chunk(self, doc: Document) -> list[Chunk]:
-        """Chunks of ``doc`` in document order; sets ``doc.title`` if it is unset."""
+        """Chunks of ``doc`` in document order; sets ``doc.title`` if it is unset and
+        ``doc.headers`` (every header block, for :mod:`esrag.sites`)."""
         text = normalize(doc.text)
         lines = text.split("\n")
         blocks = parse_blocks(text)
         if doc.title is None:
             doc.title = document_title(blocks, doc.path)
+        doc.headers = headings(blocks)
         pieces = self.merge_small(self.group(blocks, lines))
         return finalize(doc, pieces)
 
@@ -159,6 +161,16 @@ def _join(parts: list[Piece]) -> Piece:
     longest = max(parts, key=lambda p: len(p.text))
     text = "\n\n".join(p.text for p in parts)
     return Piece(text, longest.section_path, parts[0].start_line, parts[-1].end_line)
+
+
+def headings(blocks: list[Block]) -> list[Heading]:
+    """The header blocks of a document as :class:`Heading` records, in order."""
+    out = []
+    for b in blocks:
+        if b.kind is BlockKind.HEADER:
+            title = b.section_path[-1] if b.section_path else ""
+            out.append(Heading(b.level, title, b.anchor, b.start_line, SECTION_SEPARATOR.join(b.section_path)))
+    return out
 
 
 def document_title(blocks: list[Block], path: str) -> str:

@@ -1,0 +1,219 @@
+"""Header anchors as each documentation generator makes them: one slug function and one
+duplicate rule per generator, implemented from the generators' own sources.
+
+Every function takes the header's *rendered* text: inline markup removed the way the generators
+render it (code-span content kept, emphasis markers and link URLs dropped, raw HTML tags
+dropped) — :func:`esrag.chunking.blocks.header_title` produces exactly that text.
+
+=============  =========================================================  ===================
+generator      slug of one header                                          duplicates
+=============  =========================================================  ===================
+mkdocs         Python-Markdown ``toc.slugify`` (markdown 3.x): NFKD to      ``_1``, ``_2``
+               ASCII, drop ``[^\\w\\s-]``, strip, lowercase, runs of        (``toc.unique``)
+               whitespace/``-`` -> ``-``
+mdbook         mdBook ``utils::normalize_id`` (0.4): keep alphanumerics,   ``-1``, ``-2``
+               ``_``, ``-`` (ASCII-lowercased), whitespace -> ``-``         (``unique_id_from_content``)
+sphinx         docutils ``nodes.make_id`` (0.21): lowercase, Latin          ``id1``, ``id2``
+               letters with strokes/digraphs translated, NFKD to ASCII,     (Sphinx's
+               runs of ``[^a-z0-9]`` -> ``-``, leading digits/``-`` and     ``auto_id_prefix``)
+               trailing ``-`` dropped
+github,        github-slugger 2.0 (GitHub's own rule): lowercase, remove    ``-1``, ``-2``
+docusaurus     every character that is not a letter, mark, decimal/letter  (``BananaSlug``)
+               number, connector punctuation, ``-`` or space; space -> ``-``
+hugo           Hugo ``sanitizeAnchorName`` with ``autoHeadingIDType =       ``-1``, ``-2``
+               "github"`` (goldmark autoid.go): ``-``/space/tab -> ``-``,   (``idFactory``),
+               keep ``_``, letters, digits (lowercased), drop the rest      empty -> ``heading``
+=============  =========================================================  ===================
+
+Explicit ids (``{#id}``, ``<a name="id">``, a docutils section id) always win and take part in
+the duplicate counting as each generator does it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+
+# -- Python-Markdown (MkDocs) ----------------------------------------------------------------
+_IDCOUNT_RE = re.compile(r"^(.*)_([0-9]+)$")
+
+
+def mkdocs_slug(value: str, separator: str = "-") -> str:
+    """Python-Markdown ``markdown.extensions.toc.slugify`` (markdown 3.x, the MkDocs default)."""
+    value = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode("ascii")
+    value = re.sub(r"[^\w\s-]", "", value).strip().lower()
+    return re.sub(rf"[{separator}\s]+", separator, value)
+
+
+def mkdocs_unique(slug: str, used: set[str]) -> str:
+    """Python-Markdown ``toc.unique``: append ``_1``, ``_2``… (bumping an existing ``_N``)."""
+    while slug in used or not slug:
+        m = _IDCOUNT_RE.match(slug)
+        slug = f"{m.group(1)}_{int(m.group(2)) + 1}" if m else f"{slug}_1"
+    used.add(slug)
+    return slug
+
+
+# -- mdBook ----------------------------------------------------------------------------------
+def mdbook_slug(value: str) -> str:
+    """mdBook ``utils::id_from_content`` + ``normalize_id``: trim, drop leading ``#``, keep
+    alphanumerics, ``_`` and ``-`` (``to_ascii_lowercase``: only ASCII letters are lowercased),
+    whitespace -> ``-``, everything else dropped."""
+    value = value.strip().lstrip("#").strip()
+    out = []
+    for ch in value:
+        if ch.isalnum() or ch in "_-":
+            out.append(ch.lower() if ch.isascii() else ch)
+        elif ch.isspace():
+            out.append("-")
+    return "".join(out)
+
+
+# -- docutils (Sphinx) ------------------------------------------------------------------------
+_NON_ID_CHARS = re.compile("[^a-z0-9]+")
+_NON_ID_AT_ENDS = re.compile("^[-0-9]+|-+$")
+_NON_ID_TRANSLATE = {
+    248: "o", 273: "d", 295: "h", 305: "i", 322: "l", 359: "t", 384: "b", 387: "b", 392: "c", 396: "d", 402: "f",
+    409: "k", 410: "l", 414: "n", 421: "p", 427: "t", 429: "t", 436: "y", 438: "z", 485: "g", 549: "z", 564: "l",
+    565: "n", 566: "t", 567: "j", 572: "c", 575: "s", 576: "z", 583: "e", 585: "j", 587: "q", 589: "r", 591: "y",
+}
+_NON_ID_TRANSLATE_DIGRAPHS = {223: "sz", 230: "ae", 339: "oe", 568: "db", 569: "qp"}
+
+
+def docutils_make_id(value: str) -> str:
+    """docutils ``nodes.make_id`` (0.21): ids match ``[a-z](-?[a-z0-9]+)*``."""
+    s = value.lower().translate(_NON_ID_TRANSLATE_DIGRAPHS).translate(_NON_ID_TRANSLATE)
+    s = unicodedata.normalize("NFKD", s).encode("ascii", "ignore").decode("ascii")
+    s = _NON_ID_CHARS.sub("-", " ".join(s.split()))
+    return _NON_ID_AT_ENDS.sub("", s)
+
+
+# -- GitHub / Docusaurus (github-slugger) ----------------------------------------------------
+_GH_KEEP = ("L", "M")
+
+
+def github_slug(value: str) -> str:
+    """github-slugger 2.0 ``slug`` (what GitHub renders; Docusaurus uses the same package):
+    lowercase, then remove every character outside letters (L*), marks (M*), decimal and
+    letter numbers (Nd, Nl), connector punctuation (Pc), ``-`` and the ASCII space; each
+    space becomes ``-`` (runs are not collapsed)."""
+    out = []
+    for ch in value.lower():
+        if ch == " ":
+            out.append("-")
+        elif ch == "-":
+            out.append(ch)
+        else:
+            cat = unicodedata.category(ch)
+            if cat[0] in _GH_KEEP or cat in ("Nd", "Nl", "Pc"):
+                out.append(ch)
+    return "".join(out)
+
+
+def github_unique(slug: str, occurrences: dict[str, int]) -> str:
+    """github-slugger ``BananaSlug.slug``'s duplicate rule: ``x``, ``x-1``, ``x-2``…"""
+    original, result = slug, slug
+    while result in occurrences:
+        occurrences[original] += 1
+        result = f"{original}-{occurrences[original]}"
+    occurrences[result] = 0
+    return result
+
+
+# -- Hugo (goldmark, autoHeadingIDType "github") ---------------------------------------------
+def hugo_slug(value: str) -> str:
+    """Hugo ``markup/goldmark/autoid.go`` ``sanitizeAnchorName`` ("github" type) on the trimmed
+    heading text: ``-``, space and tab -> ``-``; ``_``, letters and digits kept (lowercased)."""
+    out = []
+    for ch in value.strip():
+        if ch in "- \t":
+            out.append("-")
+        elif ch == "_" or ch.isalpha() or unicodedata.category(ch) == "Nd":
+            out.append(ch.lower())
+    return "".join(out)
+
+
+# -- per-generator anchors of a whole page ---------------------------------------------------
+def _mkdocs_page(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
+    used = {e for e in explicit if e}  # toc collects every existing id first
+    return [e or mkdocs_unique(mkdocs_slug(t), used) for t, e in zip(titles, explicit)]
+
+
+def _counter_page(slug: Callable[[str], str]) -> Callable[[Sequence[str], Sequence[str]], list[str]]:
+    """``x``, ``x-1``, ``x-2`` per slug (mdBook's ``id_counter``; github-slugger's occurrences)."""
+
+    def page(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
+        occurrences: dict[str, int] = {}
+        out = []
+        for t, e in zip(titles, explicit):
+            if e:
+                occurrences.setdefault(e, 0)
+                out.append(e)
+            else:
+                out.append(github_unique(slug(t), occurrences))
+        return out
+
+    return page
+
+
+def _hugo_page(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
+    vals = {e for e in explicit if e}
+    out = []
+    for t, e in zip(titles, explicit):
+        if e:
+            out.append(e)
+            continue
+        base = hugo_slug(t) or "heading"
+        cand, i = base, 1
+        while cand in vals:
+            cand, i = f"{base}-{i}", i + 1
+        vals.add(cand)
+        out.append(cand)
+    return out
+
+
+def _sphinx_page(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
+    ids: set[str] = {e for e in explicit if e}
+    counter = 0
+    out = []
+    for t, e in zip(titles, explicit):
+        if e:
+            out.append(e)
+            continue
+        cand = docutils_make_id(t)
+        if not cand or cand in ids:  # docutils document.set_id with Sphinx's auto_id_prefix "id"
+            while True:
+                counter += 1
+                cand = f"id{counter}"
+                if cand not in ids:
+                    break
+        ids.add(cand)
+        out.append(cand)
+    return out
+
+
+#: anchors of a page's headers, in document order, by generator: ``f(titles, explicit_ids)``.
+PAGE_ANCHORS: dict[str, Callable[[Sequence[str], Sequence[str]], list[str]]] = {
+    "mkdocs": _mkdocs_page,
+    "mdbook": _counter_page(mdbook_slug),
+    "sphinx": _sphinx_page,
+    "github": _counter_page(github_slug),
+    "docusaurus": _counter_page(github_slug),
+    "hugo": _hugo_page,
+}
+
+
+def page_anchors(generator: str, titles: Sequence[str], explicit: Sequence[str] | None = None) -> list[str]:
+    """The anchor of every header of one page, in document order.
+
+    Args:
+        generator: a key of :data:`PAGE_ANCHORS` (``mkdocs``, ``mdbook``, ``sphinx``, ``github``,
+            ``docusaurus``, ``hugo``).
+        titles: the headers' rendered texts, in document order.
+        explicit: explicit ids per header ('' where none), same length as ``titles``.
+
+    Raises:
+        KeyError: unknown generator.
+    """
+    return PAGE_ANCHORS[generator](titles, explicit or [""] * len(titles))
