@@ -128,7 +128,8 @@ def _norm(text: str) -> str:
 
 def match_citations(cited: list[Any], sources: list[Source]) -> tuple[list[dict[str, Any]], list[str]]:
     """Citations that name a passage's section path (or its source label, e.g. ``S2``), as
-    ``{section_path, source, corpus, source_path, doc_title, authority, start_line, end_line}``;
+    ``{section_path, source, corpus, source_path, doc_title, authority, start_line, end_line, url}``
+    (``url``: the section's published link, None when unknown);
     and the cited strings that match none."""
     index: dict[str, list[tuple[Source, Hit]]] = {}
     for s in sources:
@@ -150,7 +151,8 @@ def match_citations(cited: list[Any], sources: list[Source]) -> tuple[list[dict[
             seen.add(h.chunk.id)
             c = h.chunk
             found.append({"section_path": c.section_path, "source": s.label, "corpus": c.corpus, "source_path": c.source_path,
-                          "doc_title": s.doc_title, "authority": s.authority, "start_line": c.start_line, "end_line": c.end_line})
+                          "doc_title": s.doc_title, "authority": s.authority, "start_line": c.start_line, "end_line": c.end_line,
+                          "url": c.url or None})
     return found, unsupported
 
 

@@ -15,6 +15,7 @@ from esrag.config import Settings
 from esrag.embed import Embedder, make_embedder, normalize_spec
 from esrag.ingest import Ingester, Observer
 from esrag.search.searcher import Searcher
+from esrag.sites import Site
 from esrag.stores.base import Store
 
 
@@ -89,8 +90,31 @@ def make_searcher(settings: Settings, store: Store, embedder_spec: str | None = 
     return Searcher(store, embedder_factory(settings, spec, corpus), settings.search, bm25)
 
 
+def make_site(settings: Settings, root: Path, corpus: str, site: str | None = None, base_url: str | None = None,
+              url_template: str | None = None, doc_version: str | None = None) -> Site:
+    """Where the tree at ``root`` is published: flags first, then ``[corpora.NAME] site /
+    base_url / url_template / doc_version``, then the generator's config found in the tree
+    (:func:`esrag.sites.resolve_site`).
+
+    Raises:
+        ConfigError: unknown site or a base URL that is not absolute http(s); the message names
+            the flag (``--site``, ``--base-url``) or the setting (``[corpora.NAME] site``).
+    """
+    from esrag.sites import check_base_url, check_site, resolve_site
+
+    cs = settings.corpora.get(corpus)
+    if site is None and cs is not None and cs.site:
+        site = check_site(cs.site, f"[corpora.{corpus}] site")
+    if base_url is None and cs is not None and cs.base_url:
+        base_url = check_base_url(cs.base_url, f"[corpora.{corpus}] base_url")
+    if url_template is None and cs is not None:
+        url_template = cs.url_template
+    version = doc_version if doc_version is not None else (cs.doc_version if cs is not None and cs.doc_version else "")
+    return resolve_site(root, site, base_url, url_template, version)
+
+
 def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: Observer | None = None,
-                  corpus: str | None = None) -> Ingester:
+                  corpus: str | None = None, site: Site | None = None, doc_version: str = "") -> Ingester:
     """An ingester writing into ``store`` with the configured embedder and indexed text.
 
     With ``settings.enrich`` (``--enrich e|e-k|cr|pf``) it enriches chunks with the configured
@@ -101,7 +125,9 @@ def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: 
 
     Chunks are labelled with their language and entities (:func:`prepare_chunker`); ``corpus``
     picks ``[corpora.NAME]`` embedder prefixes. With ``ingest.cache_embeddings`` (the default)
-    passages go through the embedding cache at ``settings.embedding_cache_path``.
+    passages go through the embedding cache at ``settings.embedding_cache_path``. ``site``
+    (:func:`make_site`) gives Markdown pages their front matter, anchors and URLs;
+    ``doc_version`` is stored on every chunk and scopes the manifest.
 
     Raises:
         ConfigError: unknown enrichment mode. PluginError: unknown LLM provider or extractor.
@@ -132,4 +158,6 @@ def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: 
         analyzer=settings.index_text.analyzer,
         section_context=settings.index_text.section_context,
         section_context_depth=settings.index_text.section_context_depth,
+        site=site,
+        doc_version=doc_version,
     )

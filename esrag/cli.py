@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from esrag import __version__, plugins
-from esrag.app import make_chunker, make_ingester, make_searcher, open_store
+from esrag.app import make_chunker, make_ingester, make_searcher, make_site, open_store
 from esrag.config import SEARCH_MODES, Settings, load_settings
 from esrag.errors import EmbedderMismatch, EsragError
 from esrag.ingest import Failure, IngestSummary, Observer
@@ -170,16 +170,30 @@ class _RateColumn(TextColumn):
 @click.option("--llm-url", help="LLM server: Ollama URL, or an OpenAI-compatible base URL ending in /v1 (default: ESRAG_LLM_URL).")
 @click.option("--records", is_flag=True, help="PATH holds JSONL/CSV records (tickets…): one record, one chunk, fields mapped "
               "by [corpora.NAME.records] (id, text, title, date, authority, superseded_by, language).")
+@click.option("--site", help="Where PATH is published: mkdocs, mdbook, sphinx, sphinx-dirhtml, docusaurus, hugo, github or "
+              "plain (default: [corpora.NAME] site, else the generator whose config is in the tree, else plain).")
+@click.option("--base-url", help="Absolute http(s) URL the site is published at, e.g. https://docs.example.com/ (default: "
+              "[corpora.NAME] base_url, else the generator config's site_url / site-url / html_baseurl).")
+@click.option("--url-template", help="Python format string of a section's URL with {base_url} {page} {path} {file} {stem} "
+              "{anchor} {doc_version}, for sites the rules do not cover.")
+@click.option("--doc-version", help="Documentation version stored on every chunk (e.g. 12.x); versions of one corpus live "
+              "side by side (default: [corpora.NAME] doc_version, none).")
 @json_option
 @handle_errors
 def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tuple[str, ...], chunker: str | None,
            embedder: str | None, as_json: bool, rebuild: bool = False, enrich: str | None = None,
            llm_spec: str | None = None, llm_url: str | None = None, records: bool = False, embedder_url: str | None = None,
-           entities_spec: str | None = None) -> None:
-    """Chunk, embed and index the Markdown files under PATH (incremental: unchanged chunks cost nothing)."""
+           entities_spec: str | None = None, site: str | None = None, base_url: str | None = None,
+           url_template: str | None = None, doc_version: str | None = None) -> None:
+    """Chunk, embed and index the Markdown files under PATH (incremental: unchanged chunks cost nothing).
+
+    Each chunk gets the URL of its section on the published site (--site, --base-url) and the
+    version of the docs (--doc-version); a new --base-url or --site rewrites URLs without
+    re-embedding."""
     settings = load_settings(embedder=embedder, enrich=enrich and enrich.lower(), llm=llm_spec, llm_url=llm_url,
                              embedder_url=embedder_url, entities=entities_spec)
     corpus = corpus or _default_corpus(path)
+    where = make_site(settings, path, corpus, site, base_url, url_template, doc_version)
     includes = list(include) or (["*.jsonl", "*.ndjson", "*.csv", "*.tsv"] if records else settings.ingest.include)
     excludes = settings.ingest.exclude + list(exclude)
     store = open_store(settings)
@@ -192,7 +206,7 @@ def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tu
             console=err, disable=as_json and not err.is_terminal,
         ) as progress:
             ingester = make_ingester(settings, store, _corpus_chunker(settings, corpus, chunker, records), _RichObserver(progress),
-                                     corpus=corpus)
+                                     corpus=corpus, site=None if records else where, doc_version=where.doc_version)
             summary = _run_ingest(ingester, store, path, corpus, includes, excludes)
         if rebuild:
             swap = store.finish_rebuild() if not summary.failures else {"swapped": False, "reason": "failures: fix them and run again"}
@@ -249,6 +263,8 @@ def _print_summary(s: IngestSummary) -> None:
         ("chunks unchanged", s.chunks_unchanged), ("chunks deleted", s.chunks_deleted),
         ("embeddings computed", s.embeddings_computed), ("embeddings from cache", s.embeddings_cached),
         ("failures", len(s.failures)),
+        *((("skipped (draft/unlisted)", len(s.skipped)),) if s.skipped else ()),
+        *((("doc version", s.doc_version),) if s.doc_version else ()),
         ("seconds", f"{s.seconds:.2f} (embedding {s.embed_seconds:.2f})"),
         ("chunks per second", f"{s.chunks_per_second:.1f}"),
         *((("enrichment", s.enrich), ("llm calls", s.llm_calls), ("llm cache hits", s.llm_cache_hits),
@@ -272,6 +288,7 @@ def _print_summary(s: IngestSummary) -> None:
 @click.option("--embedder-url", help="Embedding server for ollama:/openai: embedders (default: ESRAG_EMBEDDER_URL).")
 @click.option("--lang", "langs", multiple=True, help="Only chunks in this language (ISO 639-1, repeatable; 'auto': the "
               "query's language). Default: [language] filter.")
+@click.option("--doc-version", help="Only chunks of this documentation version (as ingested with --doc-version).")
 @retrieval_options
 @json_option
 @handle_errors
@@ -279,7 +296,7 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
            explain: bool, embedder: str | None, as_json: bool, budget: int | None = None, expand: str | None = None,
            rerank: str | None = None, rerank_top_n: int | None = None, reformulate: int | None = None,
            llm_spec: str | None = None, llm_url: str | None = None, embedder_url: str | None = None,
-           langs: tuple[str, ...] = ()) -> None:
+           langs: tuple[str, ...] = (), doc_version: str | None = None) -> None:
     """Search the index for QUERY; prints hits with source path, section path and line span.
 
     Two or more --corpus fan out (one branch per corpus with its [corpora.NAME] k, filters and
@@ -297,7 +314,7 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
         if len(corpora) == 1:  # that corpus's query prefix, when [corpora.NAME] sets one
             pipeline.searcher = make_searcher(settings, store, embedder, corpora[0])
         result = pipeline.search(query, k=k, mode=mode, filters=Filters(corpora=list(corpora), path_prefix=path_prefix,
-                                                                        languages=languages),
+                                                                        languages=languages, doc_version=doc_version),
                                  budget=budget, expand=expand, rerank=rerank, rerank_top_n=rerank_top_n,
                                  reformulate=reformulate)
     finally:
@@ -317,6 +334,8 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
                   f"  {c.tokens} tokens{label}")
         out.print(f"   [cyan]{escape(c.section_path or '(no section)')}[/cyan]"
                   + (f"  [dim]expanded from {len(hit.expanded_from)} hit(s)[/dim]" if hit.expanded_from else ""))
+        if c.url:
+            out.print(f"   [blue]{escape(c.url)}[/blue]" + (f"  [dim]version {escape(c.doc_version)}[/dim]" if c.doc_version else ""))
         if explain:
             legs = "  ".join(f"{name}: rank {leg.rank}, score {leg.score:.4f}" for name, leg in hit.legs.items())
             out.print(f"   [dim]{legs or 'no leg'}[/dim]")
@@ -374,7 +393,36 @@ def ask(question: str, corpora: tuple[str, ...], as_json: bool, budget: int | No
     for c in answer.citations:
         out.print(f"  [{c['source']}] [cyan]{escape(c['section_path'] or '(no section)')}[/cyan]  "
                   f"[green]{escape(c['source_path'])}[/green]:{c['start_line']}-{c['end_line']}  "
-                  f"({escape(c['corpus'])}, {escape(str(c['authority'] or 'unlabelled'))})")
+                  f"({escape(c['corpus'])}, {escape(str(c['authority'] or 'unlabelled'))})"
+                  + (f"\n      [blue]{escape(c['url'])}[/blue]" if c.get("url") else ""))
+
+
+@main.command()
+@click.argument("path")
+@click.option("--corpus", help="The corpus holding PATH (default: the first that does).")
+@click.option("--doc-version", help="The documentation version (default: the unversioned page, else the first version).")
+@json_option
+@handle_errors
+def page(path: str, corpus: str | None, doc_version: str | None, as_json: bool) -> None:
+    """Print the page PATH (a hit's source_path) as indexed: its title, URL and every section
+    with its anchor, reassembled from its chunks in order."""
+    from esrag.pages import get_page
+
+    store = open_store(load_settings())
+    try:
+        found = get_page(store, path, corpus, doc_version)
+    finally:
+        store.close()
+    if as_json:
+        _print_json(found.to_dict())
+        return
+    out.print(f"[bold]{escape(found.title or found.source_path)}[/bold]  [magenta]{escape(found.corpus)}[/magenta]"
+              + (f"  version {escape(found.doc_version)}" if found.doc_version else ""))
+    out.print(f"[blue]{escape(found.url)}[/blue]" if found.url else f"[green]{escape(found.source_path)}[/green]")
+    for s in found.sections:
+        link = f"  [dim]#{escape(s.anchor)}[/dim]" if s.anchor else ""
+        out.print(f"\n[cyan]── {escape(s.section_path or '(no section)')}[/cyan]{link}  [dim]lines {s.start_line}-{s.end_line}[/dim]")
+        out.print(escape(s.text), markup=True)
 
 
 @main.command()

@@ -135,7 +135,11 @@ class CorpusSettings(BaseModel):
     ``"none"`` or an expansion spec overriding the search's; ``intent``: what this corpus
     answers, for the router; ``records``: field names when ingested with ``--records``;
     ``query_prefix``/``passage_prefix``: the embedder's prefixes for this corpus instead of the
-    model table's (never stored in ``text`` or counted in budgets).
+    model table's (never stored in ``text`` or counted in budgets); ``site`` (``mkdocs``,
+    ``mdbook``, ``sphinx``, ``sphinx-dirhtml``, ``docusaurus``, ``hugo``, ``github``, ``plain``),
+    ``base_url`` (absolute http(s)) and ``url_template``: where the corpus is published
+    (:mod:`esrag.sites`; as ``esrag ingest --site/--base-url/--url-template``); ``doc_version``:
+    the version stored on every chunk (``--doc-version``).
     """
 
     chunker: str | None = None
@@ -152,6 +156,10 @@ class CorpusSettings(BaseModel):
     records: RecordFields = Field(default_factory=RecordFields)
     query_prefix: str | None = None  # embedder prefixes for this corpus (None: the model table's)
     passage_prefix: str | None = None
+    site: str | None = None
+    base_url: str | None = None
+    url_template: str | None = None
+    doc_version: str | None = None
 
 
 class LanguageSettings(BaseModel):

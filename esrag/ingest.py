@@ -61,6 +61,9 @@ class IngestSummary:
     # distinct passages whose vector came from the embedding cache (ingest.cache_embeddings)
     embeddings_cached: int = 0
     failures: list[Failure] = field(default_factory=list)
+    # pages left out on purpose (front matter ``draft: true`` / ``unlisted: true``): "path (draft)"
+    skipped: list[str] = field(default_factory=list)
+    doc_version: str = ""
     seconds: float = 0.0
     embed_seconds: float = 0.0
     # LLM enrichment (``--enrich``): calls made, cache hits, chunks (or PF fields) left empty
@@ -102,11 +105,15 @@ class Observer:
 
 
 def meta_hash(chunk: Chunk) -> str:
-    """Fingerprint of what a chunk stores besides its indexed content (span, position, labels)."""
-    return content_hash(
-        str(chunk.start_line), str(chunk.end_line), str(chunk.position), str(chunk.n_chunks),
-        chunk.doc_title, json.dumps(chunk.metadata, sort_keys=True, default=str),
-    )
+    """Fingerprint of what a chunk stores besides its indexed content (span, position, labels,
+    and its published ``url``/``anchor`` — which enter only when set, so chunks without them
+    keep the fingerprint they always had). A change here is a metadata-only update, never a
+    re-embedding."""
+    parts = [str(chunk.start_line), str(chunk.end_line), str(chunk.position), str(chunk.n_chunks),
+             chunk.doc_title, json.dumps(chunk.metadata, sort_keys=True, default=str)]
+    if chunk.url or chunk.anchor:
+        parts += ["url", chunk.url, chunk.anchor]
+    return content_hash(*parts)
 
 
 @dataclass
@@ -126,6 +133,10 @@ class Ingester:
         chunker: cuts documents into chunks.
         embed_fields, bm25_fields: the indexed-text configuration recorded in the index.
         analyzer: BM25 text analysis of a new index (``english`` or ``standard``).
+        site: where the tree is published (:class:`esrag.sites.Site`): front matter, anchors and
+            URLs of Markdown pages; None = neither (record sources).
+        doc_version: stored on every chunk and part of its id ('' = unversioned); the manifest
+            this ingest compares with and prunes holds only chunks of this version.
         section_context, section_context_depth: weight α of the group mean and the section-path
             levels of a group for section-context vectors (:mod:`esrag.section_context`; α 0 =
             off). A group's vectors are computed and written together: an edit rewrites its
@@ -155,6 +166,8 @@ class Ingester:
         analyzer: str = "english",
         section_context: float = 0.0,
         section_context_depth: int = 2,
+        site: Any | None = None,
+        doc_version: str = "",
     ) -> None:
         self.store = store
         self.embedder_spec = embedder_spec
@@ -170,6 +183,8 @@ class Ingester:
         self.analyzer = analyzer
         self.section_context = section_context
         self.section_context_depth = section_context_depth
+        self.site = site
+        self.doc_version = doc_version
 
     @property
     def embedder(self) -> Embedder:
@@ -198,11 +213,11 @@ class Ingester:
         """Ingest every matching file under ``root`` (or the single file ``root``) as ``corpus``."""
         start = time.perf_counter()
         self._check_index()
-        summary = IngestSummary(corpus=corpus)
+        summary = IngestSummary(corpus=corpus, doc_version=self.doc_version)
         files = discover(root, include, exclude)
         summary.files = len(files)
         self.observer.files_found(len(files))
-        manifest = self.store.manifest(corpus)
+        manifest = self.store.manifest(corpus, self.doc_version)
         pending = _Pending()
         seen_paths: set[str] = set()
         before = self.enricher.llm.ledger.totals() if self.enricher else None
@@ -252,7 +267,15 @@ class Ingester:
         """The file's document and chunks, or None (failure recorded; its old chunks are kept)."""
         try:
             doc = load_document(src, corpus, self.max_file_bytes)
-            return doc, self.chunker.chunk(doc)
+            doc.doc_version = self.doc_version
+            hidden = self.site.prepare(doc) if self.site is not None else ""
+            if hidden:
+                summary.skipped.append(f"{src.rel} ({hidden})")
+                return doc, []  # left out: its chunks from earlier ingests are removed
+            chunks = self.chunker.chunk(doc)
+            if self.site is not None:
+                self.site.apply(doc, chunks)
+            return doc, chunks
         except EsragError as exc:
             self._fail(summary, Failure(src.rel, str(exc).removeprefix(f"{src.rel}: ")))
         except Exception as exc:  # a chunker plugin may fail in any way; one file never aborts the ingest

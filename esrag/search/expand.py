@@ -123,18 +123,24 @@ class SourceCache:
 
     def all(self, seed: Chunk) -> list[Chunk]:
         """Every chunk of ``seed``'s source, by position."""
-        key = (seed.corpus, seed.source_path)
+        key = (seed.corpus, seed.source_path, seed.doc_version)
         if key not in self._all:
-            self._all[key] = self.store.neighbours(seed.corpus, seed.source_path, list(range(1, max(seed.n_chunks, seed.position) + 1)))
+            self._all[key] = self.store.neighbours(seed.corpus, seed.source_path, list(range(1, max(seed.n_chunks, seed.position) + 1)),
+                                                   **_version(seed))
         return self._all[key]
 
     def around(self, seed: Chunk, w: int) -> list[Chunk]:
         """The chunks at positions ``p-w .. p+w`` of ``seed``'s source, by position."""
-        key = (seed.corpus, seed.source_path)
+        key = (seed.corpus, seed.source_path, seed.doc_version)
         if key in self._all:
             return [c for c in self._all[key] if abs(c.position - seed.position) <= w]
         positions = [p for p in range(seed.position - w, seed.position + w + 1) if p >= 1]
-        return self.store.neighbours(seed.corpus, seed.source_path, positions)
+        return self.store.neighbours(seed.corpus, seed.source_path, positions, **_version(seed))
+
+
+def _version(seed: Chunk) -> dict[str, str]:
+    """``{"doc_version": v}`` for a versioned seed (its neighbours are of the same version)."""
+    return {"doc_version": seed.doc_version} if seed.doc_version else {}
 
 
 def _run_around(chunks: list[Chunk], seed: Chunk, keep: Callable[[Chunk], bool]) -> list[Chunk]:

@@ -35,6 +35,8 @@ class Filters:
             day; seed 001's ``effective_date <= today``, resolved to a date by the caller).
         exclude_superseded: drop chunks whose ``superseded_by`` is set (seed 001: superseded
             versions are near-duplicates that differ in metadata only).
+        doc_version: keep only chunks of this documentation version (None = any; '' = the
+            unversioned ones).
     """
 
     corpora: list[str] = field(default_factory=list)
@@ -43,10 +45,11 @@ class Filters:
     exclude_ids: list[str] = field(default_factory=list)
     effective_on: str | None = None
     exclude_superseded: bool = False
+    doc_version: str | None = None
 
     def is_empty(self) -> bool:
         return not (self.corpora or self.path_prefix or self.languages or self.exclude_ids
-                    or self.effective_on or self.exclude_superseded)
+                    or self.effective_on or self.exclude_superseded or self.doc_version is not None)
 
 
 @dataclass(slots=True)
@@ -144,8 +147,14 @@ class Store(Protocol):
         """Delete chunks by id; returns how many existed."""
         ...
 
-    def manifest(self, corpus: str) -> dict[str, dict[str, StoredEntry]]:
-        """``{source_path: {chunk_id: StoredEntry}}`` for every chunk of ``corpus``."""
+    def manifest(self, corpus: str, doc_version: str | None = None) -> dict[str, dict[str, StoredEntry]]:
+        """``{source_path: {chunk_id: StoredEntry}}`` for every chunk of ``corpus`` (only those of
+        ``doc_version`` when given; '' = the unversioned ones)."""
+        ...
+
+    def source_chunks(self, source_path: str, corpus: str | None = None, doc_version: str | None = None) -> list[Chunk]:
+        """Every chunk of one source file (of ``corpus`` / ``doc_version`` when given), ordered
+        by corpus, version and position — what :func:`esrag.pages.get_page` reassembles."""
         ...
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
@@ -160,8 +169,9 @@ class Store(Protocol):
         """Top ``k`` ``(chunk_id, cosine)`` nearest to ``vector`` [dims] among filtered chunks."""
         ...
 
-    def neighbours(self, corpus: str, source_path: str, positions: Sequence[int]) -> list[Chunk]:
-        """Chunks of one source at the given 1-based positions (for context expansion)."""
+    def neighbours(self, corpus: str, source_path: str, positions: Sequence[int], doc_version: str = "") -> list[Chunk]:
+        """Chunks of one source (of one ``doc_version``; '' = unversioned) at the given 1-based
+        positions (for context expansion)."""
         ...
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:

@@ -77,7 +77,7 @@ MAX_NUM_CANDIDATES = 10_000
 #: Fields replaced by :meth:`ElasticStore.update_meta` (what ``esrag.ingest.meta_hash`` covers).
 META_FIELDS = (
     "start_line", "end_line", "position", "n_chunks", "doc_title", "parent_id", "language", "authority",
-    "effective_date", "superseded_by", "metadata", "meta_hash", "indexed_at",
+    "effective_date", "superseded_by", "metadata", "meta_hash", "indexed_at", "url", "anchor",
 )
 _LABELS = ("language", "authority", "effective_date", "superseded_by")
 _LIST_FIELDS = ("keywords", "questions", "entities", "related_keys")
@@ -240,7 +240,16 @@ def filter_clauses(filters: Filters) -> list[dict[str, Any]]:
         ], "minimum_should_match": 1}})
     if filters.exclude_superseded:
         out.append({"bool": {"must_not": [{"exists": {"field": "superseded_by"}}]}})
+    if filters.doc_version is not None:
+        out.append(version_clause(filters.doc_version))
     return out
+
+
+def version_clause(doc_version: str) -> dict[str, Any]:
+    """``term`` on ``doc_version``; '' (unversioned) matches chunks without the field."""
+    if doc_version:
+        return {"term": {"doc_version": doc_version}}
+    return {"bool": {"must_not": [{"exists": {"field": "doc_version"}}]}}
 
 
 def weighted_fields(fields: dict[str, float]) -> list[str]:
@@ -459,6 +468,7 @@ def chunk_document(chunk: Chunk, vector: np.ndarray, meta_hash: str, indexed_at:
         "n_chunks": chunk.n_chunks, "start_line": chunk.start_line, "end_line": chunk.end_line,
         "tokens": chunk.tokens, "content_hash": chunk.content_hash, "meta_hash": meta_hash,
         "parent_id": chunk.parent_id, "context": chunk.context, **labels,
+        "anchor": chunk.anchor, "url": chunk.url, "doc_version": chunk.doc_version,
         "title": e.title, "summary": e.summary, "keywords": list(e.keywords), "questions": list(e.questions),
         "entities": list(e.entities), "key": e.key, "related_keys": list(e.related_keys),
         "enrich_model": e.model, "prompt_sha256": e.prompt_sha256, "metadata": md,
@@ -489,7 +499,8 @@ def chunk_from_source(doc_id: str, src: dict[str, Any]) -> Chunk:
         section_path=src.get("section_path", ""), start_line=src.get("start_line", 1), end_line=src.get("end_line", 1),
         position=src.get("position", 1), n_chunks=src.get("n_chunks", 1), tokens=src.get("tokens", 0),
         content_hash=src.get("content_hash", ""), doc_title=src.get("doc_title", ""), parent_id=src.get("parent_id"),
-        context=src.get("context", ""), enrichment=enrichment, metadata=metadata,
+        context=src.get("context", ""), enrichment=enrichment, metadata=metadata, anchor=src.get("anchor", ""),
+        url=src.get("url", ""), doc_version=src.get("doc_version", ""),
     )
 
 
@@ -1037,6 +1048,7 @@ class ElasticStore:
         state = self._state()
         if state is not None:
             self._check(state["meta"], meta, state["index"])
+            self._add_link_fields(state["index"])
             return
         self._info = None
         if self._rebuild:
@@ -1046,6 +1058,13 @@ class ElasticStore:
                 self._rebuild, self._rebuild_index = False, None
         else:
             self._install(meta, with_alias=True)
+
+    def _add_link_fields(self, index: str) -> None:
+        """Map ``doc_version``, ``anchor`` and ``url`` in an index made before they existed
+        (adding fields to a mapping is allowed; the definitions are the shipped ones)."""
+        props = load_asset("mappings", "esrag-mappings.json")["template"]["mappings"]["properties"]
+        wanted = {k: props[k] for k in ("doc_version", "anchor", "url")}
+        self._call("add the link fields to the mapping", self._es.indices.put_mapping, index=index, properties=wanted)
 
     def _check(self, current: IndexMeta, wanted: IndexMeta, index: str) -> None:
         try:
@@ -1391,13 +1410,14 @@ class ElasticStore:
             self._call("refresh the index", self._es.indices.refresh, index=target)
 
     # -- reads ----------------------------------------------------------------------------
-    def manifest(self, corpus: str) -> dict[str, dict[str, StoredEntry]]:
+    def manifest(self, corpus: str, doc_version: str | None = None) -> dict[str, dict[str, StoredEntry]]:
         """See :class:`esrag.stores.base.Store`. Scrolls over every chunk of ``corpus``."""
         out: dict[str, dict[str, StoredEntry]] = {}
         target = self._target()
         if target is None:
             return out
-        query = {"query": {"term": {"corpus": corpus}}, "_source": ["source_path", "content_hash", "meta_hash"]}
+        clauses = [{"term": {"corpus": corpus}}] + ([version_clause(doc_version)] if doc_version is not None else [])
+        query = {"query": {"bool": {"filter": clauses}}, "_source": ["source_path", "content_hash", "meta_hash"]}
         try:
             for hit in scan(self._es, query=query, index=target, size=2000, scroll="2m"):
                 src = hit["_source"]
@@ -1425,7 +1445,7 @@ class ElasticStore:
                     found[doc["_id"]] = chunk_from_source(doc["_id"], doc["_source"])
         return [found[i] for i in ids if i in found]
 
-    def neighbours(self, corpus: str, source_path: str, positions: Sequence[int]) -> list[Chunk]:
+    def neighbours(self, corpus: str, source_path: str, positions: Sequence[int], doc_version: str = "") -> list[Chunk]:
         """See :class:`esrag.stores.base.Store`."""
         target = self._target() if positions else None
         if target is None:
@@ -1434,10 +1454,24 @@ class ElasticStore:
             "size": len(positions), "sort": [{"position": "asc"}],
             "query": {"bool": {"filter": [
                 {"term": {"corpus": corpus}}, {"term": {"source_path": source_path}}, {"terms": {"position": list(positions)}},
+                version_clause(doc_version),
             ]}},
         }
         resp = self._call("read neighbouring chunks", self._es.search, index=target, body=body)
         return [chunk_from_source(h["_id"], h["_source"]) for h in resp.body["hits"]["hits"]]
+
+    def source_chunks(self, source_path: str, corpus: str | None = None, doc_version: str | None = None) -> list[Chunk]:
+        """See :class:`esrag.stores.base.Store` (one search, at most 10,000 chunks)."""
+        target = self._target()
+        if target is None:
+            return []
+        clauses: list[dict[str, Any]] = [{"term": {"source_path": source_path}}]
+        clauses += [{"term": {"corpus": corpus}}] if corpus is not None else []
+        clauses += [version_clause(doc_version)] if doc_version is not None else []
+        body = {"size": 10_000, "sort": [{"corpus": "asc"}, {"position": "asc"}], "query": {"bool": {"filter": clauses}}}
+        resp = self._call("read the chunks of a page", self._es.search, index=target, body=body)
+        chunks = [chunk_from_source(h["_id"], h["_source"]) for h in resp.body["hits"]["hits"]]
+        return sorted(chunks, key=lambda c: (c.corpus, c.doc_version, c.position))
 
     def bm25(self, query: str, k: int, filters: Filters, fields: dict[str, float]) -> list[tuple[str, float]]:
         """See :class:`esrag.stores.base.Store`: ``multi_match`` over the weighted fields."""

@@ -32,8 +32,10 @@ _SCALAR_COLUMNS = (
     "corpus", "source_path", "section_path", "doc_title", "text", "start_line", "end_line", "position",
     "n_chunks", "tokens", "content_hash", "meta_hash", "parent_id", "context", "language", "authority",
     "effective_date", "superseded_by", "title", "summary", "keywords", "questions", "entities", "key",
-    "related_keys", "enrich_model", "prompt_sha256", "metadata", "indexed_at",
+    "related_keys", "enrich_model", "prompt_sha256", "metadata", "indexed_at", "anchor", "url", "doc_version",
 )
+#: columns added after the first release: an older database gets them on open (ALTER TABLE).
+_ADDED_COLUMNS = ("anchor", "url", "doc_version")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -49,7 +51,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     questions TEXT NOT NULL DEFAULT '', entities TEXT NOT NULL DEFAULT '', key TEXT NOT NULL DEFAULT '',
     related_keys TEXT NOT NULL DEFAULT '', enrich_model TEXT, prompt_sha256 TEXT,
     metadata TEXT NOT NULL DEFAULT '{{}}', indexed_at TEXT,
-    vector BLOB NOT NULL
+    vector BLOB NOT NULL,
+    anchor TEXT NOT NULL DEFAULT '', url TEXT NOT NULL DEFAULT '', doc_version TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_source ON chunks (corpus, source_path, position);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
@@ -91,6 +94,20 @@ class SQLiteStore:
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the embedded store at {self.path}: {exc}; set ESRAG_DB to a writable path") from exc
         self._matrix: _VectorMatrix | None = None
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add the columns of :data:`_ADDED_COLUMNS` to a database created before them."""
+        try:
+            if not self._has_schema():
+                return
+            have = {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
+            with self._db:
+                for name in _ADDED_COLUMNS:
+                    if name not in have:
+                        self._db.execute(f"ALTER TABLE chunks ADD COLUMN {name} TEXT NOT NULL DEFAULT ''")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot upgrade the embedded store at {self.path}: {exc}; set ESRAG_DB to a writable path") from exc
 
     @classmethod
     def from_settings(cls, settings) -> SQLiteStore:
@@ -180,14 +197,16 @@ class SQLiteStore:
         return cur.rowcount
 
     # -- reads -----------------------------------------------------------------------------
-    def manifest(self, corpus: str) -> dict[str, dict[str, StoredEntry]]:
+    def manifest(self, corpus: str, doc_version: str | None = None) -> dict[str, dict[str, StoredEntry]]:
         """See :class:`esrag.stores.base.Store`."""
         out: dict[str, dict[str, StoredEntry]] = {}
         if not self._has_schema():
             return out
-        for path, cid, chash, mhash in self._db.execute(
-            "SELECT source_path, id, content_hash, meta_hash FROM chunks WHERE corpus=?", (corpus,)
-        ):
+        q = "SELECT source_path, id, content_hash, meta_hash FROM chunks WHERE corpus=?"
+        params: tuple = (corpus,)
+        if doc_version is not None:
+            q, params = q + " AND doc_version=?", (corpus, doc_version)
+        for path, cid, chash, mhash in self._db.execute(q, params):
             out.setdefault(path, {})[cid] = StoredEntry(chash, mhash)
         return out
 
@@ -205,16 +224,28 @@ class SQLiteStore:
                 found[chunk.id] = chunk
         return [found[i] for i in ids if i in found]
 
-    def neighbours(self, corpus: str, source_path: str, positions: Sequence[int]) -> list[Chunk]:
+    def neighbours(self, corpus: str, source_path: str, positions: Sequence[int], doc_version: str = "") -> list[Chunk]:
         """See :class:`esrag.stores.base.Store`."""
         if not positions or not self._has_schema():
             return []
         cols = ", ".join(("id", *_SCALAR_COLUMNS))
         q = (
-            f"SELECT {cols} FROM chunks WHERE corpus=? AND source_path=? "
+            f"SELECT {cols} FROM chunks WHERE corpus=? AND source_path=? AND doc_version=? "
             f"AND position IN ({','.join('?' * len(positions))}) ORDER BY position"
         )
-        return [_chunk(r) for r in self._db.execute(q, (corpus, source_path, *positions))]
+        return [_chunk(r) for r in self._db.execute(q, (corpus, source_path, doc_version, *positions))]
+
+    def source_chunks(self, source_path: str, corpus: str | None = None, doc_version: str | None = None) -> list[Chunk]:
+        """See :class:`esrag.stores.base.Store`."""
+        if not self._has_schema():
+            return []
+        cols = ", ".join(("id", *_SCALAR_COLUMNS))
+        q, params = f"SELECT {cols} FROM chunks WHERE source_path=?", [source_path]
+        if corpus is not None:
+            q, params = q + " AND corpus=?", [*params, corpus]
+        if doc_version is not None:
+            q, params = q + " AND doc_version=?", [*params, doc_version]
+        return [_chunk(r) for r in self._db.execute(q + " ORDER BY corpus, doc_version, position", params)]
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """See :class:`esrag.stores.base.Store` (read from the in-memory matrix)."""
@@ -302,7 +333,7 @@ class SQLiteStore:
     def _vectors(self) -> _VectorMatrix:
         if self._matrix is None:
             rows = self._db.execute(
-                "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by FROM chunks"
+                "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by, doc_version FROM chunks"
             ).fetchall()
             self._matrix = _VectorMatrix(rows, self.meta().dims if self.meta() else 0)
         return self._matrix
@@ -318,6 +349,7 @@ class _VectorMatrix:
         self.language = np.array([r[3] or "" for r in rows], dtype=object)
         self.effective_day = np.array([(r[5] or "")[:10] for r in rows], dtype=object)
         self.superseded = np.array([bool(r[6]) for r in rows], dtype=bool)
+        self.doc_version = np.array([r[7] or "" for r in rows], dtype=object)
         self.row = {cid: i for i, cid in enumerate(self.ids)}
         if rows:
             self.vectors = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), -1)
@@ -342,6 +374,8 @@ class _VectorMatrix:
             mask &= np.fromiter((d == "" or d <= day for d in self.effective_day), dtype=bool, count=len(self.ids))
         if filters.exclude_superseded:
             mask &= ~self.superseded
+        if filters.doc_version is not None:
+            mask &= self.doc_version == filters.doc_version
         return mask
 
 
@@ -365,6 +399,9 @@ def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
         params.append(filters.effective_on[:10])
     if filters.exclude_superseded:
         clauses.append("(c.superseded_by IS NULL OR c.superseded_by = '')")
+    if filters.doc_version is not None:
+        clauses.append("c.doc_version = ?")
+        params.append(filters.doc_version)
     return ("AND " + " AND ".join(clauses)) if clauses else "", params
 
 
@@ -381,6 +418,7 @@ def _row(c: Chunk, meta_hash: str, now: str) -> tuple:
         md.pop("authority", None), md.pop("effective_date", None), md.pop("superseded_by", None), e.title,
         e.summary, "\n".join(e.keywords), "\n".join(e.questions), "\n".join(e.entities), e.key,
         "\n".join(e.related_keys), e.model or None, e.prompt_sha256 or None, json.dumps(md, sort_keys=True), now,
+        c.anchor, c.url, c.doc_version,
     )
 
 
@@ -405,5 +443,6 @@ def _chunk(row: tuple) -> Chunk:
         id=r["id"], text=r["text"], corpus=r["corpus"], source_path=r["source_path"], section_path=r["section_path"],
         start_line=r["start_line"], end_line=r["end_line"], position=r["position"], n_chunks=r["n_chunks"],
         tokens=r["tokens"], content_hash=r["content_hash"], doc_title=r["doc_title"], parent_id=r["parent_id"],
-        context=r["context"], enrichment=enrichment, metadata=metadata,
+        context=r["context"], enrichment=enrichment, metadata=metadata, anchor=r["anchor"] or "", url=r["url"] or "",
+        doc_version=r["doc_version"] or "",
     )
