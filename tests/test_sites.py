@@ -16,7 +16,7 @@ from esrag.sites.frontmatter import parse_front_matter
 from esrag.sites.slugs import docutils_make_id, github_slug, hugo_slug, mdbook_slug, mkdocs_slug, page_anchors
 from esrag.sites.urls import docusaurus_path, hugo_path, page_path
 
-from paths import DATA, LARAVEL
+from paths import DATA, LARAVEL, PROJECT
 
 PYDANTIC = DATA / "corpora" / "pydantic-docs"
 ASYNC_BOOK = DATA / "corpora" / "async-book"
@@ -237,3 +237,30 @@ def test_draft_pages_are_hidden_and_front_matter_title_wins(tmp_path):
     assert chunks[-1].url == "https://x.example/a.html#sub"
     assert where.prepare(Document("b.md", "---\ndraft: true\n---\n# B\n")) == "draft"
     assert where.prepare(Document("c.md", "---\nunlisted: true\n---\n# C\n")) == "unlisted"
+
+
+SITES_DATA = PROJECT / "tests" / "data" / "sites"
+
+
+def test_docusaurus_site_slug_and_explicit_ids():  # excerpt of docusaurus.io's own docs
+    root = SITES_DATA / "docusaurus"
+    where = resolve_site(root)
+    assert (where.site, where.base_url, where.pages_dir.name) == ("docusaurus", "https://docusaurus.io/docs/", "docs")
+    urls = _chunk_urls(root, "docs/guides/docs/versioning.md")
+    assert urls["Directory structure"] == "https://docusaurus.io/docs/versioning#directory-structure"
+    assert urls["Directory structure > Tagging a new version"] == "https://docusaurus.io/docs/versioning#tagging-a-new-version"
+    assert 'Docs > Figure out the behavior for the "current" version' in urls
+    assert all("{#" not in k for k in urls)
+    # without the explicit ids, github-slugger gives the same anchors docusaurus.io uses
+    assert github_slug('Figure out the behavior for the "current" version') == "figure-out-the-behavior-for-the-current-version"
+
+
+def test_hugo_site_content_dir_and_autoids():  # excerpt of gohugo.io's own docs
+    root = SITES_DATA / "hugo"
+    where = resolve_site(root)
+    assert (where.site, where.base_url, where.pages_dir.as_posix().endswith("content/en")) == ("hugo", "https://gohugo.io/", True)
+    urls = _chunk_urls(root, "content/en/getting-started/usage.md")
+    base = "https://gohugo.io/getting-started/usage/"
+    assert urls["Draft, future, and expired content"] == f"{base}#draft-future-and-expired-content"
+    assert urls["Develop and test your site > LiveReload"] == f"{base}#livereload"
+    assert urls["Test your installation"] == f"{base}#test-your-installation"

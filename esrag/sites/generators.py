@@ -12,7 +12,8 @@ Looked for in the ingested folder and its parent (so ``esrag ingest repo/docs`` 
   ``html_file_suffix``; a ``builder: dirhtml`` in ``.readthedocs.y(a)ml`` or a ``dirhtml``
   default in the Makefile picks ``sphinx-dirhtml``;
 * ``docusaurus.config.{js,ts,mjs}``: ``url`` + ``baseUrl`` + ``docs/``;
-* Hugo ``hugo.{toml,yaml,json}`` / ``config.toml`` beside ``content/``: ``baseURL``.
+* Hugo ``hugo.{toml,yaml,json}`` / ``config.toml`` beside ``content/``: ``baseURL``,
+  ``contentDir`` (top level, or the default language's).
 """
 
 from __future__ import annotations
@@ -126,8 +127,11 @@ def _hugo(folder: Path) -> Detected | None:
                 cfg = tomllib.loads(text) if name.endswith(".toml") else json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
             except (tomllib.TOMLDecodeError, json.JSONDecodeError, yaml.YAMLError):
                 cfg = {}
-            base = str((cfg or {}).get("baseURL") or (cfg or {}).get("baseurl") or "") if isinstance(cfg, dict) else ""
-            return Detected("hugo", folder / "content", base, config=path)
+            cfg = cfg if isinstance(cfg, dict) else {}
+            base = str(cfg.get("baseURL") or cfg.get("baseurl") or "")
+            lang = (cfg.get("languages") or {}).get(cfg.get("defaultContentLanguage", "en")) or {}
+            content = cfg.get("contentDir") or (lang.get("contentDir") if isinstance(lang, dict) else None) or "content"
+            return Detected("hugo", folder / str(content), base, config=path)
     return None
 
 
