@@ -264,3 +264,32 @@ def test_hugo_site_content_dir_and_autoids():  # excerpt of gohugo.io's own docs
     assert urls["Draft, future, and expired content"] == f"{base}#draft-future-and-expired-content"
     assert urls["Develop and test your site > LiveReload"] == f"{base}#livereload"
     assert urls["Test your installation"] == f"{base}#test-your-installation"
+
+
+def test_url_template_and_sphinx_dirhtml_hint(tmp_path):
+    (tmp_path / "conf.py").write_text("project = 'x'\nhtml_baseurl = 'https://x.example/en/'\n")
+    (tmp_path / ".readthedocs.yaml").write_text("version: 2\nsphinx:\n  builder: dirhtml\n  configuration: conf.py\n")
+    where = resolve_site(tmp_path)
+    assert (where.site, where.base_url) == ("sphinx-dirhtml", "https://x.example/en/")
+    assert where.page_url(Document("guide/install.rst", "")) == "https://x.example/en/guide/install/"
+    body = "Enough words in this paragraph to make it a chunk on its own for the chunker. " * 3
+    (tmp_path / "p.md").write_text(f"# Page\n\n{body}\n\n## Install It\n\n{body}\n")
+    where = resolve_site(tmp_path, "plain", "https://kb.example/", "{base_url}view?doc={path}&v={doc_version}#s-{anchor}",
+                         doc_version="2")
+    doc = Document("p.md", (tmp_path / "p.md").read_text())
+    chunks = HeaderChunker().chunk(doc)
+    where.apply(doc, chunks)
+    assert chunks[-1].url == "https://kb.example/view?doc=p&v=2#s-install-it"
+    bad = resolve_site(tmp_path, "plain", "https://kb.example/", "{base_url}{nope}")
+    with pytest.raises(ConfigError, match=r"url_template .*unknown placeholder 'nope'"):
+        bad.apply(doc, chunks)
+
+
+def test_ask_citations_carry_the_link():
+    from esrag.answer import group_sources, match_citations
+    from esrag.model import Chunk, Hit
+
+    chunk = Chunk(id="c1", text="t", corpus="laravel", source_path="scheduling.md", section_path="Task Scheduling > Introduction",
+                  url="https://laravel.com/docs/12.x/scheduling#introduction", anchor="introduction")
+    found, unsupported = match_citations(["Task Scheduling > Introduction"], group_sources([Hit(chunk, 1.0)]))
+    assert unsupported == [] and found[0]["url"] == "https://laravel.com/docs/12.x/scheduling#introduction"
