@@ -101,33 +101,30 @@ class Site:
     def page_url(self, doc: Document) -> str:
         """The page's absolute URL without anchor ('' when there is no base URL or the file
         lies outside the generator's source folder)."""
-        if not self.base_url and not self.url_template:
-            return ""
+        return self.chunk_url(doc, "")
+
+    def chunk_url(self, doc: Document, anchor: str) -> str:
+        """The URL of one section of ``doc``: base URL + page path (or ``url_template``) +
+        ``#anchor`` ('' as :meth:`page_url`).
+
+        Raises:
+            ConfigError: ``url_template`` names an unknown placeholder.
+        """
         rel = self._page_rel(doc.path)
-        if rel is None:
+        if rel is None or not (self.base_url or self.url_template):
             return ""
         page = page_path(self.site, rel, doc.front_matter, self.directory_urls, self.suffix, self.ref)
         base = self.base_url.replace("{doc_version}", self.doc_version)
-        if self.url_template:
-            return "\x00" + page  # formatted per chunk in :meth:`chunk_url`
-        return base + page
-
-    def chunk_url(self, doc: Document, page_url: str, anchor: str) -> str:
-        """The URL of one section: the page URL plus ``#anchor`` (or the template's result)."""
-        if not page_url:
-            return ""
-        if page_url.startswith("\x00"):
-            rel = self._page_rel(doc.path) or doc.path
-            stem = Path(rel).stem
-            values = {"base_url": self.base_url.replace("{doc_version}", self.doc_version), "page": page_url[1:],
-                      "path": plain_path(rel), "file": rel, "stem": stem, "anchor": anchor, "doc_version": self.doc_version}
-            try:
-                url = self.url_template.format(**values)
-            except (KeyError, IndexError, ValueError) as exc:
-                raise ConfigError(f"url_template {self.url_template!r}: unknown placeholder {exc}; use "
-                                  + ", ".join("{" + k + "}" for k in values)) from None
-            return url if "{anchor}" in self.url_template or not anchor else f"{url}#{anchor}"
-        return f"{page_url}#{anchor}" if anchor else page_url
+        if not self.url_template:
+            return f"{base}{page}#{anchor}" if anchor else f"{base}{page}"
+        values = {"base_url": base, "page": page, "path": plain_path(rel), "file": rel, "stem": Path(rel).stem,
+                  "anchor": anchor, "doc_version": self.doc_version}
+        try:
+            url = self.url_template.format(**values)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(f"url_template {self.url_template!r}: unknown placeholder {exc}; use "
+                              + ", ".join("{" + k + "}" for k in values)) from None
+        return url if "{anchor}" in self.url_template or not anchor else f"{url}#{anchor}"
 
     def apply(self, doc: Document, chunks: list[Chunk]) -> None:
         """Give each chunk the anchor of its section and its URL (in place)."""
@@ -136,14 +133,13 @@ class Site:
         by_path: dict[str, list[tuple[int, str]]] = {}
         for h, a in zip(doc.headers, anchors):
             by_path.setdefault(h.section_path, []).append((h.line, a))
-        page = self.page_url(doc)
         for c in chunks:
             anchor = ""
             for line, a in by_path.get(c.section_path, []) if c.section_path else []:
                 if line <= c.end_line:
                     anchor = a
             c.anchor = anchor
-            c.url = self.chunk_url(doc, page, anchor)
+            c.url = self.chunk_url(doc, anchor)
 
     def _page_rel(self, rel: str) -> str | None:
         path = (self.root / rel).resolve()
