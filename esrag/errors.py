@@ -40,6 +40,11 @@ class NotIndexedError(EsragError):
     """A search was run against an index that does not exist yet."""
 
 
+class PageNotFound(NotIndexedError):
+    """No indexed page has the requested source path (in the requested corpus / version);
+    :func:`esrag.pages.get_page` raises it, naming the path."""
+
+
 class RerankError(EsragError):
     """A reranker cannot be built or called (bad spec, unreachable endpoint, a cluster without
     the ``text_similarity_reranker`` retriever). Names the reranker and the way out."""

@@ -8,12 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from esrag.errors import NotIndexedError
+from esrag.errors import PageNotFound
 from esrag.model import Chunk
 
-
-class PageNotFound(NotIndexedError):
-    """No indexed page has the requested path (in the requested corpus / version)."""
+__all__ = ["Page", "PageNotFound", "Section", "get_page", "reassemble"]
 
 
 @dataclass(slots=True)
@@ -91,9 +89,7 @@ def get_page(store: Any, path: str, corpus: str | None = None, doc_version: str 
         where = "".join(f" {k} {v!r}" for k, v in (("in corpus", corpus), ("version", doc_version)) if v is not None)
         raise PageNotFound(f"no indexed page {clean!r}{where}; `esrag status` lists the corpora, and a hit's "
                            "source_path is the PATH to ask for")
-    first = chunks[0]
-    keys = sorted({(c.corpus, c.doc_version) for c in chunks})
-    pick = (first.corpus, "") if (first.corpus, "") in keys else keys[0]
+    pick = min((c.corpus, c.doc_version) for c in chunks)  # '' (unversioned) sorts first
     chunks = sorted((c for c in chunks if (c.corpus, c.doc_version) == pick), key=lambda c: c.position)
     page_url = chunks[0].url.split("#", 1)[0] if chunks[0].url else ""
     sections = [Section(c.section_path, c.anchor, c.url, c.start_line, c.end_line, c.text) for c in chunks]

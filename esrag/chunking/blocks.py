@@ -140,9 +140,7 @@ def parse_blocks(text: str) -> list[Block]:
         level, anchor = 0, ""
         if kind is BlockKind.HEADER:
             level, title, anchor = token_content
-            if not anchor:
-                lead = _leading_anchor(blocks)
-                anchor = lead
+            anchor = anchor or _leading_anchor(blocks)
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
