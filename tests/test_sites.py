@@ -293,3 +293,12 @@ def test_ask_citations_carry_the_link():
                   url="https://laravel.com/docs/12.x/scheduling#introduction", anchor="introduction")
     found, unsupported = match_citations(["Task Scheduling > Introduction"], group_sources([Hit(chunk, 1.0)]))
     assert unsupported == [] and found[0]["url"] == "https://laravel.com/docs/12.x/scheduling#introduction"
+
+
+def test_docusaurus_route_base_path(tmp_path):
+    (tmp_path / "docusaurus.config.js").write_text("module.exports = {url: 'https://d.example', baseUrl: '/proj/',\n"
+                                                   "  presets: [['classic', {docs: {routeBasePath: '/'}}]]};\n")
+    (tmp_path / "docs").mkdir()
+    where = resolve_site(tmp_path)
+    assert where.base_url == "https://d.example/proj/"
+    assert where.page_url(Document("docs/guides/02-setup.md", "")) == "https://d.example/proj/guides/setup"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Document

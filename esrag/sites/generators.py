@@ -11,7 +11,8 @@ Looked for in the ingested folder and its parent (so ``esrag ingest repo/docs`` 
 * Sphinx ``conf.py`` (also ``docs/``, ``source/``, ``doc/``): ``html_baseurl``,
   ``html_file_suffix``; a ``builder: dirhtml`` in ``.readthedocs.y(a)ml`` or a ``dirhtml``
   default in the Makefile picks ``sphinx-dirhtml``;
-* ``docusaurus.config.{js,ts,mjs}``: ``url`` + ``baseUrl`` + ``docs/``;
+* ``docusaurus.config.{js,ts,mjs}``: ``url`` + ``baseUrl`` + the docs plugin's
+  ``routeBasePath`` (default ``docs``; ``"/"`` for docs-only sites);
 * Hugo ``hugo.{toml,yaml,json}`` / ``config.toml`` beside ``content/``: ``baseURL``,
   ``contentDir`` (top level, or the default language's).
 """
@@ -111,8 +112,10 @@ def _docusaurus(folder: Path) -> Detected | None:
             text = path.read_text(encoding="utf-8", errors="replace")
             url = re.search(r"\burl:\s*['\"]([^'\"]+)['\"]", text)
             base = re.search(r"\bbaseUrl:\s*['\"]([^'\"]+)['\"]", text)
-            full = re.sub(r"(?<!:)/{2,}", "/", f"{url.group(1)}/{base.group(1) if base else ''}/") if url else ""
-            return Detected("docusaurus", folder / "docs", f"{full}docs/" if full else "", config=path)
+            route = re.search(r"\brouteBasePath:\s*['\"]([^'\"]*)['\"]", text)
+            prefix = (route.group(1) if route else "docs").strip("/")
+            full = re.sub(r"(?<!:)/{2,}", "/", f"{url.group(1)}/{base.group(1) if base else ''}/{prefix}/") if url else ""
+            return Detected("docusaurus", folder / "docs", full, config=path)
     return None
 
 
