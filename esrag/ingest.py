@@ -61,6 +61,9 @@ class IngestSummary:
     # distinct passages whose vector came from the embedding cache (ingest.cache_embeddings)
     embeddings_cached: int = 0
     failures: list[Failure] = field(default_factory=list)
+    # files indexed with a problem: an include left unresolved (missing, outside the tree, a
+    # cycle; the directive kept as text) or a reStructuredText error ("line N: …")
+    warnings: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
     embed_seconds: float = 0.0
     # LLM enrichment (``--enrich``): calls made, cache hits, chunks (or PF fields) left empty
@@ -99,6 +102,7 @@ class Observer:
     def embed_queued(self, n: int) -> None: ...
     def embedded(self, n: int) -> None: ...
     def failure(self, failure: Failure) -> None: ...
+    def warning(self, warning: Failure) -> None: ...
 
 
 def meta_hash(chunk: Chunk) -> str:
@@ -252,7 +256,13 @@ class Ingester:
         """The file's document and chunks, or None (failure recorded; its old chunks are kept)."""
         try:
             doc = load_document(src, corpus, self.max_file_bytes)
-            return doc, self.chunker.chunk(doc)
+            if src.root is not None:
+                doc.source, doc.root = str(src.path), str(src.root)
+            chunks = self.chunker.chunk(doc)
+            for problem in doc.problems:
+                summary.warnings.append(Failure(src.rel, problem))
+                self.observer.warning(Failure(src.rel, problem))
+            return doc, chunks
         except EsragError as exc:
             self._fail(summary, Failure(src.rel, str(exc).removeprefix(f"{src.rel}: ")))
         except Exception as exc:  # a chunker plugin may fail in any way; one file never aborts the ingest

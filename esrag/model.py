@@ -48,6 +48,11 @@ class Document:
         corpus: name of the corpus the document belongs to.
         title: the document title (first level-1 header or front-matter ``title``), if any.
         metadata: free-form metadata copied onto every chunk (``authority``, ``language``…).
+        source: absolute path of the file on disk (include directives resolve relative to it).
+        root: absolute path of the tree include directives may read from (the ingested tree);
+            includes resolve only when ``source`` and ``root`` are set, and never outside it.
+        problems: one-line messages a chunker left about this document (an include left
+            unresolved, a reStructuredText error: ``"line N: …"``); ingest reports them.
     """
 
     path: str
@@ -55,6 +60,9 @@ class Document:
     corpus: str = "default"
     title: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None
+    root: str | None = None
+    problems: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -68,6 +76,8 @@ class Block:
         section_path: titles of the enclosing headers, outermost first; for a header block
             this includes the header's own title.
         level: header level 1–6 for header blocks, else 0.
+        anchor: an explicit id of a header block (attr-list ``{#id}``, ``<a name|id>`` before
+            it, docutils section id). Empty = none given.
     """
 
     kind: BlockKind
@@ -76,6 +86,7 @@ class Block:
     end_line: int
     section_path: tuple[str, ...] = ()
     level: int = 0
+    anchor: str = ""
 
     @property
     def is_body(self) -> bool:
