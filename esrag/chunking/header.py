@@ -32,7 +32,7 @@ from esrag.tokens import count_tokens
 
 TAU_MAX = 1500
 TAU_MIN = 100
-MAX_BLOCK_TOKENS = 480
+MAX_BLOCK_TOKENS = 0  # the seed's rule (a block is never split); esrag's settings default is 480
 _CLOSING_KINDS = (BlockKind.CODE, BlockKind.TABLE, BlockKind.FRONT_MATTER, BlockKind.BLOCKQUOTE)
 _FRONT_MATTER_TITLE = re.compile(r"^title:\s*['\"]?(.+?)['\"]?\s*$", re.MULTILINE)
 
@@ -55,9 +55,10 @@ class HeaderChunker:
         tau_max: soft maximum chunk length in characters (default 1,500); a single block longer
             than this is not split for length in characters.
         tau_min: chunks shorter than this many characters are merged (default 100).
-        max_block_tokens: hard cap of a chunk in cl100k tokens (0 = none): a block over it is
-            split at its seams (:mod:`esrag.chunking.split`), and neither grouping nor the
-            merge pass joins blocks beyond it.
+        max_block_tokens: hard cap of a chunk in cl100k tokens (0 = none, the seed's rule and
+            this class's default; ``[chunking] max_block_tokens`` defaults to 480): a block over
+            it is split at its seams (:mod:`esrag.chunking.split`), and neither grouping nor
+            the merge pass joins blocks beyond it.
         rst_suffixes: file suffixes read as reStructuredText (:mod:`esrag.formats`).
 
     The document is read by its format first (:func:`esrag.formats.parse`: Markdown, MDX,
@@ -115,9 +116,13 @@ class HeaderChunker:
                                      or self._over_cap(cur.blocks[0], block, lines)):
                     groups.append(cur)
                     cur = _Group()
-            elif not cur.blocks and groups and block.text.lstrip().startswith("</"):
+            elif not cur.blocks and groups and block.text.lstrip().startswith("</") \
+                    and not self._over_cap(groups[-1].blocks[0], block, lines):
                 groups[-1].blocks.append(block)
                 continue
+            elif cur.has_body and self._over_cap(cur.blocks[0], block, lines):
+                groups.append(cur)
+                cur = _Group()
             cur.blocks.append(block)
             if block.is_body:
                 cur.has_body = True
