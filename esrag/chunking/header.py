@@ -93,9 +93,10 @@ class HeaderChunker:
         doc.problems.extend(p for p in parsed.problems if p not in doc.problems)
         if doc.title is None:
             doc.title = document_title(parsed.blocks, doc.path)
-        lines, line_map, blocks = split_oversize(parsed.lines, parsed.line_map, parsed.blocks, self.max_block_tokens)
+        lines, line_map, end_map, blocks = split_oversize(parsed.lines, parsed.line_map, parsed.blocks,
+                                                          self.max_block_tokens, parsed.end_map)
         pieces = self.merge_small(self.group(blocks, lines))
-        return finalize(doc, [_to_source(p, line_map) for p in pieces])
+        return finalize(doc, [_to_source(p, line_map, end_map) for p in pieces])
 
     def group(self, blocks: list[Block], lines: list[str]) -> list[Piece]:
         """Grouping rules 1–3: pieces whose body blocks all come from one section.
@@ -190,12 +191,12 @@ def _piece(group: _Group, lines: list[str]) -> Piece:
     return Piece(text, group.section_path(), first.start_line, last.end_line)
 
 
-def _to_source(piece: Piece, line_map: list[int]) -> Piece:
+def _to_source(piece: Piece, line_map: list[int], end_map: list[int]) -> Piece:
     """``piece`` with its span in source lines (its text stays the resolved text)."""
     if not line_map:
         return piece
     start = line_map[min(piece.start_line, len(line_map)) - 1]
-    end = line_map[min(piece.end_line, len(line_map)) - 1]
+    end = end_map[min(piece.end_line, len(end_map)) - 1]
     return Piece(piece.text, piece.section_path, start, max(start, end))
 
 

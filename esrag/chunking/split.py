@@ -12,8 +12,9 @@ that travel with it into its chunk) is cut into consecutive pieces, each within 
 Nothing is cut inside a line, unless a single line is itself over the budget: such a line is
 cut at sentence ends, then at spaces (a table row never: it stays whole, over the budget).
 Front matter is never split. Each piece is its own block of the same kind, section path and
-level; its lines keep their source lines (repeated header/fence lines map to the line they
-repeat), so chunks keep the right line spans.
+level; its lines keep their source lines, and a repeated header row or re-opened fence maps to
+the piece's first own line (a closing fence added to a piece to its last), so every piece's
+span is the source lines it shows.
 """
 
 from __future__ import annotations
@@ -29,52 +30,55 @@ _FENCE_OPEN = re.compile(r"^(\s*)(`{3,}|~{3,})")
 _SENTENCE_END = re.compile(r"[.!?:;][)\"'\]*_`]*$")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
-Line = tuple[str, int]  # (text, source line)
+Line = tuple[str, tuple[int, int]]  # (text, (first, last) source line)
 
 
-def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], cap: int
-                   ) -> tuple[list[str], list[int], list[Block]]:
+def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], cap: int,
+                   end_map: list[int] | None = None) -> tuple[list[str], list[int], list[int], list[Block]]:
     """Lines, line map and blocks with every oversize block replaced by its pieces.
 
     Args:
         lines: the document's (resolved) lines; ``blocks`` index them 1-based.
-        line_map: source line of each line.
+        line_map: first source line of each line.
         blocks: blocks in document order.
         cap: maximum cl100k tokens of a chunk's text (0 or less: nothing is split).
+        end_map: last source line of each line (default: ``line_map``).
 
     Returns:
-        New ``(lines, line_map, blocks)``; unchanged when nothing is over budget. Pieces of one
-        block are separated by one blank line.
+        New ``(lines, line_map, end_map, blocks)``; unchanged when nothing is over budget.
+        Pieces of one block are separated by one blank line.
     """
+    end_map = end_map if end_map is not None else line_map
     if cap <= 0:
-        return lines, line_map, blocks
+        return lines, line_map, end_map, blocks
     budgets = _budgets(blocks, cap)
     todo = {i for i, b in enumerate(blocks) if b.kind is not BlockKind.FRONT_MATTER and b.is_body
             and len(b.text.encode()) > budgets[i] and count_tokens(b.text) > budgets[i]}
     if not todo:
-        return lines, line_map, blocks
+        return lines, line_map, end_map, blocks
+    spans = list(zip(line_map, end_map))
     out_lines: list[str] = []
-    out_map: list[int] = []
+    out_spans: list[tuple[int, int]] = []
     out_blocks: list[Block] = []
     pos = 0
     for i, block in enumerate(blocks):
         out_lines.extend(lines[pos : block.start_line - 1])
-        out_map.extend(line_map[pos : block.start_line - 1])
-        own = [(lines[j], line_map[j]) for j in range(block.start_line - 1, block.end_line)]
+        out_spans.extend(spans[pos : block.start_line - 1])
+        own = [(lines[j], spans[j]) for j in range(block.start_line - 1, block.end_line)]
         pieces = split_block(block.kind, own, budgets[i], cap) if i in todo else [own]
         for k, piece in enumerate(pieces):
             if k:
                 out_lines.append("")
-                out_map.append(out_map[-1])
+                out_spans.append(out_spans[-1])
             start = len(out_lines) + 1
             out_lines.extend(t for t, _ in piece)
-            out_map.extend(s for _, s in piece)
+            out_spans.extend(s for _, s in piece)
             out_blocks.append(Block(block.kind, "\n".join(t for t, _ in piece), start, len(out_lines),
                                     block.section_path, block.level, block.anchor))
         pos = block.end_line
     out_lines.extend(lines[pos:])
-    out_map.extend(line_map[pos:])
-    return out_lines, out_map, out_blocks
+    out_spans.extend(spans[pos:])
+    return out_lines, [a for a, _ in out_spans], [b for _, b in out_spans], out_blocks
 
 
 def _budgets(blocks: list[Block], cap: int) -> list[int]:
@@ -157,7 +161,7 @@ def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, prefix: S
     def close() -> None:
         nonlocal cur
         if cur:
-            pieces.append([*prefix, *cur, *suffix])
+            pieces.append(cur)
             cur = []
 
     for unit in units:
@@ -183,7 +187,9 @@ def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, prefix: S
                     close()
                 cur.append((part, ln[1]))
     close()
-    return pieces
+    last = len(pieces) - 1
+    return [[*(prefix if k == 0 else [(t, body[0][1]) for t, _ in prefix]), *body,
+             *(suffix if k == last else [(t, body[-1][1]) for t, _ in suffix])] for k, body in enumerate(pieces)]
 
 
 def _cut_line(text: str, budget: int) -> list[str]:

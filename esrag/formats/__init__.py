@@ -57,4 +57,4 @@ def _parse_markdown(text: str, doc: Document) -> Parsed:
     ctx = context_for(file, Path(doc.root)) if file is not None else None
     res = resolve(text, ctx)
     blocks = parse_blocks("\n".join(res.lines))
-    return Parsed(res.lines, blocks, res.line_map, res.problems, res.dependencies)
+    return Parsed(res.lines, blocks, res.line_map, problems=res.problems, dependencies=res.dependencies)

@@ -20,6 +20,8 @@ class Parsed:
             indices into ``lines``.
         line_map: ``line_map[i]`` is the 1-based source line of ``lines[i]`` (included or
             rendered lines map to the line of the directive or construct they came from).
+        end_map: ``end_map[i]`` is the last source line ``lines[i]`` stands for (a rendered
+            reStructuredText title covers its text and underline lines); None: ``line_map``.
         problems: one-line messages (``"line N: …"``) about includes left unresolved or
             reStructuredText errors; the document is indexed anyway.
         dependencies: absolute paths of included files.
@@ -28,6 +30,7 @@ class Parsed:
     lines: list[str]
     blocks: list[Block]
     line_map: list[int]
+    end_map: list[int] | None = None
     problems: list[str] = field(default_factory=list)
     dependencies: set[Path] = field(default_factory=set)
 

@@ -57,7 +57,11 @@ _SKIP = (nodes.comment, nodes.target, nodes.substitution_definition, nodes.syste
 
 
 class _AnyOptions(dict):
-    """An option spec that accepts every option (its value kept as text)."""
+    """An option spec that accepts every option (its value kept as text). Never empty: docutils
+    refuses all options when a directive's spec is falsy."""
+
+    def __init__(self) -> None:
+        super().__init__(name=directives.unchanged)
 
     def __missing__(self, key: str):
         return directives.unchanged
@@ -299,6 +303,10 @@ class _Renderer:
                 anchor = child["ids"][0] if child["ids"] else ""
                 self.items.append((BlockKind.HEADER, ["#" * min(depth + 1, 6) + " " + title], line, sub, depth + 1, anchor))
                 self.walk(child, depth + 1, sub)
+            elif isinstance(child, nodes.system_message):
+                kept = [n for n in child.findall(nodes.literal_block)] if child["level"] >= 3 else []
+                for lit in kept:  # the source docutils could not parse stays as text
+                    self.items.append((BlockKind.PARAGRAPH, lit.astext().rstrip("\n").split("\n"), self._line(child), path, 0, ""))
             elif isinstance(child, nodes.title) or isinstance(child, _SKIP) or isinstance(child, nodes.Invisible):
                 continue
             elif isinstance(child, (nodes.container, nodes.compound, nodes.topic, nodes.sidebar)) and not isinstance(child, nodes.Admonition):
@@ -395,6 +403,7 @@ class _Renderer:
         """The blocks in source order with spans: each ends before the next one starts."""
         lines: list[str] = []
         line_map: list[int] = []
+        end_map: list[int] = []
         blocks: list[Block] = []
         starts = [max(1, it[2]) for it in self.items]
         for i, (kind, text_lines, _, path, level, anchor) in enumerate(self.items):
@@ -405,10 +414,13 @@ class _Renderer:
                 end -= 1
             if lines:
                 lines.append("")
-                line_map.append(line_map[-1])
+                line_map.append(end_map[-1])
+                end_map.append(end_map[-1])
             first = len(lines) + 1
+            last = len(text_lines) - 1
             for j, ln in enumerate(text_lines):
                 lines.append(ln)
-                line_map.append(min(start + j, end) if j < len(text_lines) - 1 else end)
+                line_map.append(min(start + j, end))
+                end_map.append(end if j == last else min(start + j, end))
             blocks.append(Block(kind, "\n".join(text_lines), first, len(lines), path, level, anchor))
-        return Parsed(lines, blocks, line_map)
+        return Parsed(lines, blocks, line_map, end_map)
