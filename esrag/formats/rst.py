@@ -42,7 +42,7 @@ SPHINX_SETTINGS = {
     "report_level": 5,
     "file_insertion_enabled": True,
     "raw_enabled": False,
-    "input_encoding": "unicode",
+    "input_encoding": "utf-8-sig",
     "_disable_config": True,
     "smart_quotes": False,
 }
@@ -80,11 +80,15 @@ class _Fallback(Directive):
         box.source, box.line = self.state_machine.get_source_and_line(self.lineno)
         label = _LABELS.get(self.name.split(":")[-1])
         args = " ".join(self.arguments)
-        head = f"{label} {args}".strip() if label else args
-        if head:
-            para = nodes.paragraph(head, head)
+        if label:  # Sphinx's VersionChange: the version, then inline text on the following lines
+            version, _, rest = args.partition("\n") if "\n" in args else args.partition(" ") if self.name != "seealso" else ("", "", args)
+            args = f"{label} {version}".strip() + (":" if rest.strip() else "") + ("\n" + rest if rest.strip() else "")
+        if args.strip():
+            inline, messages = self.state.inline_text(args, self.lineno)
+            para = nodes.paragraph(args, "", *inline)
             para.source, para.line = box.source, box.line
             box += para
+            box += messages
         if self.content:
             self.state.nested_parse(self.content, self.content_offset, box)
         return [box]
