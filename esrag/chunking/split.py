@@ -113,9 +113,38 @@ def split_block(kind: BlockKind, lines: list[Line], first_budget: int, budget: i
             close = (m.group(1) + fence, (lines[-1] if closed else lines[0])[1])
             return _pack([[ln] for ln in body], first_budget, budget, prefix=[lines[0]], suffix=[close])
         return _pack([[ln] for ln in lines], first_budget, budget)
-    if kind is BlockKind.LIST:
-        return _pack(_items(lines), first_budget, budget)
-    return _pack(_sentences(lines), first_budget, budget)
+    fenced = any(_FENCE_OPEN.match(t) for t, _ in lines)
+    slack = _FENCE_SLACK if fenced else 0  # room to close and re-open a fence cut by a piece
+    units = _items(lines) if kind is BlockKind.LIST else _sentences(lines)
+    pieces = _pack(units, first_budget - slack, budget - slack)
+    return _mend_fences(pieces) if fenced else pieces
+
+
+_FENCE_SLACK = 24
+
+
+def _mend_fences(pieces: list[list[Line]]) -> list[list[Line]]:
+    """Pieces in which a fenced code block cut by a piece boundary is closed at the end of the
+    piece and re-opened (same indent and info string) at the start of the next one."""
+    out: list[list[Line]] = []
+    opening: Line | None = None  # the open fence's first line
+    for piece in pieces:
+        cur = ([(opening[0], piece[0][1])] if opening else []) + list(piece)
+        for text, _ in piece:
+            m = _FENCE_OPEN.match(text)
+            if not m:
+                continue
+            if opening is None:
+                opening = (text, (0, 0))
+            else:
+                om = _FENCE_OPEN.match(opening[0])
+                if m.group(2)[0] == om.group(2)[0] and len(m.group(2)) >= len(om.group(2)) and not text.strip().strip(m.group(2)[0]):
+                    opening = None
+        if opening is not None:
+            om = _FENCE_OPEN.match(opening[0])
+            cur.append((om.group(1) + om.group(2), piece[-1][1]))
+        out.append(cur)
+    return out
 
 
 def _items(lines: list[Line]) -> list[list[Line]]:
