@@ -177,3 +177,31 @@ def test_async_book_every_include_resolves_and_spans_stay_on_the_page():
     hit = [c for c in chunker.chunk(doc) if "block_on(future); // `future` is run" in c.text]
     assert len(hit) == 1 and hit[0].start_line <= 26 <= hit[0].end_line
     assert "block_on(future)" not in doc.text
+
+
+def test_esrag_chunk_shows_the_resolved_text_of_a_chapter_and_an_rst_page(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    esrag = str(Path(sys.executable).with_name("esrag"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ESRAG_")}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([esrag, "chunk", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+    chapter = ASYNC_BOOK / "src/01_getting_started/04_async_await_primer.md"
+    chunks = json.loads(run(str(chapter), "--json").stdout)
+    text = "\n".join(c["text"] for c in chunks)
+    assert "block_on(future); // `future` is run" in text and "{{#include" not in text
+    shown = run(str(chapter), "--text")
+    assert shown.returncode == 0 and "fn main() {" in shown.stdout and "lines 25-27" in shown.stdout
+    rst = json.loads(run(str(DATA / "corpora/requests-docs/docs/user/quickstart.rst"), "--json").stdout)
+    assert rst[0]["section_path"] == "Quickstart" and rst[0]["start_line"] == 3  # after the `.. _quickstart:` label
+    assert any(c["section_path"] == "Quickstart > Make a Request" for c in rst)
+    broken = tmp_path / "page.md"
+    (tmp_path / "book.toml").write_text("[book]\n")
+    broken.write_text("# P\n\n{{#include missing.rs}}\n")
+    proc = run(str(broken))
+    assert proc.returncode == 0 and "page.md: line 3: {{#include missing.rs}}: no such file missing.rs" in proc.stderr
