@@ -260,7 +260,7 @@ def _print_summary(s: IngestSummary) -> None:
     for f in s.failures:
         err.print(f"[red]failed[/red] {escape(f.path)}: {escape(f.error)}")
     for w in s.warnings:
-        err.print(f"[yellow]warning[/yellow] {escape(w.path)}: {escape(w.error)} (file indexed)")
+        err.print(f"[yellow]warning[/yellow] {escape(w.path)}: {escape(w.error)} (file indexed)", soft_wrap=True)
 
 
 @main.command()
@@ -417,7 +417,7 @@ def chunk(file: Path, chunker: str | None, as_json: bool, show_text: bool = Fals
                    source=str(file.resolve()), root=str(project_root(file)))
     chunks = make_chunker(settings, chunker).chunk(doc)
     for problem in doc.problems:
-        err.print(f"[yellow]warning[/yellow] {escape(str(file))}: {escape(problem)}")
+        err.print(f"[yellow]warning[/yellow] {escape(str(file))}: {escape(problem)}", soft_wrap=True)
     if as_json:
         _print_json([
             {"id": c.id, "section_path": c.section_path, "start_line": c.start_line, "end_line": c.end_line,
