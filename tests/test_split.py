@@ -12,7 +12,7 @@ from esrag.chunking.blocks import parse_blocks
 from esrag.chunking.header import HeaderChunker
 from esrag.chunking.split import split_block, split_oversize
 from esrag.config import Settings
-from esrag.model import BlockKind, Document
+from esrag.model import BlockKind
 from esrag.sources import discover, load_document
 from esrag.tokens import count_tokens
 
