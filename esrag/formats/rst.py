@@ -14,7 +14,8 @@ kinds.
 Sphinx directives and roles that docutils does not know are registered as permissive
 fallbacks before parsing, so they never fail a file and their text stays: a directive shows
 its arguments and parses its content (``versionadded:: 2.0`` -> ``Added in version 2.0``,
-``autofunction:: requests.get`` -> ``requests.get``), a role shows its title (``:class:`Response
+``autofunction:: requests.get`` -> ``requests.get``; directives that render nothing visible,
+such as ``module`` or ``index``, are dropped), a role shows its title (``:class:`Response
 <requests.Response>``` -> ``Response``; ``~a.b.C`` -> ``C``). ``code-block``/``sourcecode`` are
 literal blocks; ``literalinclude`` and ``include`` read files relative to the including file,
 only inside the ingested tree. Errors (docutils level >= 3) are reported as ``"line N: …"``.
@@ -92,6 +93,23 @@ class _Fallback(Directive):
         if self.content:
             self.state.nested_parse(self.content, self.content_offset, box)
         return [box]
+
+
+class _Invisible(Directive):
+    """Sphinx directives that render nothing a reader sees (``module``, ``currentmodule``,
+    ``highlight``, ``index``…): parsed and dropped, so no noise enters the text."""
+
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        return []
+
+
+_INVISIBLE = ("module", "currentmodule", "highlight", "index", "default-role", "sectionauthor", "codeauthor",
+              "tabularcolumns", "py:module", "py:currentmodule")
 
 
 class _CodeBlock(Directive):
@@ -235,7 +253,9 @@ def _register(text: str) -> None:
             directives.register_directive(name, _CodeBlock)
         directives.register_directive("literalinclude", _LiteralInclude)
         directives.register_directive("include", _Include)
-        _REGISTERED.add("")
+        for name in _INVISIBLE:
+            directives.register_directive(name, _Invisible)
+        _REGISTERED.update(("", *_INVISIBLE))
     from docutils.parsers.rst.languages import en
 
     for name in set(_DIRECTIVE_NAME.findall(text)):
