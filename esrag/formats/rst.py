@@ -316,6 +316,7 @@ class _Renderer:
         self.source_path = source_path
         self.include_lines = include_lines
         self.items: list[tuple[BlockKind, list[str], int, tuple[str, ...], int, str]] = []
+        self.title_ends: dict[int, int] = {}
 
     def walk(self, node: nodes.Element, depth: int, path: tuple[str, ...]) -> None:
         for child in node.children:
@@ -326,6 +327,8 @@ class _Renderer:
                 sub = (*path, title) if title else path
                 anchor = child["ids"][0] if child["ids"] else ""
                 self.items.append((BlockKind.HEADER, ["#" * min(depth + 1, 6) + " " + title], line, sub, depth + 1, anchor))
+                if title:  # a title ends at its underline
+                    self.title_ends[len(self.items) - 1] = self._line(child[0])
                 self.walk(child, depth + 1, sub)
             elif isinstance(child, nodes.system_message):
                 kept = [n for n in child.findall(nodes.literal_block)] if child["level"] >= 3 else []
@@ -433,7 +436,7 @@ class _Renderer:
         for i, (kind, text_lines, _, path, level, anchor) in enumerate(self.items):
             start = starts[i]
             nxt = next((s for s in starts[i + 1 :] if s > start), len(self.source) + 1)
-            end = max(start, nxt - 1)
+            end = max(start, min(nxt - 1, self.title_ends.get(i, nxt - 1)))
             while end > start and end - 1 < len(self.source) and not self.source[end - 1].strip():
                 end -= 1
             if lines:
