@@ -70,6 +70,12 @@ def test_mdbook_include_forms_follow_links_rs(tmp_path):
     assert p.line_map[p.lines.index("tail line")] == 10
 
 
+def test_playground_and_title(tmp_path):
+    root = _book(tmp_path, "{{#title A better title}}\n# Ch\n{{#playground ../examples/lib.rs editable}}\n")
+    p = parse(_doc(root, "src/ch.md"))
+    assert p.lines[0] == "" and p.lines[2] == "```rust" and p.lines[3] == "use std::io;" and p.lines[-2:] == ["```", ""]
+
+
 def test_rustdoc_include_shows_only_the_selected_visible_lines(tmp_path):
     root = _book(tmp_path, "```rust\n{{#rustdoc_include ../examples/lib.rs:main}}\n```\n")
     text = "\n".join(parse(_doc(root, "src/ch.md")).lines)

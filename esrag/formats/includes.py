@@ -5,7 +5,8 @@ Two preprocessors are reproduced, each from its own source:
 * mdBook's ``links`` preprocessor (``src/preprocess/links.rs`` and ``take_lines.rs``, mdBook
   0.4/0.5): ``{{#include path}}``, ``{{#include path:anchor}}``, ``{{#include path:N}}``,
   ``{{#include path:start:end}}``, ``{{#include path:start:}}``, ``{{#include path::end}}``
-  and ``{{#rustdoc_include …}}`` with the same range forms; ``\\{{#…}}`` is an escape. Paths are
+  and ``{{#rustdoc_include …}}`` with the same range forms, ``{{#playground path}}`` (the file
+  in a Rust fence) and ``{{#title …}}`` (shows nothing); ``\\{{#…}}`` is an escape. Paths are
   relative to the including file; included text is itself resolved (up to 10 levels, as
   mdBook). Lines holding ``ANCHOR:`` / ``ANCHOR_END:`` markers are dropped from anchored
   includes. ``rustdoc_include`` passes the whole file to rustdoc but shows only the selected
@@ -187,7 +188,11 @@ def _mdbook_text(s: str, base: Path, ctx: IncludeContext, stack: tuple[Path, ...
             prev = m.end()
             continue
         kind, rest = m.group(1), m.group(2)
-        if kind not in ("include", "rustdoc_include"):
+        if kind == "title":  # {{#title …}} sets the page's <title> and shows nothing
+            parts.append(s[prev : m.start()])
+            prev = m.end()
+            continue
+        if kind not in ("include", "rustdoc_include", "playground", "playpen"):
             continue
         parts.append(s[prev : m.start()])
         prev = m.end()
@@ -213,6 +218,8 @@ def _mdbook_render(kind: str, arg: str, base: Path, ctx: IncludeContext, stack: 
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()  # Rust's str::lines() drops the final empty line
+    if kind in ("playground", "playpen"):  # the whole file in a runnable Rust fence
+        return "```rust\n" + "\n".join(lines) + "\n```", target
     anchor, rng = _parse_range_or_anchor(spec)
     if kind == "include":
         shown = _anchored(lines, anchor) if anchor is not None else lines[rng[0] : rng[1]]
