@@ -12,7 +12,7 @@ from esrag.chunking.blocks import parse_blocks
 from esrag.chunking.header import HeaderChunker
 from esrag.chunking.split import split_block, split_oversize
 from esrag.config import Settings
-from esrag.model import BlockKind
+from esrag.model import BlockKind, Document
 from esrag.sources import discover, load_document
 from esrag.tokens import count_tokens
 
@@ -70,6 +70,13 @@ def test_a_single_long_line_is_cut_at_sentences_only_when_alone_over_the_cap():
     pieces = split_block(BlockKind.PARAGRAPH, [(line, (5, 5))], 100)
     assert len(pieces) > 5 and " ".join(t for p in pieces for t, _ in p) == line
     assert all(count_tokens(p[0][0]) <= 100 and p[0][1] == (5, 5) for p in pieces)
+
+
+def test_an_oversize_html_block_is_split_at_lines():
+    text = "<div>\n" + "\n".join(f"<a href='#m{i}'>method number {i}</a>" for i in range(200)) + "\n</div>\n"
+    chunks = HeaderChunker(max_block_tokens=200).chunk(Document("h.md", text))
+    assert len(chunks) > 3 and all(c.tokens <= 200 for c in chunks)
+    assert "\n".join(c.text for c in chunks).count("<a href") == 200
 
 
 def test_split_oversize_keeps_spans_and_small_blocks():

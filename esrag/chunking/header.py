@@ -121,7 +121,7 @@ class HeaderChunker:
                     and not self._over_cap(groups[-1].blocks[0], block, lines):
                 groups[-1].blocks.append(block)
                 continue
-            elif cur.has_body and self._over_cap(cur.blocks[0], block, lines):
+            elif cur.blocks and self._over_cap(cur.blocks[0], block, lines):  # raw HTML past the cap
                 groups.append(cur)
                 cur = _Group()
             cur.blocks.append(block)

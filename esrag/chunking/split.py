@@ -7,7 +7,7 @@ that travel with it into its chunk) is cut into consecutive pieces, each within 
 * list: at its top-level items (an item too large on its own: at its lines);
 * table: at rows; every piece repeats the header row and the separator row;
 * fenced code: at lines; every piece re-opens the fence with its info string and closes it;
-* paragraph, block quote and the rest: at lines ending a sentence, else at any line end.
+* paragraph, block quote, raw HTML and the rest: at lines ending a sentence, else at any line end.
 
 Nothing is cut inside a line, unless a single line is itself over the budget: such a line is
 cut at sentence ends, then at spaces (a table row never: it stays whole, over the budget).
@@ -52,7 +52,7 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
     if cap <= 0:
         return lines, line_map, end_map, blocks
     budgets = _budgets(blocks, cap)
-    todo = {i for i, b in enumerate(blocks) if b.kind is not BlockKind.FRONT_MATTER and b.is_body
+    todo = {i for i, b in enumerate(blocks) if b.kind is not BlockKind.FRONT_MATTER and (b.is_body or b.kind is BlockKind.HTML)
             and len(b.text.encode()) > budgets[i] and count_tokens(b.text) > budgets[i]}
     if not todo:
         return lines, line_map, end_map, blocks
