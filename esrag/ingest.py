@@ -9,6 +9,10 @@ Each chunk is classified against the store's manifest of its corpus:
 and chunks the tree no longer produces are deleted — those of edited files, of files that
 vanished, and of files the include/exclude patterns no longer select. Files that fail to read
 keep their old chunks (nothing is lost), are listed in the summary, and make the exit non-zero.
+Files indexed with a problem (an include left unresolved, a reStructuredText error) are listed
+under ``warnings`` (file, ``"line N: …"``) and leave the exit code alone. A page is re-read with
+its includes on every ingest and a chunk's content hash covers its resolved text, so an edit to
+an included file re-embeds exactly the chunks of the pages that show it.
 
 Crash safety: new and changed chunks are written before stale ones are deleted, each write is
 idempotent by id, and classification is recomputed from the store on the next run, so an
@@ -64,6 +68,9 @@ class IngestSummary:
     # pages left out on purpose (front matter ``draft: true`` / ``unlisted: true``): "path (draft)"
     skipped: list[str] = field(default_factory=list)
     doc_version: str = ""
+    # files indexed with a problem: an include left unresolved (missing, outside the tree, a
+    # cycle; the directive kept as text) or a reStructuredText error ("line N: …")
+    warnings: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
     embed_seconds: float = 0.0
     # LLM enrichment (``--enrich``): calls made, cache hits, chunks (or PF fields) left empty
@@ -102,6 +109,7 @@ class Observer:
     def embed_queued(self, n: int) -> None: ...
     def embedded(self, n: int) -> None: ...
     def failure(self, failure: Failure) -> None: ...
+    def warning(self, warning: Failure) -> None: ...
 
 
 def meta_hash(chunk: Chunk) -> str:
@@ -272,9 +280,14 @@ class Ingester:
             if hidden:
                 summary.skipped.append(f"{src.rel} ({hidden})")
                 return doc, []  # left out: its chunks from earlier ingests are removed
+            if src.root is not None:
+                doc.source, doc.root = str(src.path), str(src.root)
             chunks = self.chunker.chunk(doc)
             if self.site is not None:
                 self.site.apply(doc, chunks)
+            for problem in doc.problems:
+                summary.warnings.append(Failure(src.rel, problem))
+                self.observer.warning(Failure(src.rel, problem))
             return doc, chunks
         except EsragError as exc:
             self._fail(summary, Failure(src.rel, str(exc).removeprefix(f"{src.rel}: ")))

@@ -53,6 +53,11 @@ class Document:
         headers: the document's headers in order, filled by the header chunker (what the site
             layer, :mod:`esrag.sites`, turns into anchors).
         front_matter: the parsed YAML/TOML front matter ({} when none).
+        source: absolute path of the file on disk (include directives resolve relative to it).
+        root: absolute path of the tree include directives may read from (the ingested tree);
+            includes resolve only when ``source`` and ``root`` are set, and never outside it.
+        problems: one-line messages a chunker left about this document (an include left
+            unresolved, a reStructuredText error: ``"line N: …"``); ingest reports them.
     """
 
     path: str
@@ -63,6 +68,9 @@ class Document:
     doc_version: str = ""
     headers: list[Heading] = field(default_factory=list)
     front_matter: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None
+    root: str | None = None
+    problems: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

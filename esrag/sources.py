@@ -20,10 +20,12 @@ from esrag.model import Document
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A file to ingest: absolute path and its POSIX path relative to the ingested root."""
+    """A file to ingest: absolute path, its POSIX path relative to the ingested root, and that
+    root (the tree its include directives may read from; None: includes are not resolved)."""
 
     path: Path
     rel: str
+    root: Path | None = None
 
 
 def discover(root: Path, include: list[str], exclude: list[str]) -> list[SourceFile]:
@@ -36,17 +38,31 @@ def discover(root: Path, include: list[str], exclude: list[str]) -> list[SourceF
     """
     root = root.resolve()
     if root.is_file():
-        return [SourceFile(root, root.name)]
+        return [SourceFile(root, root.name, project_root(root))]
     if not root.is_dir():
         raise SourceError(str(root), "no such file or directory")
     inc = pathspec.PathSpec.from_lines("gitignore", include)
     exc = pathspec.PathSpec.from_lines("gitignore", exclude)
     out = [
-        SourceFile(root / rel, rel)
+        SourceFile(root / rel, rel, root)
         for rel in _candidates(root)
         if inc.match_file(rel) and not exc.match_file(rel)
     ]
     return sorted(out, key=lambda s: s.rel)
+
+
+_PROJECT_MARKERS = ("book.toml", "mkdocs.yml", "conf.py", ".git")
+
+
+def project_root(file: Path) -> Path:
+    """The tree a single file's includes may read from: the nearest ancestor directory holding
+    ``book.toml``, ``mkdocs.yml``, ``conf.py`` or ``.git`` (an mdBook, MkDocs, Sphinx or git
+    root), else the file's own directory."""
+    file = file.resolve()
+    for d in file.parents:
+        if any((d / m).exists() for m in _PROJECT_MARKERS):
+            return d
+    return file.parent
 
 
 def _candidates(root: Path) -> Iterator[str]:

@@ -25,11 +25,14 @@ import re
 from dataclasses import dataclass, field
 
 from esrag.chunking.base import Piece, finalize
-from esrag.chunking.blocks import normalize, parse_blocks
+from esrag.chunking.split import split_oversize
+from esrag.formats import RST_SUFFIXES, parse
 from esrag.model import SECTION_SEPARATOR, Block, BlockKind, Chunk, Document, Heading
+from esrag.tokens import count_tokens
 
 TAU_MAX = 1500
 TAU_MIN = 100
+MAX_BLOCK_TOKENS = 0  # the seed's rule (a block is never split); esrag's settings default is 480
 _CLOSING_KINDS = (BlockKind.CODE, BlockKind.TABLE, BlockKind.FRONT_MATTER, BlockKind.BLOCKQUOTE)
 _FRONT_MATTER_TITLE = re.compile(r"^title:\s*['\"]?(.+?)['\"]?\s*$", re.MULTILINE)
 
@@ -50,34 +53,53 @@ class HeaderChunker:
 
     Args:
         tau_max: soft maximum chunk length in characters (default 1,500); a single block longer
-            than this is never split.
+            than this is not split for length in characters.
         tau_min: chunks shorter than this many characters are merged (default 100).
+        max_block_tokens: hard cap of a chunk in cl100k tokens (0 = none, the seed's rule and
+            this class's default; ``[chunking] max_block_tokens`` defaults to 480): a block over
+            it is split at its seams (:mod:`esrag.chunking.split`), and neither grouping nor
+            the merge pass joins blocks beyond it.
+        rst_suffixes: file suffixes read as reStructuredText (:mod:`esrag.formats`).
+
+    The document is read by its format first (:func:`esrag.formats.parse`: Markdown, MDX,
+    reStructuredText, include directives resolved when ``doc.root`` is set); chunk texts are the
+    resolved text, and line spans are those of the source file.
     """
 
     name = "header"
 
-    def __init__(self, tau_max: int = TAU_MAX, tau_min: int = TAU_MIN) -> None:
+    def __init__(self, tau_max: int = TAU_MAX, tau_min: int = TAU_MIN, max_block_tokens: int = MAX_BLOCK_TOKENS,
+                 rst_suffixes: tuple[str, ...] = RST_SUFFIXES) -> None:
         if tau_min < 0 or tau_max <= 0 or tau_min > tau_max:
             raise ValueError(f"need 0 <= tau_min <= tau_max and tau_max > 0, got tau_min={tau_min}, tau_max={tau_max}")
+        if max_block_tokens < 0:
+            raise ValueError(f"max_block_tokens must be >= 0 (0 = no cap), got {max_block_tokens}")
         self.tau_max = tau_max
         self.tau_min = tau_min
+        self.max_block_tokens = max_block_tokens
+        self.rst_suffixes = tuple(rst_suffixes)
 
     @classmethod
     def from_settings(cls, chunking) -> HeaderChunker:
-        """A chunker with ``tau_max``/``tau_min`` from ``ChunkingSettings``."""
-        return cls(tau_max=chunking.tau_max, tau_min=chunking.tau_min)
+        """A chunker with ``tau_max``/``tau_min``/``max_block_tokens``/``rst_suffixes`` from
+        ``ChunkingSettings``."""
+        return cls(tau_max=chunking.tau_max, tau_min=chunking.tau_min, max_block_tokens=chunking.max_block_tokens,
+                   rst_suffixes=tuple(chunking.rst_suffixes))
 
     def chunk(self, doc: Document) -> list[Chunk]:
-        """Chunks of ``doc`` in document order; sets ``doc.title`` if it is unset and
-        ``doc.headers`` (every header block, for :mod:`esrag.sites`)."""
-        text = normalize(doc.text)
-        lines = text.split("\n")
-        blocks = parse_blocks(text)
+        """Chunks of ``doc`` in document order; sets ``doc.title`` if it is unset,
+        ``doc.headers`` (every header block with its source line, for :mod:`esrag.sites`) and
+        adds the format's problems (unresolved includes, reStructuredText errors) to
+        ``doc.problems``."""
+        parsed = parse(doc, self.rst_suffixes)
+        doc.problems.extend(p for p in parsed.problems if p not in doc.problems)
         if doc.title is None:
-            doc.title = document_title(blocks, doc.path)
-        doc.headers = headings(blocks)
+            doc.title = document_title(parsed.blocks, doc.path)
+        doc.headers = headings(parsed.blocks, parsed.line_map)
+        lines, line_map, end_map, blocks = split_oversize(parsed.lines, parsed.line_map, parsed.blocks,
+                                                          self.max_block_tokens, parsed.end_map)
         pieces = self.merge_small(self.group(blocks, lines))
-        return finalize(doc, pieces)
+        return finalize(doc, [_to_source(p, line_map, end_map) for p in pieces])
 
     def group(self, blocks: list[Block], lines: list[str]) -> list[Piece]:
         """Grouping rules 1–3: pieces whose body blocks all come from one section.
@@ -94,12 +116,17 @@ class HeaderChunker:
                     groups.append(cur)
                     cur = _Group()
             elif block.is_body:
-                if cur.has_body and _span_len(cur.blocks[0], block, lines) > self.tau_max:
+                if cur.has_body and (_span_len(cur.blocks[0], block, lines) > self.tau_max
+                                     or self._over_cap(cur.blocks[0], block, lines)):
                     groups.append(cur)
                     cur = _Group()
-            elif not cur.blocks and groups and block.text.lstrip().startswith("</"):
+            elif not cur.blocks and groups and block.text.lstrip().startswith("</") \
+                    and not self._over_cap(groups[-1].blocks[0], block, lines):
                 groups[-1].blocks.append(block)
                 continue
+            elif cur.blocks and self._over_cap(cur.blocks[0], block, lines):  # raw HTML past the cap
+                groups.append(cur)
+                cur = _Group()
             cur.blocks.append(block)
             if block.is_body:
                 cur.has_body = True
@@ -115,13 +142,29 @@ class HeaderChunker:
         cap = 2 * self.tau_max
         out: list[list[Piece]] = []
         for piece in pieces:
-            if out and _joined_len(out[-1]) < self.tau_min and _joined_len(out[-1]) + 2 + len(piece.text) <= cap:
+            if out and _joined_len(out[-1]) < self.tau_min and _joined_len(out[-1]) + 2 + len(piece.text) <= cap \
+                    and self._fits(out[-1] + [piece]):
                 out[-1].append(piece)
             else:
                 out.append([piece])
-        if len(out) >= 2 and _joined_len(out[-1]) < self.tau_min and _joined_len(out[-2]) + 2 + _joined_len(out[-1]) <= cap:
+        if len(out) >= 2 and _joined_len(out[-1]) < self.tau_min and _joined_len(out[-2]) + 2 + _joined_len(out[-1]) <= cap \
+                and self._fits(out[-2] + out[-1]):
             out[-2].extend(out.pop())
         return [_join(parts) for parts in out]
+
+    def _over_cap(self, first: Block, last: Block, lines: list[str]) -> bool:
+        """True when the text from ``first`` to ``last`` exceeds ``max_block_tokens``."""
+        if not self.max_block_tokens:
+            return False
+        text = "\n".join(lines[first.start_line - 1 : last.end_line])
+        return len(text.encode()) > self.max_block_tokens and count_tokens(text) > self.max_block_tokens
+
+    def _fits(self, parts: list[Piece]) -> bool:
+        """True when the joined parts stay within ``max_block_tokens`` (always without a cap)."""
+        if not self.max_block_tokens:
+            return True
+        text = "\n\n".join(p.text for p in parts)
+        return len(text.encode()) <= self.max_block_tokens or count_tokens(text) <= self.max_block_tokens
 
 
 def _anchors_before_headers(blocks: list[Block]) -> set[int]:
@@ -151,6 +194,15 @@ def _piece(group: _Group, lines: list[str]) -> Piece:
     return Piece(text, group.section_path(), first.start_line, last.end_line)
 
 
+def _to_source(piece: Piece, line_map: list[int], end_map: list[int]) -> Piece:
+    """``piece`` with its span in source lines (its text stays the resolved text)."""
+    if not line_map:
+        return piece
+    start = line_map[min(piece.start_line, len(line_map)) - 1]
+    end = end_map[min(piece.end_line, len(end_map)) - 1]
+    return Piece(piece.text, piece.section_path, start, max(start, end))
+
+
 def _joined_len(parts: list[Piece]) -> int:
     return sum(len(p.text) for p in parts) + 2 * (len(parts) - 1)
 
@@ -163,13 +215,16 @@ def _join(parts: list[Piece]) -> Piece:
     return Piece(text, longest.section_path, parts[0].start_line, parts[-1].end_line)
 
 
-def headings(blocks: list[Block]) -> list[Heading]:
-    """The header blocks of a document as :class:`Heading` records, in order."""
+def headings(blocks: list[Block], line_map: list[int] | None = None) -> list[Heading]:
+    """The header blocks of a document as :class:`Heading` records, in order; ``line_map``
+    (resolved line -> 1-based source line, :class:`esrag.formats.Parsed`) gives each its line in
+    the source file, as chunks' line spans are."""
     out = []
     for b in blocks:
         if b.kind is BlockKind.HEADER:
             title = b.section_path[-1] if b.section_path else ""
-            out.append(Heading(b.level, title, b.anchor, b.start_line, SECTION_SEPARATOR.join(b.section_path)))
+            line = line_map[min(b.start_line, len(line_map)) - 1] if line_map else b.start_line
+            out.append(Heading(b.level, title, b.anchor, line, SECTION_SEPARATOR.join(b.section_path)))
     return out
 
 

@@ -199,7 +199,8 @@ def default_arm(settings: Settings) -> Arm:
 def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, Any]] | None = None) -> Arm:
     """The arm ``name``: built-in (:data:`ARM_NAMES`), or defined in the config's ``[arms.NAME]``
     table (keys ``chunker`` — a name of :data:`CHUNKERS` or of an ``esrag.chunkers`` plugin —
-    ``tau_max``/``tau_min`` (header chunker, characters), ``embed_fields``, ``bm25_fields``,
+    ``tau_max``/``tau_min`` (header chunker, characters), ``max_block_tokens`` (its cap in cl100k
+    tokens, default 0: never split), ``embed_fields``, ``bm25_fields``,
     ``analyzer``, ``section_context`` and ``section_context_depth`` (:mod:`esrag.section_context`;
     α 0 when absent), ``description``, and a ``search`` table overriding the seed protocol's
     :class:`~esrag.config.SearchSettings`: ``rrf_k``, ``weights``, ``rank_window_size``).
@@ -211,9 +212,10 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
     if name in custom:
         spec = custom[name]
         chunker_name = str(spec.get("chunker", "header"))
-        if chunker_name == "header" and ("tau_max" in spec or "tau_min" in spec):
+        if chunker_name == "header" and ("tau_max" in spec or "tau_min" in spec or "max_block_tokens" in spec):
             tau_max, tau_min = int(spec.get("tau_max", 1500)), int(spec.get("tau_min", 100))
-            chunker = lambda docs: HeaderChunker(tau_max=tau_max, tau_min=tau_min)  # noqa: E731
+            cap = int(spec.get("max_block_tokens", 0))
+            chunker = lambda docs: HeaderChunker(tau_max=tau_max, tau_min=tau_min, max_block_tokens=cap)  # noqa: E731
         else:
             chunker = _chunker_factory(chunker_name, settings)
         embed = tuple(spec.get("embed_fields", TEXT_ONLY))

@@ -1,0 +1,244 @@
+"""Oversize blocks split at their own seams (issue 15; the seed's "a block is never split",
+App. N.1, meets real pages: a 7,348-token bullet list, a 2,643-token table).
+
+A block whose cl100k tokens exceed its budget (the cap ``max_block_tokens`` less the headers
+that travel with it into its chunk) is cut into consecutive pieces, each within the budget:
+
+* list: at its top-level items (an item too large on its own: at its lines);
+* table: at rows; every piece repeats the header row and the separator row;
+* fenced code: at lines; every piece re-opens the fence with its info string and closes it;
+* paragraph, block quote, raw HTML and the rest: at lines ending a sentence, else at any line end.
+
+Nothing is cut inside a line, unless a single line is itself over the budget: such a line is
+cut at sentence ends, then at spaces (a table row never: it stays whole, over the budget).
+Front matter is never split. Each piece is its own block of the same kind, section path and
+level; its lines keep their source lines, and a repeated header row or re-opened fence maps to
+the piece's first own line (a closing fence added to a piece to its last), so every piece's
+span is the source lines it shows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from esrag.model import Block, BlockKind
+from esrag.tokens import count_tokens
+
+_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
+_FENCE_OPEN = re.compile(r"^(\s*)(`{3,}|~{3,})")
+_SENTENCE_END = re.compile(r"[.!?:;][)\"'\]*_`]*$")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+Line = tuple[str, tuple[int, int]]  # (text, (first, last) source line)
+
+
+def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], cap: int,
+                   end_map: list[int] | None = None) -> tuple[list[str], list[int], list[int], list[Block]]:
+    """Lines, line map and blocks with every oversize block replaced by its pieces.
+
+    Args:
+        lines: the document's (resolved) lines; ``blocks`` index them 1-based.
+        line_map: first source line of each line.
+        blocks: blocks in document order.
+        cap: maximum cl100k tokens of a chunk's text (0 or less: nothing is split).
+        end_map: last source line of each line (default: ``line_map``).
+
+    Returns:
+        New ``(lines, line_map, end_map, blocks)``; unchanged when nothing is over budget.
+        Pieces of one block are separated by one blank line.
+    """
+    end_map = end_map if end_map is not None else line_map
+    if cap <= 0:
+        return lines, line_map, end_map, blocks
+    budgets = _budgets(blocks, cap)
+    todo = {i for i, b in enumerate(blocks) if b.kind is not BlockKind.FRONT_MATTER and (b.is_body or b.kind is BlockKind.HTML)
+            and len(b.text.encode()) > budgets[i] and count_tokens(b.text) > budgets[i]}
+    if not todo:
+        return lines, line_map, end_map, blocks
+    spans = list(zip(line_map, end_map))
+    out_lines: list[str] = []
+    out_spans: list[tuple[int, int]] = []
+    out_blocks: list[Block] = []
+    pos = 0
+    for i, block in enumerate(blocks):
+        out_lines.extend(lines[pos : block.start_line - 1])
+        out_spans.extend(spans[pos : block.start_line - 1])
+        own = [(lines[j], spans[j]) for j in range(block.start_line - 1, block.end_line)]
+        pieces = split_block(block.kind, own, budgets[i], cap) if i in todo else [own]
+        for k, piece in enumerate(pieces):
+            if k:
+                out_lines.append("")
+                out_spans.append(out_spans[-1])
+            start = len(out_lines) + 1
+            out_lines.extend(t for t, _ in piece)
+            out_spans.extend(s for _, s in piece)
+            out_blocks.append(Block(block.kind, "\n".join(t for t, _ in piece), start, len(out_lines),
+                                    block.section_path, block.level, block.anchor))
+        pos = block.end_line
+    out_lines.extend(lines[pos:])
+    out_spans.extend(spans[pos:])
+    return out_lines, [a for a, _ in out_spans], [b for _, b in out_spans], out_blocks
+
+
+def _budgets(blocks: list[Block], cap: int) -> list[int]:
+    """Per block: the cap less the tokens of the non-body blocks (headers, anchors) right
+    before it, which join its first piece's chunk; at least a quarter of the cap."""
+    out: list[int] = []
+    lead: list[str] = []
+    for block in blocks:
+        if block.is_body:
+            reserve = count_tokens("\n\n".join(lead)) + 2 if lead else 0
+            out.append(max(cap - reserve, cap // 4))
+            lead = []
+        else:
+            out.append(cap)
+            lead.append(block.text)
+    return out
+
+
+def split_block(kind: BlockKind, lines: list[Line], first_budget: int, budget: int | None = None) -> list[list[Line]]:
+    """Pieces of one block's lines (see the module docstring); the first piece fits
+    ``first_budget`` tokens, the others ``budget`` (default: the same)."""
+    budget = budget or first_budget
+    if kind is BlockKind.TABLE and len(lines) > 2:
+        return _pack([[ln] for ln in lines[2:]], first_budget, budget, prefix=lines[:2], cut_lines=False)
+    if kind is BlockKind.CODE:
+        m = _FENCE_OPEN.match(lines[0][0])
+        if m:
+            fence = m.group(2)
+            closed = len(lines) > 1 and lines[-1][0].strip().startswith(fence[0] * len(fence)) and \
+                not lines[-1][0].strip().strip(fence[0])
+            body = lines[1:-1] if closed else lines[1:]
+            close = (m.group(1) + fence, (lines[-1] if closed else lines[0])[1])
+            return _pack([[ln] for ln in body], first_budget, budget, prefix=[lines[0]], suffix=[close])
+        return _pack([[ln] for ln in lines], first_budget, budget)
+    fenced = any(_FENCE_OPEN.match(t) for t, _ in lines)
+    slack = _FENCE_SLACK if fenced else 0  # room to close and re-open a fence cut by a piece
+    units = _items(lines) if kind is BlockKind.LIST else _sentences(lines)
+    pieces = _pack(units, first_budget - slack, budget - slack)
+    return _mend_fences(pieces) if fenced else pieces
+
+
+_FENCE_SLACK = 24
+
+
+def _mend_fences(pieces: list[list[Line]]) -> list[list[Line]]:
+    """Pieces in which a fenced code block cut by a piece boundary is closed at the end of the
+    piece and re-opened (same indent and info string) at the start of the next one."""
+    out: list[list[Line]] = []
+    opening: Line | None = None  # the open fence's first line
+    for piece in pieces:
+        cur = ([(opening[0], piece[0][1])] if opening else []) + list(piece)
+        for text, _ in piece:
+            m = _FENCE_OPEN.match(text)
+            if not m:
+                continue
+            if opening is None:
+                opening = (text, (0, 0))
+            else:
+                om = _FENCE_OPEN.match(opening[0])
+                if m.group(2)[0] == om.group(2)[0] and len(m.group(2)) >= len(om.group(2)) and not text.strip().strip(m.group(2)[0]):
+                    opening = None
+        if opening is not None:
+            om = _FENCE_OPEN.match(opening[0])
+            cur.append((om.group(1) + om.group(2), piece[-1][1]))
+        out.append(cur)
+    return out
+
+
+def _items(lines: list[Line]) -> list[list[Line]]:
+    """Top-level list items: a new item starts at a marker with the first line's indent."""
+    m = _ITEM.match(lines[0][0])
+    indent = len(m.group(1)) if m else 0
+    items: list[list[Line]] = []
+    fence: str | None = None
+    for ln in lines:
+        f = _FENCE_OPEN.match(ln[0])
+        if f and (fence is None or f.group(2).startswith(fence)):
+            fence = None if fence else f.group(2)[:3]
+        im = _ITEM.match(ln[0])
+        if fence is None and im and len(im.group(1)) == indent or not items:
+            items.append([ln])
+        else:
+            items[-1].append(ln)
+    return items
+
+
+def _sentences(lines: list[Line]) -> list[list[Line]]:
+    """Runs of lines that end at a sentence end (a line ending ``.``, ``!``, ``?``, ``:``…)."""
+    units: list[list[Line]] = [[]]
+    for ln in lines:
+        units[-1].append(ln)
+        if _SENTENCE_END.search(ln[0].rstrip()):
+            units.append([])
+    return [u for u in units if u]
+
+
+def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, prefix: Sequence[Line] = (),
+          suffix: Sequence[Line] = (), cut_lines: bool = True) -> list[list[Line]]:
+    """Greedy packing of units (lists of lines) into pieces ``prefix + units + suffix`` of at
+    most the budget; a unit too large alone is packed by its lines, a line too large alone is
+    cut inside (sentence ends, then spaces) unless ``cut_lines`` is False."""
+    pieces: list[list[Line]] = []
+    cur: list[Line] = []
+
+    def fits(extra: list[Line]) -> bool:
+        limit = first_budget if not pieces else budget
+        return count_tokens("\n".join(t for t, _ in (*prefix, *cur, *extra, *suffix))) <= limit
+
+    def close() -> None:
+        nonlocal cur
+        if cur:
+            pieces.append(cur)
+            cur = []
+
+    for unit in units:
+        if fits(unit):
+            cur.extend(unit)
+            continue
+        close()
+        if fits(unit):
+            cur.extend(unit)
+            continue
+        for ln in unit:  # the unit alone is too large: by lines
+            if fits([ln]):
+                cur.append(ln)
+                continue
+            close()
+            if fits([ln]) or not cut_lines:
+                cur.append(ln)
+                if not fits([]):
+                    close()
+                continue
+            for part in _cut_line(ln[0], first_budget if not pieces else budget):
+                if not fits([(part, ln[1])]):
+                    close()
+                cur.append((part, ln[1]))
+    close()
+    last = len(pieces) - 1
+    return [[*(prefix if k == 0 else [(t, body[0][1]) for t, _ in prefix]), *body,
+             *(suffix if k == last else [(t, body[-1][1]) for t, _ in suffix])] for k, body in enumerate(pieces)]
+
+
+def _cut_line(text: str, budget: int) -> list[str]:
+    """One over-long line as consecutive parts within ``budget`` tokens: at sentence ends, then
+    at spaces (a single word longer than the budget stays whole)."""
+    words: list[str] = []
+    for sentence in _SENTENCE_SPLIT.split(text):
+        if count_tokens(sentence) <= budget:
+            words.append(sentence)
+        else:
+            words.extend(sentence.split(" "))
+    parts: list[str] = []
+    cur = ""
+    for w in words:
+        cand = f"{cur} {w}" if cur else w
+        if cur and count_tokens(cand) > budget:
+            parts.append(cur)
+            cur = w
+        else:
+            cur = cand
+    if cur:
+        parts.append(cur)
+    return parts

@@ -1,0 +1,60 @@
+"""Source formats -> the text a reader sees, as blocks with a map back to source lines.
+
+:func:`parse` turns one :class:`~esrag.model.Document` into a :class:`Parsed`:
+
+* Markdown (``.md``, ``.markdown``) and MDX (``.mdx``, :mod:`esrag.formats.mdx`) with include
+  directives resolved first (:mod:`esrag.formats.includes`: mdBook ``{{#include}}`` /
+  ``{{#rustdoc_include}}``, pymdownx.snippets ``--8<--``), then markdown-it-py blocks
+  (:func:`esrag.chunking.blocks.parse_blocks`);
+* reStructuredText (``.rst`` and the configured suffixes, :mod:`esrag.formats.rst`) parsed by
+  docutils and rendered block by block.
+
+Blocks' line spans index :attr:`Parsed.lines` (the resolved text); :attr:`Parsed.line_map`
+takes a resolved line back to its source line, so chunks keep the including page's line span.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from esrag.chunking.blocks import normalize, parse_blocks
+from esrag.formats.base import RST_SUFFIXES, Parsed
+from esrag.formats.includes import context_for, resolve
+from esrag.formats.mdx import blank_code_lines
+from esrag.formats.rst import parse_rst
+from esrag.model import Document
+
+__all__ = ["RST_SUFFIXES", "Parsed", "is_rst", "parse", "source_file"]
+
+
+def source_file(doc: Document) -> Path | None:
+    """The file a document was read from, when it knows it and its tree (``doc.source`` and
+    ``doc.root``); None otherwise (nothing is included)."""
+    return Path(doc.source) if doc.source and doc.root else None
+
+
+def is_rst(path: str, rst_suffixes: tuple[str, ...] = RST_SUFFIXES) -> bool:
+    """True when ``path`` is parsed as reStructuredText (by suffix, case-insensitive)."""
+    return path.lower().endswith(tuple(s.lower() for s in rst_suffixes))
+
+
+def parse(doc: Document, rst_suffixes: tuple[str, ...] = RST_SUFFIXES) -> Parsed:
+    """``doc`` parsed by its format (see the module docstring).
+
+    Includes are resolved only when ``doc.source`` and ``doc.root`` are set (the ingested tree, which bounds every
+    include); ``doc.text`` may use any line endings.
+    """
+    text = normalize(doc.text)
+    if is_rst(doc.path, rst_suffixes):
+        return parse_rst(text, doc.path, source_file(doc), Path(doc.root) if doc.root else None)
+    return _parse_markdown(text, doc)
+
+
+def _parse_markdown(text: str, doc: Document) -> Parsed:
+    if doc.path.lower().endswith(".mdx"):
+        text = blank_code_lines(text)
+    file = source_file(doc)
+    ctx = context_for(file, Path(doc.root)) if file is not None else None
+    res = resolve(text, ctx)
+    blocks = parse_blocks("\n".join(res.lines))
+    return Parsed(res.lines, blocks, res.line_map, problems=res.problems, dependencies=res.dependencies)

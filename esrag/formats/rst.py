@@ -1,0 +1,453 @@
+"""reStructuredText parsed by docutils (the reference parser) into esrag's blocks.
+
+The doctree is built as Sphinx builds it (Sphinx's ``default_settings``: ``doctitle_xform``
+off, so the first title is a section; ``auto_id_prefix = "id"``; ``halt_level`` 5, i.e. never
+stop; reports go to a captured stream) and rendered block by block into Markdown-like text a
+reader sees: a section title becomes a header block (``#`` × depth + title) whose
+``Block.anchor`` is the section's first id — the id Sphinx's HTML writer puts on
+``<section id=…>`` (docutils ``make_id(title)``; an explicit ``.. _label:`` before the section
+adds its id after that one, as ``references.PropagateTargets`` does, and shows as a ``<span
+id>``); paragraphs, literal blocks (fenced, with their language), lists, tables (a pipe
+table: header row, separator, rows), admonitions and block quotes (``>`` lines) keep their
+kinds.
+
+Sphinx directives and roles that docutils does not know are registered as permissive
+fallbacks before parsing, so they never fail a file and their text stays: a directive shows
+its arguments and parses its content (``versionadded:: 2.0`` -> ``Added in version 2.0``,
+``autofunction:: requests.get`` -> ``requests.get``; directives that render nothing visible,
+such as ``module`` or ``index``, are dropped), a role shows its title (``:class:`Response
+<requests.Response>``` -> ``Response``; ``~a.b.C`` -> ``C``). ``code-block``/``sourcecode`` are
+literal blocks; ``literalinclude`` and ``include`` read files relative to the including file,
+only inside the ingested tree. Errors (docutils level >= 3) are reported as ``"line N: …"``.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+from docutils import nodes
+from docutils.core import publish_doctree
+from docutils.parsers.rst import Directive, directives, roles
+from docutils.parsers.rst.directives.misc import Include as _DocutilsInclude
+
+from esrag.formats.base import Parsed
+from esrag.model import Block, BlockKind
+
+SPHINX_SETTINGS = {
+    "doctitle_xform": False,
+    "sectsubtitle_xform": False,
+    "auto_id_prefix": "id",
+    "halt_level": 5,
+    "report_level": 5,
+    "file_insertion_enabled": True,
+    "raw_enabled": False,
+    "input_encoding": "utf-8-sig",
+    "_disable_config": True,
+    "smart_quotes": False,
+}
+_LABELS = {
+    "versionadded": "Added in version", "versionchanged": "Changed in version",
+    "deprecated": "Deprecated since version", "versionremoved": "Removed in version", "seealso": "See also",
+}
+_DIRECTIVE_NAME = re.compile(r"^\s*\.\.\s+([\w][\w:.+-]*)::", re.MULTILINE)
+_ROLE_NAME = re.compile(r":([\w][\w:.+-]*):`")
+_SKIP = (nodes.comment, nodes.target, nodes.substitution_definition, nodes.system_message, nodes.pending,
+         nodes.raw, nodes.meta if hasattr(nodes, "meta") else nodes.comment, nodes.footnote_reference)
+
+
+class _AnyOptions(dict):
+    """An option spec that accepts every option (its value kept as text). Never empty: docutils
+    refuses all options when a directive's spec is falsy."""
+
+    def __init__(self) -> None:
+        super().__init__(name=directives.unchanged)
+
+    def __missing__(self, key: str):
+        return directives.unchanged
+
+
+class _Fallback(Directive):
+    """Any directive docutils does not know: its arguments as a paragraph, its content parsed."""
+
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        box = nodes.container(classes=["esrag-fallback", self.name])
+        box.source, box.line = self.state_machine.get_source_and_line(self.lineno)
+        label = _LABELS.get(self.name.split(":")[-1])
+        args = " ".join(self.arguments)
+        if label:  # Sphinx's VersionChange: the version, then inline text on the following lines
+            version, _, rest = args.partition("\n") if "\n" in args else args.partition(" ") if self.name != "seealso" else ("", "", args)
+            args = f"{label} {version}".strip() + (":" if rest.strip() else "") + ("\n" + rest if rest.strip() else "")
+        if args.strip():
+            inline, messages = self.state.inline_text(args, self.lineno)
+            para = nodes.paragraph(args, "", *inline)
+            para.source, para.line = box.source, box.line
+            box += para
+            box += messages
+        if self.content:
+            self.state.nested_parse(self.content, self.content_offset, box)
+        return [box]
+
+
+class _Invisible(Directive):
+    """Sphinx directives that render nothing a reader sees (``module``, ``currentmodule``,
+    ``highlight``, ``index``…): parsed and dropped, so no noise enters the text."""
+
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        return []
+
+
+_INVISIBLE = ("module", "currentmodule", "highlight", "index", "default-role", "sectionauthor", "codeauthor",
+              "tabularcolumns", "py:module", "py:currentmodule")
+
+
+class _CodeBlock(Directive):
+    """Sphinx ``code-block`` / ``sourcecode``: a literal block with its language."""
+
+    optional_arguments = 1
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        text = "\n".join(self.content)
+        node = nodes.literal_block(text, text, language=(self.arguments or [""])[0])
+        node.source, node.line = self.state_machine.get_source_and_line(self.lineno)
+        return [node]
+
+
+def _context(directive: Directive) -> tuple[Path | None, dict]:
+    settings = directive.state.document.settings
+    return getattr(settings, "esrag_allowed", None), getattr(settings, "esrag_state", {})
+
+
+def _target_path(directive: Directive, name: str) -> Path:
+    """``name`` relative to the directive's own file, checked to be inside the ingested tree."""
+    allowed, _ = _context(directive)
+    source, _ = directive.state_machine.get_source_and_line(directive.lineno)
+    base = Path(source).parent if source and Path(source).is_absolute() else Path(".")
+    target = (base / name).resolve()
+    if allowed is None:
+        raise ValueError(f"{name}: includes are resolved only inside an ingested tree")
+    try:
+        target.relative_to(allowed)
+    except ValueError:
+        raise ValueError(f"{name} is outside the ingested tree ({allowed}); not read") from None
+    if not target.is_file():
+        raise ValueError(f"no such file {name}")
+    return target
+
+
+def _kept_as_text(directive: Directive, problem: str) -> list[nodes.Node]:
+    _, state = _context(directive)
+    line = _main_line(directive)
+    state.setdefault("problems", []).append(f"line {line}: .. {directive.name}:: {' '.join(directive.arguments)}: {problem}")
+    text = directive.block_text.rstrip("\n")
+    node = nodes.paragraph(text, text)
+    node.source, node.line = directive.state_machine.get_source_and_line(directive.lineno)
+    return [node]
+
+
+def _main_line(directive: Directive) -> int:
+    """The directive's line in the main document (a nested include maps to its include line)."""
+    _, state = _context(directive)
+    source, line = directive.state_machine.get_source_and_line(directive.lineno)
+    return state.get("include_lines", {}).get(source, line or 0)
+
+
+class _Include(_DocutilsInclude):
+    """docutils ``include`` limited to the ingested tree; the included lines map to this line."""
+
+    def run(self) -> list[nodes.Node]:
+        try:
+            target = _target_path(self, directives.path(self.arguments[0]))
+        except ValueError as exc:
+            return _kept_as_text(self, str(exc))
+        _, state = _context(self)
+        if target in state.setdefault("stack", set()):
+            return _kept_as_text(self, "include cycle")
+        state.setdefault("include_lines", {})[str(target)] = _main_line(self)
+        state.setdefault("dependencies", set()).add(target)
+        self.arguments[0] = str(target)
+        state["stack"].add(target)
+        try:
+            return super().run()
+        finally:
+            state["stack"].discard(target)
+
+
+class _LiteralInclude(Directive):
+    """Sphinx ``literalinclude``: a file (or ``:lines:``, ``:start-after:``/``:end-before:``,
+    ``:start-at:``/``:end-at:`` parts of it) as a literal block with its ``:language:``."""
+
+    required_arguments = 1
+    final_argument_whitespace = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        try:
+            target = _target_path(self, self.arguments[0])
+            text = target.read_text(encoding="utf-8-sig").replace("\r\n", "\n")
+        except (ValueError, OSError, UnicodeDecodeError) as exc:
+            return _kept_as_text(self, str(exc))
+        _, state = _context(self)
+        state.setdefault("dependencies", set()).add(target)
+        text = _select(text, self.options)
+        node = nodes.literal_block(text, text, language=self.options.get("language", ""))
+        node.source, node.line = self.state_machine.get_source_and_line(self.lineno)
+        return [node]
+
+
+def _select(text: str, options: dict) -> str:
+    lines = text.split("\n")
+    if options.get("lines"):
+        keep: list[str] = []
+        for part in str(options["lines"]).split(","):
+            a, _, b = part.strip().partition("-")
+            lo = int(a) if a.strip() else 1
+            hi = (int(b) if b.strip() else len(lines)) if _ else lo
+            keep.extend(lines[lo - 1 : hi])
+        lines = keep
+    for key, after in (("start-after", True), ("start-at", False)):
+        if options.get(key):
+            idx = next((i for i, ln in enumerate(lines) if options[key] in ln), None)
+            if idx is not None:
+                lines = lines[idx + 1 if after else idx :]
+    for key, before in (("end-before", True), ("end-at", False)):
+        if options.get(key):
+            idx = next((i for i, ln in enumerate(lines) if options[key] in ln), None)
+            if idx is not None:
+                lines = lines[: idx if before else idx + 1]
+    return "\n".join(lines).strip("\n")
+
+
+def _fallback_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """Any role docutils does not know: its title (``title <target>``), ``~a.b`` as ``b``."""
+    m = re.match(r"^(.*?)\s*<([^<>]+)>$", text, re.DOTALL)
+    shown = m.group(1) if m and m.group(1) else text
+    if shown.startswith("~"):
+        shown = shown[1:].rsplit(".", 1)[-1]
+    shown = shown.lstrip("!")
+    return [nodes.literal(rawtext, shown) if name.split(":")[-1] in _CODE_ROLES else nodes.Text(shown)], []
+
+
+_CODE_ROLES = {"class", "func", "meth", "attr", "exc", "obj", "data", "const", "mod", "function", "method", "envvar",
+               "option", "command", "file", "program", "samp", "kbd"}
+_REGISTERED: set[str] = set()
+
+
+def _register(text: str) -> None:
+    """Register the Sphinx directives and any unknown directive or role ``text`` uses."""
+    if not _REGISTERED:
+        for name in ("code-block", "sourcecode"):
+            directives.register_directive(name, _CodeBlock)
+        directives.register_directive("literalinclude", _LiteralInclude)
+        directives.register_directive("include", _Include)
+        for name in _INVISIBLE:
+            directives.register_directive(name, _Invisible)
+        _REGISTERED.update(("", *_INVISIBLE))
+    from docutils.parsers.rst.languages import en
+
+    for name in set(_DIRECTIVE_NAME.findall(text)):
+        known = name in directives._directives or name in directives._directive_registry or name in en.directives
+        if not known and name not in _REGISTERED:
+            directives.register_directive(name, _Fallback)
+            _REGISTERED.add(name)
+    for name in set(_ROLE_NAME.findall(text)):
+        key = "role:" + name
+        known = name in roles._roles or name in roles._role_registry or name in en.roles
+        if not known and key not in _REGISTERED:
+            roles.register_local_role(name, _fallback_role)
+            _REGISTERED.add(key)
+
+
+def parse_rst(text: str, rel: str, file: Path | None, root: Path | None) -> Parsed:
+    """Parse reStructuredText into a :class:`~esrag.formats.Parsed` (see the module docstring).
+
+    Args:
+        text: normalised source text.
+        rel: the path shown in messages.
+        file: the file on disk (includes resolve relative to it), or None.
+        root: the ingested tree includes must stay inside, or None (no includes).
+    """
+    _register(text)
+    state: dict = {}
+    stream = io.StringIO()
+    messages: list[tuple[int, int, str]] = []
+    source_path = str(file.resolve()) if file is not None else rel
+    overrides = dict(SPHINX_SETTINGS, warning_stream=stream, esrag_state=state,
+                     esrag_allowed=root.resolve() if root is not None else None)
+    doctree = publish_doctree(text, source_path=source_path, settings_overrides=overrides)
+    for msg in doctree.findall(nodes.system_message):
+        if msg["level"] >= 3:
+            messages.append((msg.get("line") or 0, msg["level"], msg.astext().split("\n")[0]))
+    renderer = _Renderer(text.split("\n"), source_path, state.get("include_lines", {}))
+    renderer.walk(doctree, 0, ())
+    problems = list(state.get("problems", []))
+    problems += [f"line {line}: {'SEVERE' if level >= 4 else 'ERROR'}: {_strip_prefix(m)}" for line, level, m in messages]
+    parsed = renderer.finish()
+    parsed.problems = problems
+    parsed.dependencies = set(state.get("dependencies", set()))
+    return parsed
+
+
+def _strip_prefix(message: str) -> str:
+    return re.sub(r"^.*?\((?:ERROR|SEVERE)/\d\)\s*", "", message)
+
+
+_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1+\s*$")
+
+
+class _Renderer:
+    """Walks a doctree, writing each block's text into ``lines`` with source lines."""
+
+    def __init__(self, source: list[str], source_path: str, include_lines: dict[str, int]) -> None:
+        self.source = source
+        self.source_path = source_path
+        self.include_lines = include_lines
+        self.items: list[tuple[BlockKind, list[str], int, tuple[str, ...], int, str]] = []
+        self.title_ends: dict[int, int] = {}
+
+    def walk(self, node: nodes.Element, depth: int, path: tuple[str, ...]) -> None:
+        for child in node.children:
+            if isinstance(child, nodes.section):
+                title = child[0].astext() if child.children and isinstance(child[0], nodes.title) else ""
+                title = " ".join(title.split())
+                line = self._title_start(child[0]) if title else self._line(child)
+                sub = (*path, title) if title else path
+                anchor = child["ids"][0] if child["ids"] else ""
+                self.items.append((BlockKind.HEADER, ["#" * min(depth + 1, 6) + " " + title], line, sub, depth + 1, anchor))
+                if title:  # a title ends at its underline
+                    self.title_ends[len(self.items) - 1] = self._line(child[0])
+                self.walk(child, depth + 1, sub)
+            elif isinstance(child, nodes.system_message):
+                kept = [n for n in child.findall(nodes.literal_block)] if child["level"] >= 3 else []
+                for lit in kept:  # the source docutils could not parse stays as text
+                    self.items.append((BlockKind.PARAGRAPH, lit.astext().rstrip("\n").split("\n"), self._line(child), path, 0, ""))
+            elif isinstance(child, nodes.title) or isinstance(child, _SKIP) or isinstance(child, nodes.Invisible):
+                continue
+            elif isinstance(child, (nodes.container, nodes.compound, nodes.topic, nodes.sidebar)) and not isinstance(child, nodes.Admonition):
+                self.walk(child, depth, path)
+            else:
+                kind, lines = self.render(child)
+                if lines:
+                    self.items.append((kind, lines, self._line(child), path, 0, ""))
+
+    def render(self, node: nodes.Node) -> tuple[BlockKind, list[str]]:
+        if isinstance(node, (nodes.literal_block, nodes.doctest_block)):
+            lang = node.get("language", "") or ("pycon" if isinstance(node, nodes.doctest_block) else "")
+            return BlockKind.CODE, ["```" + lang, *node.astext().split("\n"), "```"]
+        if isinstance(node, (nodes.bullet_list, nodes.enumerated_list)):
+            return BlockKind.LIST, self._list(node)
+        if isinstance(node, nodes.table):
+            return BlockKind.TABLE, self._table(node)
+        if isinstance(node, (nodes.Admonition, nodes.block_quote)):
+            inner: list[str] = []
+            if isinstance(node, nodes.Admonition) and not isinstance(node, nodes.admonition):
+                inner.append(f"**{type(node).__name__.capitalize()}:**")
+            for child in node.children:
+                if isinstance(child, nodes.title):
+                    inner.append(f"**{child.astext()}:**")
+                elif not isinstance(child, _SKIP):
+                    inner.extend(self.render(child)[1] + [""])
+            while inner and not inner[-1]:
+                inner.pop()
+            return BlockKind.BLOCKQUOTE, [("> " + ln).rstrip() for ln in inner]
+        if isinstance(node, (nodes.container, nodes.compound, nodes.topic, nodes.sidebar)):
+            out: list[str] = []
+            for child in node.children:
+                if not isinstance(child, _SKIP):
+                    out.extend(self.render(child)[1] + [""])
+            return BlockKind.PARAGRAPH, out[:-1]
+        if isinstance(node, _SKIP):
+            return BlockKind.PARAGRAPH, []
+        text = node.astext().strip("\n")
+        return BlockKind.PARAGRAPH, [ln.rstrip() for ln in text.split("\n")] if text.strip() else []
+
+    def _list(self, node: nodes.Element) -> list[str]:
+        out: list[str] = []
+        start = int(node.get("start", 1))
+        for i, item in enumerate(c for c in node.children if isinstance(c, nodes.list_item)):
+            marker = f"{start + i}. " if isinstance(node, nodes.enumerated_list) else "- "
+            body: list[str] = []
+            for child in item.children:
+                if not isinstance(child, _SKIP):
+                    body.extend(self.render(child)[1])
+            for j, ln in enumerate(body or [""]):
+                out.append((marker if j == 0 else " " * len(marker)) + ln if ln else "")
+        return out
+
+    def _table(self, node: nodes.table) -> list[str]:
+        rows: list[list[str]] = []
+        n_head = 0
+        for part in node.findall(lambda n: isinstance(n, (nodes.thead, nodes.tbody))):
+            part_rows = [[" ".join(e.astext().split()).replace("|", "\\|") for e in row.children]
+                         for row in part.children if isinstance(row, nodes.row)]
+            if isinstance(part, nodes.thead):
+                n_head += len(part_rows)
+            rows.extend(part_rows)
+        if not rows:
+            return []
+        width = max(len(r) for r in rows)
+        rows = [r + [""] * (width - len(r)) for r in rows]
+        head = rows[0] if n_head else [""] * width
+        body = rows[1:] if n_head else rows
+        return ["| " + " | ".join(head) + " |", "|" + "---|" * width, *("| " + " | ".join(r) + " |" for r in body)]
+
+    def _line(self, node: nodes.Node) -> int:
+        """The node's 1-based line in the main file (included content: the include's line)."""
+        for n in (node, *node.findall(nodes.Element)) if isinstance(node, nodes.Element) else (node,):
+            line = getattr(n, "line", None)
+            src = getattr(n, "source", None)
+            if src and src != self.source_path and src in self.include_lines:
+                return self.include_lines[src]
+            if line:
+                return line
+        return 0
+
+    def _title_start(self, title: nodes.title) -> int:
+        """First source line of a section title: its text line (underline below), or the
+        overline above it."""
+        line = self._line(title)
+        if title.source and title.source != self.source_path:
+            return line
+        text_line = line - 1 if line >= 2 else line
+        if text_line >= 2 and _ADORNMENT.match(self.source[text_line - 2] if text_line - 2 < len(self.source) else ""):
+            return text_line - 1
+        return text_line
+
+    def finish(self) -> Parsed:
+        """The blocks in source order with spans: each ends before the next one starts."""
+        lines: list[str] = []
+        line_map: list[int] = []
+        end_map: list[int] = []
+        blocks: list[Block] = []
+        starts = [max(1, it[2]) for it in self.items]
+        for i, (kind, text_lines, _, path, level, anchor) in enumerate(self.items):
+            start = starts[i]
+            nxt = next((s for s in starts[i + 1 :] if s > start), len(self.source) + 1)
+            end = max(start, min(nxt - 1, self.title_ends.get(i, nxt - 1)))
+            while end > start and end - 1 < len(self.source) and not self.source[end - 1].strip():
+                end -= 1
+            if lines:
+                lines.append("")
+                line_map.append(end_map[-1])
+                end_map.append(end_map[-1])
+            first = len(lines) + 1
+            last = len(text_lines) - 1
+            for j, ln in enumerate(text_lines):
+                lines.append(ln)
+                line_map.append(min(start + j, end))
+                end_map.append(end if j == last else min(start + j, end))
+            blocks.append(Block(kind, "\n".join(text_lines), first, len(lines), path, level, anchor))
+        return Parsed(lines, blocks, line_map, end_map)

@@ -1,0 +1,122 @@
+"""reStructuredText through docutils: the real requests docs (Sphinx), Sphinx directives and roles
+docutils does not know, includes, and a malformed file in an ingest."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from esrag.chunking.header import HeaderChunker
+from esrag.config import Settings
+from esrag.formats import parse
+from esrag.ingest import Ingester
+from esrag.model import BlockKind, Document
+
+from paths import DATA
+
+REQUESTS = DATA / "corpora" / "requests-docs"
+
+
+def _doc(root: Path, rel: str) -> Document:
+    return Document(rel, (root / rel).read_text(), source=str(root / rel), root=str(root))
+
+
+def test_requests_quickstart_sections_anchors_and_text(capsys):
+    p = parse(_doc(REQUESTS, "docs/user/quickstart.rst"))
+    heads = [(b.section_path, b.anchor, b.level) for b in p.blocks if b.kind is BlockKind.HEADER]
+    # `.. _quickstart:` before the title: docutils (auto_id_prefix "id", as Sphinx) gives the
+    # section "id1" first and the label second; Sphinx writes <section id="id1"><span id="quickstart">
+    assert heads[0] == (("Quickstart",), "id1", 1)
+    assert (("Quickstart", "Make a Request"), "make-a-request", 2) in heads
+    assert (("Quickstart", "Response Content"), "response-content", 2) in heads
+    text = "\n".join(p.lines)
+    assert "Now, we have a Response object called r." in text  # :class:`Response <requests.Response>`
+    assert "Requests is installed" in text  # :ref:`installed <install>`
+    assert "```\n>>> import requests\n```" in text  # a literal block (::) is a fence
+    assert ":class:" not in text and ".. module::" not in text and p.problems == []
+    assert capsys.readouterr().err == ""  # docutils reports went to the captured stream
+    first = p.blocks[0]
+    assert (p.line_map[first.start_line - 1], p.end_map[first.end_line - 1]) == (3, 4)  # title text + underline
+
+
+def test_requests_docs_chunk_with_section_paths_and_line_spans():
+    chunker = HeaderChunker.from_settings(Settings().chunking)
+    api = _doc(REQUESTS, "docs/api.rst")
+    chunks = chunker.chunk(api)
+    paths = {c.section_path for c in chunks}
+    assert "Developer Interface > Main Interface" in paths and "Developer Interface > Exceptions" in paths
+    body = "\n".join(c.text for c in chunks)
+    lines = set(body.split("\n"))
+    assert {"request", "get", "Session", "Response"} <= lines  # autofunction/autoclass keep their argument
+    n = api.text.count("\n") + 1
+    assert all(1 <= c.start_line <= c.end_line <= n for c in chunks)
+    ordered = [c.start_line for c in chunks]
+    assert ordered == sorted(ordered)
+    adv = _doc(REQUESTS, "docs/user/advanced.rst")
+    session = next(c for c in chunker.chunk(adv) if "Session Objects" in c.section_path)
+    assert adv.text.split("\n")[session.start_line - 1].strip()  # the span starts on a source line with text
+
+
+def test_sphinx_directives_roles_and_includes(tmp_path):
+    (tmp_path / "conf.py").write_text("")
+    (tmp_path / "part.rst").write_text("Included paragraph about caching.\n")
+    (tmp_path / "example.py").write_text("import os\n# start\nprint('hello')\n# end\nexit()\n")
+    (tmp_path / "page.rst").write_text("\n".join([
+        "Guide", "=====", "", ".. versionadded:: 2.1", "   The *new* option.", "", ".. autofunction:: pkg.func", "",
+        "Call :func:`~pkg.mod.func` or see :doc:`the guide <guide>`.", "", ".. code-block:: python", "   :emphasize-lines: 1",
+        "", "   x = 1", "", ".. literalinclude:: example.py", "   :start-after: # start", "   :end-before: # end",
+        "   :language: python", "", ".. include:: part.rst", "", ".. include:: ../outside.rst", "",
+        ".. literalinclude:: missing.py", "", "===== =====", "col1  col2", "===== =====", "x     y", "===== =====", "",
+        ".. note:: Mind the gap.", "", "- one", "- two", "",
+    ]))
+    p = parse(_doc(tmp_path, "page.rst"))
+    text = "\n".join(p.lines)
+    assert "Added in version 2.1:\nThe new option." in text and "pkg.func" in text
+    assert "Call func or see the guide." in text
+    assert "```python\nx = 1\n```" in text and "```python\nprint('hello')\n```" in text
+    assert "Included paragraph about caching." in text
+    assert ".. include:: ../outside.rst" in text and ".. literalinclude:: missing.py" in text  # kept as text
+    assert "| col1 | col2 |\n|---|---|\n| x | y |" in text and "> **Note:**\n> Mind the gap." in text
+    assert "- one\n- two" in text
+    assert len(p.problems) == 2
+    assert p.problems[0].startswith("line 23: .. include:: ../outside.rst:") and "outside the ingested tree" in p.problems[0]
+    assert p.problems[1].startswith("line 25: .. literalinclude:: missing.py: no such file")
+    inc = next(i for i, ln in enumerate(p.lines) if ln == "Included paragraph about caching.")
+    assert p.line_map[inc] == 21  # included lines map to the include directive's line
+    assert p.dependencies == {(tmp_path / "part.rst").resolve(), (tmp_path / "example.py").resolve()}
+
+
+MALFORMED = """Broken page
+===========
+
+Fine paragraph before the damage.
+
++------+-----+
+| a    | b |
++------+
+
+Later
+-----
+
+Text after the malformed table is still indexed.
+"""
+
+
+def test_malformed_rst_is_reported_by_name_and_line_and_the_rest_indexed(tmp_path, sqlite_store):
+    from esrag.embed import SentenceTransformerEmbedder
+
+    root = tmp_path / "docs"
+    shutil.copytree(REQUESTS / "docs", root)
+    (root / "broken.rst").write_text(MALFORMED)
+    emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    ingester = Ingester(sqlite_store, emb.spec, lambda: emb, HeaderChunker.from_settings(Settings().chunking),
+                        ["section_path", "text"], {"text": 1.0, "section_path": 1.0})
+    summary = ingester.run(root, "requests", Settings().ingest.include, [])
+    assert summary.files == 16 and summary.failures == []
+    warned = {(w.path, w.error) for w in summary.warnings}
+    assert ("broken.rst", "line 7: ERROR: Malformed table.") in warned
+    assert {w.path for w in summary.warnings} == {"broken.rst", "community/updates.rst", "dev/authors.rst"}
+    assert summary.to_dict()["warnings"][0].keys() == {"path", "error"}
+    stored = sqlite_store.manifest("requests")
+    assert set(stored) >= {"broken.rst", "user/quickstart.rst", "api.rst"} and len(stored) == 16
+    assert len(stored["broken.rst"]) >= 1
