@@ -21,11 +21,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from esrag import __version__, plugins
-from esrag.app import make_chunker, make_ingester, make_searcher, open_store
+from esrag.app import make_chunker, make_ingester, open_store
 from esrag.config import SEARCH_MODES, Settings, load_settings
 from esrag.errors import EmbedderMismatch, EsragError
 from esrag.ingest import Failure, IngestSummary, Observer
 from esrag.model import Document
+from esrag.service import hit_json, result_json  # noqa: F401  (hit_json: esrag.cli's public name before esrag.service)
 from esrag.sources import read_text
 from esrag.stores.base import Filters
 
@@ -285,30 +286,20 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
     Two or more --corpus fan out (one branch per corpus with its [corpora.NAME] k, filters and
     selection, fused by rank); --rerank reorders the top candidates before --expand grows them;
     --budget packs hits up to N cl100k tokens of source text."""
-    from esrag.search.pipeline import Pipeline
-
-    from esrag.language import language_filter
+    from esrag.service import SearchRequest, SearchService
 
     settings = load_settings(llm=llm_spec, llm_url=llm_url, embedder_url=embedder_url)
-    languages = language_filter(list(langs) or settings.language.filter, query, settings.language.candidates)
-    store = open_store(settings)
+    service = SearchService(settings, open_store(settings), embedder)
     try:
-        pipeline = Pipeline.from_settings(settings, store, embedder)
-        if len(corpora) == 1:  # that corpus's query prefix, when [corpora.NAME] sets one
-            pipeline.searcher = make_searcher(settings, store, embedder, corpora[0])
-        result = pipeline.search(query, k=k, mode=mode, filters=Filters(corpora=list(corpora), path_prefix=path_prefix,
-                                                                        languages=languages),
-                                 budget=budget, expand=expand, rerank=rerank, rerank_top_n=rerank_top_n,
-                                 reformulate=reformulate)
+        result = service.search(SearchRequest(query, k=k, mode=mode, corpora=list(corpora), path_prefix=path_prefix,
+                                              languages=list(langs), budget=budget, expand=expand, rerank=rerank,
+                                              rerank_top_n=rerank_top_n, reformulate=reformulate))
     finally:
-        store.close()
+        service.close()
     for note in result.notes:
         err.print(f"[yellow]note[/yellow]: {escape(note)}")
     if as_json:
-        hits = [hit_json(h) for h in result.hits]
-        extra = {key: value for key, value in (("diagnostics", result.diagnostics), ("reformulations", result.reformulations),
-                                                ("notes", result.notes)) if value}
-        _print_json({"hits": hits, "timings_ms": result.timings_ms, "fusion": result.fusion, **extra} if explain else hits)
+        _print_json(result_json(result, explain=True) if explain else [hit_json(h) for h in result.hits])
         return
     for rank, hit in enumerate(result.hits, 1):
         c = hit.chunk
@@ -329,18 +320,6 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
         err.print("no hits")
 
 
-def hit_json(hit: Any) -> dict[str, Any]:
-    """A hit's ``--json`` form: :meth:`esrag.model.Hit.to_dict` plus ``truncated`` (cut by the
-    budget) and ``chunk_ids`` (members of an expanded hit) when they apply."""
-    d = hit.to_dict()
-    md = hit.chunk.metadata
-    if md.get("truncated"):
-        d["truncated"] = True
-    if md.get("chunks"):
-        d["chunk_ids"] = [m[0] for m in md["chunks"]]
-    return d
-
-
 @main.command()
 @click.argument("question")
 @click.option("--corpus", "corpora", multiple=True, help="Only these corpora (repeatable; two or more fan out).")
@@ -353,18 +332,15 @@ def ask(question: str, corpora: tuple[str, ...], as_json: bool, budget: int | No
     """Answer QUESTION from the index only: retrieve, group sources with their labels, and have the
     LLM answer in the question's language citing section paths, or abstain when the sources do not
     hold the answer (the higher-authority source governs conflicts)."""
-    from esrag.answer import make_answerer
-    from esrag.search.pipeline import Pipeline
+    from esrag.service import SearchService
 
     settings = load_settings(llm=llm_spec, llm_url=llm_url)
-    store = open_store(settings)
+    service = SearchService(settings, open_store(settings))
     try:
-        result = Pipeline.from_settings(settings, store).search(
-            question, filters=Filters(corpora=list(corpora)), budget=budget or settings.answer.budget, expand=expand,
-            rerank=rerank, rerank_top_n=rerank_top_n, reformulate=reformulate)
+        answer = service.ask(question, list(corpora), budget, expand=expand, rerank=rerank, rerank_top_n=rerank_top_n,
+                             reformulate=reformulate)
     finally:
-        store.close()
-    answer = make_answerer(settings).answer(question, result.hits)
+        service.close()
     if as_json:
         _print_json(answer.to_dict())
         return
@@ -375,6 +351,79 @@ def ask(question: str, corpora: tuple[str, ...], as_json: bool, budget: int | No
         out.print(f"  [{c['source']}] [cyan]{escape(c['section_path'] or '(no section)')}[/cyan]  "
                   f"[green]{escape(c['source_path'])}[/green]:{c['start_line']}-{c['end_line']}  "
                   f"({escape(c['corpus'])}, {escape(str(c['authority'] or 'unlabelled'))})")
+
+
+def server_options(f: Callable) -> Callable:
+    """``--host``, ``--port`` and ``--api-key`` shared by ``serve`` and ``mcp --http``."""
+    options = [
+        click.option("--host", default="127.0.0.1", show_default=True,
+                     help="Address to bind; any non-loopback address needs an API key."),
+        click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="TCP port."),
+        click.option("--api-key", envvar="ESRAG_SERVE_API_KEY", help="Require this key (Authorization: Bearer KEY or "
+                     "X-API-Key: KEY) on every request (default: ESRAG_SERVE_API_KEY)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _service() -> Any:
+    """The process's warm :class:`esrag.service.SearchService` (model loaded before listening)."""
+    from esrag.service import SearchService
+
+    settings = load_settings()
+    service = SearchService(settings, open_store(settings))
+    if service.store.meta() is not None:
+        service.warm()
+    return service
+
+
+@main.command()
+@server_options
+@click.option("--cors-origin", "cors_origins", multiple=True, help="Allow browser calls from this origin (repeatable; "
+              "default: CORS off).")
+@handle_errors
+def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...]) -> None:
+    """Serve the index over HTTP: JSON API (/search, /ask, /pages/PATH, /corpora, /health; schema at
+    /openapi.json) and a search page at /. One warm model and store connection for all requests;
+    SIGTERM or Ctrl-C stops it gracefully."""
+    from esrag.serve.http import create_app, serve as run
+    from esrag.serve.security import resolve_api_key
+
+    key = resolve_api_key(host, api_key)
+    service = _service()
+    try:
+        err.print(f"esrag serving {service.store.name} on http://{host}:{port}/" + (" (API key required)" if key else ""))
+        run(create_app(service, api_key=key, cors_origins=list(cors_origins)), host, port)
+    finally:
+        service.close()
+
+
+@main.command()
+@click.option("--http", "over_http", is_flag=True, help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
+@server_options
+@handle_errors
+def mcp(over_http: bool, host: str, port: int, api_key: str | None) -> None:
+    """Serve the index to agents over the Model Context Protocol (stdio by default): read-only
+    tools search_docs, get_page and list_corpora."""
+    from esrag.serve import mcp as mcp_server
+
+    key = None
+    if over_http:
+        from esrag.serve.security import resolve_api_key
+
+        key = resolve_api_key(host, api_key)
+    service = _service()
+    try:
+        if not over_http:
+            mcp_server.run_stdio(service)
+            return
+        from esrag.serve.http import serve as run
+
+        err.print(f"esrag MCP (streamable HTTP) on http://{host}:{port}/mcp" + (" (API key required)" if key else ""))
+        run(mcp_server.http_app(service, host, key), host, port)
+    finally:
+        service.close()
 
 
 @main.command()

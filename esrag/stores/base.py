@@ -35,6 +35,8 @@ class Filters:
             day; seed 001's ``effective_date <= today``, resolved to a date by the caller).
         exclude_superseded: drop chunks whose ``superseded_by`` is set (seed 001: superseded
             versions are near-duplicates that differ in metadata only).
+        doc_version: keep only chunks of this documentation version (``Chunk.doc_version``;
+            None = all).
     """
 
     corpora: list[str] = field(default_factory=list)
@@ -43,10 +45,63 @@ class Filters:
     exclude_ids: list[str] = field(default_factory=list)
     effective_on: str | None = None
     exclude_superseded: bool = False
+    doc_version: str | None = None
 
     def is_empty(self) -> bool:
         return not (self.corpora or self.path_prefix or self.languages or self.exclude_ids
-                    or self.effective_on or self.exclude_superseded)
+                    or self.effective_on or self.exclude_superseded or self.doc_version)
+
+
+class StoreHits(tuple):
+    """What a store's one-round-trip hybrid search returns, owned by the caller (never kept on
+    the store, so concurrent searches over one store cannot see each other's results).
+
+    Unpacks as ``(fused, how)``: the fused hits best first (``esrag.search.fusion.Fused``) and a
+    description of the path taken. Also carries:
+
+    Attributes:
+        took_ms: the cluster's own ``took`` (milliseconds) of the request, or None (one-leg
+            searches, stores without a cluster).
+        round_trip_ms: the HTTP exchange that carried it (milliseconds: request sent to response
+            read), or None.
+        sources: raw stored documents of the hits the request returned, by chunk id, so that
+            the chunks of the top hits need no second round trip (:meth:`chunks`).
+    """
+
+    took_ms: int | None
+    round_trip_ms: float | None
+    sources: dict[str, Any]
+
+    def __new__(cls, fused: list[Any], how: str, took_ms: int | None = None, round_trip_ms: float | None = None,
+                sources: dict[str, Any] | None = None, decode: Any = None) -> StoreHits:
+        self = super().__new__(cls, (fused, how))
+        self.took_ms, self.round_trip_ms = took_ms, round_trip_ms
+        self.sources = sources or {}
+        self._decode = decode
+        return self
+
+    @property
+    def fused(self) -> list[Any]:
+        return self[0]
+
+    @property
+    def how(self) -> str:
+        return self[1]
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """The chunks of ``ids`` that the response already held (decoded from :attr:`sources`);
+        ids it did not hold are left out (fetch those with ``store.get``)."""
+        if self._decode is None:
+            return {}
+        return {i: self._decode(i, self.sources[i]) for i in ids if i in self.sources}
+
+
+class BranchLists(list):
+    """``hybrid_many``'s answer: one fused list per branch, plus the request's ``took_ms`` and
+    ``round_trip_ms`` (milliseconds, None when unknown), owned by the caller."""
+
+    took_ms: int | None = None
+    round_trip_ms: float | None = None
 
 
 @dataclass(slots=True)

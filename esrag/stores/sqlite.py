@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -85,7 +86,7 @@ class SQLiteStore:
         self._analyzer: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), check_same_thread=False)
+            self._db = _LockedConnection(sqlite3.connect(str(self.path), check_same_thread=False))
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
         except (OSError, sqlite3.Error) as exc:
@@ -300,12 +301,80 @@ class SQLiteStore:
             raise NotIndexedError(f"nothing is indexed in {self.path} yet; run `esrag ingest PATH` first")
 
     def _vectors(self) -> _VectorMatrix:
-        if self._matrix is None:
-            rows = self._db.execute(
-                "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by FROM chunks"
-            ).fetchall()
-            self._matrix = _VectorMatrix(rows, self.meta().dims if self.meta() else 0)
-        return self._matrix
+        matrix = self._matrix
+        if matrix is not None:
+            return matrix
+        with self._db:  # one thread builds it; a write in between cannot leave it stale
+            if self._matrix is None:
+                rows = self._db.execute(
+                    "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by FROM chunks"
+                ).fetchall()
+                self._matrix = _VectorMatrix(rows, self.meta().dims if self.meta() else 0)
+            return self._matrix
+
+
+class _Rows:
+    """A statement's rows, read in full while the connection's lock was held."""
+
+    def __init__(self, rows: list[tuple], rowcount: int) -> None:
+        self._rows, self.rowcount = rows, rowcount
+
+    def __iter__(self):
+        return iter(self._rows)
+
+    def fetchone(self) -> tuple | None:
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[tuple]:
+        return list(self._rows)
+
+
+class _LockedConnection:
+    """One ``sqlite3`` connection shared by threads (``esrag serve`` answers requests on a
+    thread pool): every statement runs, and its rows are read in full, under one re-entrant
+    lock, and ``with conn:`` holds the lock for the whole transaction. ``sqlite3`` with
+    ``check_same_thread=False`` leaves this to the caller: cursors of one connection
+    interleaved across threads, or a statement inside another thread's open transaction, would
+    mix their results. A lock rather than a connection per thread keeps one writer, one WAL and
+    the single in-memory vector matrix; the statements are short (FTS5 and lookups by id:
+    about a millisecond) and the kNN matrix product runs outside it."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._lock = threading.RLock()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:
+        with self._lock:
+            cur = self._db.execute(sql, params)
+            return _Rows(cur.fetchall(), cur.rowcount)
+
+    def executemany(self, sql: str, rows: Any) -> _Rows:
+        with self._lock:
+            cur = self._db.executemany(sql, rows)
+            return _Rows(cur.fetchall(), cur.rowcount)
+
+    def executescript(self, script: str) -> None:
+        with self._lock:
+            self._db.executescript(script)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> _LockedConnection:
+        self._lock.acquire()
+        try:
+            self._db.__enter__()
+        except BaseException:
+            self._lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._db.__exit__(*exc)
+        finally:
+            self._lock.release()
 
 
 class _VectorMatrix:
