@@ -367,6 +367,13 @@ def server_options(f: Callable) -> Callable:
     return f
 
 
+def _announce(as_json: bool, url: str, store: str, key: str | None) -> None:
+    if as_json:
+        click.echo(json.dumps({"url": url, "store": store, "api_key_required": bool(key)}))
+    else:
+        err.print(f"esrag serving {store} on {url}" + (" (API key required)" if key else ""))
+
+
 def _service() -> Any:
     """The process's warm :class:`esrag.service.SearchService` (model loaded before listening)."""
     from esrag.service import SearchService
@@ -382,8 +389,9 @@ def _service() -> Any:
 @server_options
 @click.option("--cors-origin", "cors_origins", multiple=True, help="Allow browser calls from this origin (repeatable; "
               "default: CORS off).")
+@click.option("--json", "as_json", is_flag=True, help="Print the address as one JSON line on stdout before serving.")
 @handle_errors
-def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...]) -> None:
+def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...], as_json: bool) -> None:
     """Serve the index over HTTP: JSON API (/search, /ask, /pages/PATH, /corpora, /health; schema at
     /openapi.json) and a search page at /. One warm model and store connection for all requests;
     SIGTERM or Ctrl-C stops it gracefully."""
@@ -393,7 +401,7 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
     key = resolve_api_key(host, api_key)
     service = _service()
     try:
-        err.print(f"esrag serving {service.store.name} on http://{host}:{port}/" + (" (API key required)" if key else ""))
+        _announce(as_json, f"http://{host}:{port}/", service.store.name, key)
         run(create_app(service, api_key=key, cors_origins=list(cors_origins)), host, port)
     finally:
         service.close()
@@ -402,8 +410,10 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
 @main.command()
 @click.option("--http", "over_http", is_flag=True, help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
 @server_options
+@click.option("--json", "as_json", is_flag=True, help="With --http: print the endpoint as one JSON line on stdout "
+              "before serving (over stdio, stdout is the protocol's).")
 @handle_errors
-def mcp(over_http: bool, host: str, port: int, api_key: str | None) -> None:
+def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: bool) -> None:
     """Serve the index to agents over the Model Context Protocol (stdio by default): read-only
     tools search_docs, get_page and list_corpora."""
     from esrag.serve import mcp as mcp_server
@@ -420,7 +430,7 @@ def mcp(over_http: bool, host: str, port: int, api_key: str | None) -> None:
             return
         from esrag.serve.http import serve as run
 
-        err.print(f"esrag MCP (streamable HTTP) on http://{host}:{port}/mcp" + (" (API key required)" if key else ""))
+        _announce(as_json, f"http://{host}:{port}/mcp", service.store.name, key)
         run(mcp_server.http_app(service, host, key), host, port)
     finally:
         service.close()

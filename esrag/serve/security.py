@@ -92,32 +92,31 @@ class BodyLimit:
         if length is not None and (not length.isdigit() or int(length) > self.limit):
             await _too_large(send, self.limit)
             return
-        seen = 0
-        started = False
-
-        async def counted() -> dict:
-            nonlocal seen
+        if length is not None:
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []  # no Content-Length (chunked): read it all, at most limit bytes, then replay
+        seen, more = 0, True
+        while more:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
-            return message
-
-        async def tracked(message: dict) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, counted, tracked)
-        except _TooLarge:
-            if not started:
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
+            more = message.get("more_body", False)
+            if seen > self.limit:
                 await _too_large(send, self.limit)
+                return
+        replayed = False
 
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
 
-class _TooLarge(Exception):
-    pass
+        await self.app(scope, replay, send)
 
 
 async def _too_large(send: Any, limit: int) -> None:
