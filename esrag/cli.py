@@ -375,13 +375,17 @@ def _announce(as_json: bool, url: str, store: str, key: str | None) -> None:
 
 
 def _service() -> Any:
-    """The process's warm :class:`esrag.service.SearchService` (model loaded before listening)."""
+    """The process's warm :class:`esrag.service.SearchService` (model loaded before listening
+    when the index exists; an unreachable store is reported and served anyway)."""
     from esrag.service import SearchService
 
     settings = load_settings()
     service = SearchService(settings, open_store(settings))
-    if service.store.meta() is not None:
-        service.warm()
+    try:
+        if service.store.meta() is not None:
+            service.warm()
+    except EsragError as exc:  # serve anyway: /health and the tools say why, and it recovers with the store
+        err.print(f"[yellow]warning[/yellow]: {escape(str(exc))}")
     return service
 
 
