@@ -166,3 +166,61 @@ def test_sigterm_stops_the_server_gracefully_with_status_0(index_env):
     assert s.proc.wait(15) == 0
     assert time.monotonic() - t0 < 10
     assert "Shutting down" in s.output() or "Finished server process" in s.output()
+
+
+# -- on Elasticsearch (both test nodes) ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def es_served(es_url, tmp_path_factory):
+    """The same index on the node under test, served by ``esrag serve`` through a counting proxy."""
+    import uuid
+
+    from esrag.stores.elastic import ElasticStore
+    from serve_helpers import CountingProxy
+
+    base = tmp_path_factory.mktemp("serve-es")
+    docs, evil = make_docs(base / "docs")
+    alias = f"esrag-t-{uuid.uuid4().hex[:12]}"
+    env = {"ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias, "ESRAG_EMBEDDING_CACHE": str(base / "emb.db")}
+    proxy = CountingProxy(es_url)
+    server = None
+    try:
+        ingest(env, docs, evil)
+        server = Server(["serve"], {**env, "ESRAG_ES_URL": proxy.url})
+        yield server, proxy, env
+    finally:
+        if server is not None:
+            server.stop()
+        proxy.stop()
+        cleaner = ElasticStore(es_url, alias)
+        cleaner.drop()
+        cleaner.close()
+
+
+def test_es_hybrid_search_is_one_msearch_per_request_once_warm(es_served):
+    server, proxy, env = es_served
+    for params in ({"q": "warm up"}, {"q": "warm up", "corpus": "laravel"}):
+        assert httpx.get(server.url + "/search", params=params).status_code == 200  # capability probes, corpora list
+    before = proxy.snapshot()
+    for i in range(10):
+        params = {"q": QUERIES[i % len(QUERIES)], "k": 5, **({"corpus": "laravel"} if i % 2 else {})}
+        r = httpx.get(server.url + "/search", params=params)
+        assert r.status_code == 200 and r.json()["hits"]
+    delta = proxy.snapshot() - before
+    assert sum(delta.values()) == 10 and all(m == "POST" and p.endswith("/_msearch") for m, p in delta), delta
+    assert r.json()["timings_ms"]["cluster_took"] >= 0 and r.json()["timings_ms"]["round_trip"] >= r.json()["timings_ms"]["cluster_took"]
+
+
+def test_es_http_equals_cli_and_concurrent_clients_get_their_own_results(es_served):
+    server, proxy, env = es_served
+    cli = json.loads(run_cli(["search", QUERIES[2], "-k", "5", "--json"], env).stdout)
+    assert [h["id"] for h in httpx.get(server.url + "/search", params={"q": QUERIES[2], "k": 5}).json()["hits"]] == [h["id"] for h in cli]
+    want = {q: httpx.get(server.url + "/search", params={"q": q, "k": 5}).json()["hits"] for q in QUERIES}
+
+    def one(q: str):
+        r = httpx.post(server.url + "/search", json={"q": q, "k": 5}, timeout=60)
+        assert r.status_code == 200, r.text
+        return q, r.json()["hits"]
+
+    with ThreadPoolExecutor(8) as pool:
+        for q, hits in pool.map(one, [QUERIES[i % len(QUERIES)] for i in range(48)]):
+            assert [(h["id"], h["text"]) for h in hits] == [(h["id"], h["text"]) for h in want[q]], q
