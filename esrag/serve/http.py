@@ -21,6 +21,7 @@ stack trace or setting ever reaches a response.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
 import re
@@ -102,8 +103,6 @@ def page_html() -> tuple[str, str]:
     for tag in ("script", "style"):
         m = re.search(rf"<{tag}>(.*?)</{tag}>", html, re.S)
         digest = hashlib.sha256(m.group(1).encode()).digest() if m else b""
-        import base64
-
         hashes[tag] = base64.b64encode(digest).decode()
     csp = (f"default-src 'none'; script-src 'sha256-{hashes['script']}'; style-src 'sha256-{hashes['style']}'; "
            "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -120,7 +119,9 @@ def create_app(service: SearchService, *, api_key: str | None = None, cors_origi
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "body")) or "request"
+        where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "body")) or "body"
+        if first.get("type") == "json_invalid":
+            return error(422, "body: not valid JSON")
         return error(422, f"{where}: {first.get('msg', 'invalid value')}")
 
     @app.exception_handler(StarletteHTTPException)
