@@ -22,8 +22,8 @@ from esrag.model import Hit
 from esrag.search.pipeline import Pipeline, PipelineResult
 from esrag.stores.base import Filters, Store
 
-CORPORA_TTL_S = 30.0
-"""Seconds the list of indexed corpora is trusted before an unknown corpus name re-reads it."""
+CORPORA_TTL_S = 5.0
+"""Seconds between two re-reads of the corpus list caused by unknown corpus names."""
 
 
 class UnknownCorpus(ConfigError):
@@ -129,21 +129,25 @@ class SearchService:
         return bool(p and p.searcher._embedder is not None)
 
     def corpora(self, fresh: bool = False) -> dict[str, Any]:
-        """``{name: {"chunks", "sources"}}`` of the index (cached :data:`CORPORA_TTL_S` seconds)."""
-        now = time.monotonic()
+        """``{name: {"chunks", "sources"}}`` of the index: read once, then again with ``fresh``."""
         cached = self._corpora
-        if fresh or cached is None or now - cached[0] > CORPORA_TTL_S:
-            cached = (now, dict(self.store.stats().get("corpora", {})))
+        if fresh or cached is None:
+            cached = (time.monotonic(), dict(self.store.stats().get("corpora", {})))
             self._corpora = cached
         return cached[1]
 
     def check_corpora(self, names: list[str]) -> None:
-        """Raise :class:`UnknownCorpus` (listing the indexed ones) for a name the index lacks;
-        an unknown name re-reads the list once, so a corpus ingested meanwhile is found."""
+        """Raise :class:`UnknownCorpus` (listing the indexed ones) for a name the index lacks.
+        Known names cost nothing; an unknown name re-reads the list (at most every
+        :data:`CORPORA_TTL_S` seconds), so a corpus ingested meanwhile is found.
+
+        Raises:
+            UnknownCorpus: a name the index does not hold. StoreError: the store is unreachable.
+        """
         if not names:
             return
         known = self.corpora()
-        if any(n not in known for n in names):
+        if any(n not in known for n in names) and time.monotonic() - (self._corpora or (0.0,))[0] > CORPORA_TTL_S:
             known = self.corpora(fresh=True)
         missing = [n for n in names if n not in known]
         if missing:

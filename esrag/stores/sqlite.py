@@ -235,6 +235,12 @@ class SQLiteStore:
         match = "{" + " ".join(cols) + "} : (" + " OR ".join(f'"{w}"' for w in words) + ")"
         weights = ", ".join(str(float(fields.get(f, 0.0))) for f in TEXT_FIELDS)
         where, params = _filter_sql(filters)
+        if not where:  # rank inside FTS5 alone, then look up the k ids (the join before the sort costs ~2.5x)
+            q = f"SELECT rowid, -bm25(chunks_fts, {weights}) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?"
+            ranked = self._db.execute(q, (match, k)).fetchall()
+            ids = dict(self._db.execute(f"SELECT rowid, id FROM chunks WHERE rowid IN ({','.join('?' * len(ranked))})",
+                                        [r for r, _ in ranked]).fetchall()) if ranked else {}
+            return [(ids[r], float(sc)) for r, sc in ranked if r in ids]
         q = (
             f"SELECT c.id, -bm25(chunks_fts, {weights}) AS s FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
             f"WHERE chunks_fts MATCH ? {where} ORDER BY s DESC LIMIT ?"
