@@ -260,7 +260,10 @@ class SQLiteStore:
             return []
         q = np.asarray(vector, dtype=np.float32)
         q = q / max(float(np.linalg.norm(q)), 1e-12)
-        scores = matrix.vectors[idx] @ q if mask is not None else matrix.vectors @ q
+        # einsum, not ``@``: one thread of SIMD instead of OpenBLAS's threads, which on a busy 2-core
+        # machine spend ~12 ms synchronising a 0.3 ms product (Laravel, 5,363 x 384; at 100k x 384
+        # einsum 7 ms vs 14 ms)
+        scores = np.einsum("ij,j->i", matrix.vectors[idx] if mask is not None else matrix.vectors, q)
         top = np.argpartition(-scores, min(k, scores.size) - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(matrix.ids[idx[i]], float(scores[i])) for i in top]
