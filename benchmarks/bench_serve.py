@@ -45,7 +45,7 @@ LARAVEL = shared_data() / "corpora" / "laravel-docs"
 RESULTS = HERE / "results" / "serve"
 ESRAG = str(Path(sys.executable).with_name("esrag"))
 ALIAS = "esrag-bench-serve"
-console = Console()
+console = Console(width=180)
 
 
 def queries(n: int, seed: int = 2027) -> list[str]:
