@@ -51,6 +51,8 @@ def test_explain_budget_corpus_and_mode(server):
     assert sum(h["tokens"] for h in b["hits"]) == 300 and b["hits"][-1].get("truncated")
     evil = httpx.get(server.url + "/search", params={"q": "pwned payloads", "corpus": "evil", "mode": "bm25"}).json()
     assert evil["hits"] and {h["corpus"] for h in evil["hits"]} == {"evil"}
+    one = httpx.post(server.url + "/search", json={"q": "pwned payloads", "corpus": "evil", "mode": "bm25"}).json()
+    assert one["hits"] == evil["hits"]  # a JSON body may name one corpus as a string
 
 
 def test_concurrent_requests_get_their_own_results(server):

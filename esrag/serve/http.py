@@ -33,13 +33,14 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from esrag import __version__
 from esrag.errors import (
     AnswerError, ConfigError, EsragError, ModelLoadError, NotIndexedError, RerankError, StoreError,
 )
+from esrag.enrich.llm import LLMError
 from esrag.serve.security import LIMITS, BodyLimit, Limits, RequireKey
 from esrag.service import SearchRequest, SearchService, UnknownCorpus, result_json
 
@@ -63,6 +64,11 @@ class SearchParams(BaseModel):
     expand: str | None = Field(None, max_length=100, description="neighbours:W, parent or auto-merge:M.")
     explain: bool = Field(False, description="Add the fusion and diagnostics (each hit's legs are always there).")
 
+    @field_validator("corpus", mode="before")
+    @classmethod
+    def _one_corpus(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
 
 class AskParams(BaseModel):
     """The body of ``POST /ask``."""
@@ -73,8 +79,12 @@ class AskParams(BaseModel):
     corpus: list[Name] = Field(default_factory=list, max_length=20)
     budget: int | None = Field(None, ge=1, le=_L.budget)
 
+    _one_corpus = field_validator("corpus", mode="before")(lambda cls, v: [v] if isinstance(v, str) else v)
+
 
 def _status(exc: EsragError) -> int:
+    """The HTTP status of a library error: 404 unknown corpus, 422 bad value, 409 nothing indexed
+    yet, 503 store/model/LLM unreachable, 502 the LLM gave no usable answer."""
     if isinstance(exc, UnknownCorpus):
         return 404
     if isinstance(exc, (StoreError, ModelLoadError, RerankError)):
@@ -85,7 +95,7 @@ def _status(exc: EsragError) -> int:
         return 422
     if isinstance(exc, AnswerError):
         return 502
-    return 503 if type(exc).__name__ == "LLMError" else 422
+    return 503 if isinstance(exc, LLMError) else 422
 
 
 def _one_line(text: str) -> str:
