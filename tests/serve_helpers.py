@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -74,7 +75,7 @@ class Server:
     def __init__(self, args: list[str], env: dict[str, str], ready_path: str = "/health", timeout: float = 180) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(Path(env.get("ESRAG_DB", "/tmp")).with_suffix(f".{self.port}.log"), "w+")
+        self.log = tempfile.TemporaryFile("w+")  # the server's output, for failure messages
         self.proc = subprocess.Popen([ESRAG, *args, "--port", str(self.port)], env=clean_env(env),
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
