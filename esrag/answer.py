@@ -32,9 +32,16 @@ from esrag.enrich.llm import LLMOptions
 from esrag.enrich.prompts import load_prompt
 from esrag.errors import AnswerError
 from esrag.model import Hit
+from esrag.tokens import count_tokens
 
 PROMPT = "answer_v1"
 SEPARATOR = "\n\n---\n\n"
+TOKENIZER_SLACK = 1.25
+"""Model tokens per cl100k token assumed when fitting the window: the budget counts cl100k
+tokens, and the tokenizers of local models (Llama, Qwen, Mistral, SmolLM) give up to about a
+quarter more on English prose and code."""
+HEADER_ALLOWANCE = 256
+"""cl100k tokens kept for the source and passage headers that the budget does not count."""
 
 
 @dataclass
@@ -165,10 +172,35 @@ class Answerer:
         max_tokens: output limit of the answer call (model tokens).
     """
 
-    def __init__(self, llm: CachedLLM, authority_ranks: dict[str, int] | None = None, max_tokens: int = 800) -> None:
+    def __init__(self, llm: CachedLLM, authority_ranks: dict[str, int] | None = None, max_tokens: int = 800,
+                 context_tokens: int | None = None) -> None:
         self.llm = llm
         self.authority_ranks = authority_ranks or {}
         self.max_tokens = max_tokens
+        self._window: tuple[int, str] | None = (context_tokens, "[answer] context_tokens") if context_tokens else None
+
+    @property
+    def window(self) -> tuple[int, str]:
+        """``(model tokens, source)`` of the LLM's context window: ``[answer] context_tokens``,
+        else what the server reports (:func:`esrag.llm_window.context_window`, asked once)."""
+        if self._window is None:
+            from esrag.llm_window import context_window
+
+            inner = getattr(self.llm, "llm", self.llm)
+            self._window = context_window(getattr(inner, "provider", ""), getattr(inner, "url", "") or "",
+                                          getattr(inner, "model", ""))
+        return self._window
+
+    def _fits(self, prompt_text: str) -> bool:
+        return count_tokens(prompt_text) * TOKENIZER_SLACK + self.max_tokens <= self.window[0]
+
+    def fit_budget(self, want: int, question: str = "") -> int:
+        """The context budget (cl100k tokens of source text) at most ``want`` that leaves room
+        in the window for the prompt, the headers and the answer (``max_tokens``):
+        ``(window - max_tokens) / TOKENIZER_SLACK - prompt - HEADER_ALLOWANCE``, at least 1."""
+        empty = load_prompt(PROMPT).render(question=question, context="", authority_order="")
+        room = int((self.window[0] - self.max_tokens) / TOKENIZER_SLACK) - count_tokens(empty) - HEADER_ALLOWANCE
+        return max(1, min(want, room))
 
     def answer(self, question: str, hits: list[Hit]) -> Answer:
         """The grounded answer to ``question`` from ``hits``.
@@ -176,11 +208,19 @@ class Answerer:
         Raises:
             LLMError: the LLM cannot be reached. AnswerError: no usable JSON after seeds 0-3.
         """
-        context, sources = assemble_context(hits)
         if not hits:
             return Answer(question, "The indexed sources hold nothing on this question.", True, [], [], model=self.llm.spec)
         prompt = load_prompt(PROMPT)
-        text = prompt.render(question=question, context=context, authority_order=authority_order(sources, self.authority_ranks))
+        hits = list(hits)
+        while True:  # the last hits go until prompt + answer fit the model's window
+            context, sources = assemble_context(hits)
+            text = prompt.render(question=question, context=context, authority_order=authority_order(sources, self.authority_ranks))
+            if self._fits(text) or len(hits) == 1:
+                break
+            hits.pop()
+        if not self._fits(text):
+            raise AnswerError(f"the question and one passage do not fit {self.llm.spec}'s window of {self.window[0]} tokens "
+                              f"({self.window[1]}) with {self.max_tokens} answer tokens; lower [answer] max_tokens or --budget")
         options = LLMOptions(max_tokens=self.max_tokens, json=True)
         for seed in (0, *RETRY_SEEDS):
             reply = self.llm.chat([{"role": "user", "content": text}], options.with_seed(seed), prompt.sha256, "answer")
@@ -203,4 +243,4 @@ def make_answerer(settings: Any) -> Answerer:
 
     ranks = {cs.authority: cs.authority_rank for cs in settings.corpora.values() if cs.authority}
     llm = CachedLLM(make_llm(settings.llm, settings), LLMCache(settings.llm_cache_path))
-    return Answerer(llm, ranks, settings.answer.max_tokens)
+    return Answerer(llm, ranks, settings.answer.max_tokens, settings.answer.context_tokens)

@@ -21,11 +21,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from esrag import __version__, plugins
-from esrag.app import make_chunker, make_ingester, make_searcher, make_site, open_store
+from esrag.app import make_chunker, make_ingester, make_site, open_store
 from esrag.config import SEARCH_MODES, Settings, load_settings
 from esrag.errors import EmbedderMismatch, EsragError
 from esrag.ingest import Failure, IngestSummary, Observer
 from esrag.model import Document
+from esrag.service import hit_json, result_json  # noqa: F401  (hit_json: esrag.cli's public name before esrag.service)
 from esrag.sources import project_root, read_text
 from esrag.stores.base import Filters
 
@@ -305,30 +306,20 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
     Two or more --corpus fan out (one branch per corpus with its [corpora.NAME] k, filters and
     selection, fused by rank); --rerank reorders the top candidates before --expand grows them;
     --budget packs hits up to N cl100k tokens of source text."""
-    from esrag.search.pipeline import Pipeline
-
-    from esrag.language import language_filter
+    from esrag.service import SearchRequest, SearchService
 
     settings = load_settings(llm=llm_spec, llm_url=llm_url, embedder_url=embedder_url)
-    languages = language_filter(list(langs) or settings.language.filter, query, settings.language.candidates)
-    store = open_store(settings)
+    service = SearchService(settings, open_store(settings), embedder)
     try:
-        pipeline = Pipeline.from_settings(settings, store, embedder)
-        if len(corpora) == 1:  # that corpus's query prefix, when [corpora.NAME] sets one
-            pipeline.searcher = make_searcher(settings, store, embedder, corpora[0])
-        result = pipeline.search(query, k=k, mode=mode, filters=Filters(corpora=list(corpora), path_prefix=path_prefix,
-                                                                        languages=languages, doc_version=doc_version),
-                                 budget=budget, expand=expand, rerank=rerank, rerank_top_n=rerank_top_n,
-                                 reformulate=reformulate)
+        result = service.search(SearchRequest(query, k=k, mode=mode, corpora=list(corpora), path_prefix=path_prefix,
+                                              languages=list(langs), doc_version=doc_version, budget=budget, expand=expand, rerank=rerank,
+                                              rerank_top_n=rerank_top_n, reformulate=reformulate))
     finally:
-        store.close()
+        service.close()
     for note in result.notes:
         err.print(f"[yellow]note[/yellow]: {escape(note)}")
     if as_json:
-        hits = [hit_json(h) for h in result.hits]
-        extra = {key: value for key, value in (("diagnostics", result.diagnostics), ("reformulations", result.reformulations),
-                                                ("notes", result.notes)) if value}
-        _print_json({"hits": hits, "timings_ms": result.timings_ms, "fusion": result.fusion, **extra} if explain else hits)
+        _print_json(result_json(result, explain=True) if explain else [hit_json(h) for h in result.hits])
         return
     for rank, hit in enumerate(result.hits, 1):
         c = hit.chunk
@@ -351,18 +342,6 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
         err.print("no hits")
 
 
-def hit_json(hit: Any) -> dict[str, Any]:
-    """A hit's ``--json`` form: :meth:`esrag.model.Hit.to_dict` plus ``truncated`` (cut by the
-    budget) and ``chunk_ids`` (members of an expanded hit) when they apply."""
-    d = hit.to_dict()
-    md = hit.chunk.metadata
-    if md.get("truncated"):
-        d["truncated"] = True
-    if md.get("chunks"):
-        d["chunk_ids"] = [m[0] for m in md["chunks"]]
-    return d
-
-
 @main.command()
 @click.argument("question")
 @click.option("--corpus", "corpora", multiple=True, help="Only these corpora (repeatable; two or more fan out).")
@@ -375,18 +354,15 @@ def ask(question: str, corpora: tuple[str, ...], as_json: bool, budget: int | No
     """Answer QUESTION from the index only: retrieve, group sources with their labels, and have the
     LLM answer in the question's language citing section paths, or abstain when the sources do not
     hold the answer (the higher-authority source governs conflicts)."""
-    from esrag.answer import make_answerer
-    from esrag.search.pipeline import Pipeline
+    from esrag.service import SearchService
 
     settings = load_settings(llm=llm_spec, llm_url=llm_url)
-    store = open_store(settings)
+    service = SearchService(settings, open_store(settings))
     try:
-        result = Pipeline.from_settings(settings, store).search(
-            question, filters=Filters(corpora=list(corpora)), budget=budget or settings.answer.budget, expand=expand,
-            rerank=rerank, rerank_top_n=rerank_top_n, reformulate=reformulate)
+        answer = service.ask(question, list(corpora), budget, expand=expand, rerank=rerank, rerank_top_n=rerank_top_n,
+                             reformulate=reformulate)
     finally:
-        store.close()
-    answer = make_answerer(settings).answer(question, result.hits)
+        service.close()
     if as_json:
         _print_json(answer.to_dict())
         return
@@ -426,6 +402,93 @@ def page(path: str, corpus: str | None, doc_version: str | None, as_json: bool) 
         link = f"  [dim]#{escape(s.anchor)}[/dim]" if s.anchor else ""
         out.print(f"\n[cyan]── {escape(s.section_path or '(no section)')}[/cyan]{link}  [dim]lines {s.start_line}-{s.end_line}[/dim]")
         out.print(escape(s.text), markup=True)
+
+
+def server_options(f: Callable) -> Callable:
+    """``--host``, ``--port`` and ``--api-key`` shared by ``serve`` and ``mcp --http``."""
+    options = [
+        click.option("--host", default="127.0.0.1", show_default=True,
+                     help="Address to bind; any non-loopback address needs an API key."),
+        click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="TCP port."),
+        click.option("--api-key", envvar="ESRAG_SERVE_API_KEY", help="Require this key (Authorization: Bearer KEY or "
+                     "X-API-Key: KEY) on every request (default: ESRAG_SERVE_API_KEY)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _announce(as_json: bool, url: str, store: str, key: str | None) -> None:
+    if as_json:
+        click.echo(json.dumps({"url": url, "store": store, "api_key_required": bool(key)}))
+    else:
+        err.print(f"esrag serving {store} on {url}" + (" (API key required)" if key else ""))
+
+
+def _service() -> Any:
+    """The process's warm :class:`esrag.service.SearchService` (model loaded before listening
+    when the index exists; an unreachable store is reported and served anyway)."""
+    from esrag.service import SearchService
+
+    settings = load_settings()
+    service = SearchService(settings, open_store(settings))
+    try:
+        if service.store.meta() is not None:
+            service.warm()
+    except EsragError as exc:  # serve anyway: /health and the tools say why, and it recovers with the store
+        err.print(f"[yellow]warning[/yellow]: {escape(str(exc))}")
+    return service
+
+
+@main.command()
+@server_options
+@click.option("--cors-origin", "cors_origins", multiple=True, help="Allow browser calls from this origin (repeatable; "
+              "default: CORS off).")
+@click.option("--json", "as_json", is_flag=True, help="Print the address as one JSON line on stdout before serving.")
+@handle_errors
+def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...], as_json: bool) -> None:
+    """Serve the index over HTTP: JSON API (/search, /ask, /pages/PATH, /corpora, /health; schema at
+    /openapi.json) and a search page at /. One warm model and store connection for all requests;
+    SIGTERM or Ctrl-C stops it gracefully."""
+    from esrag.serve.http import create_app, serve as run
+    from esrag.serve.security import resolve_api_key
+
+    key = resolve_api_key(host, api_key)
+    service = _service()
+    try:
+        _announce(as_json, f"http://{host}:{port}/", service.store.name, key)
+        run(create_app(service, api_key=key, cors_origins=list(cors_origins)), host, port)
+    finally:
+        service.close()
+
+
+@main.command()
+@click.option("--http", "over_http", is_flag=True, help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
+@server_options
+@click.option("--json", "as_json", is_flag=True, help="With --http: print the endpoint as one JSON line on stdout "
+              "before serving (over stdio, stdout is the protocol's).")
+@handle_errors
+def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: bool) -> None:
+    """Serve the index to agents over the Model Context Protocol (stdio by default): read-only
+    tools search_docs, get_page and list_corpora."""
+    from esrag.serve import mcp as mcp_server
+
+    key = None
+    if over_http:
+        from esrag.serve.security import resolve_api_key
+
+        key = resolve_api_key(host, api_key)
+    service = _service()
+    try:
+        if not over_http:
+            mcp_server.run_stdio(service)
+            return
+        from esrag.serve.http import serve as run
+
+        _announce(as_json, f"http://{host}:{port}/mcp", service.store.name, key)
+        run(mcp_server.http_app(service, host, key), host, port)
+    finally:
+        service.close()
 
 
 @main.command()

@@ -188,11 +188,14 @@ class LanguageSettings(BaseModel):
 
 
 class AnswerSettings(BaseModel):
-    """``esrag ask``: the context budget (cl100k tokens of source text) and the answer's output
-    limit (model tokens)."""
+    """``esrag ask``: the context budget (cl100k tokens of source text), the answer's output
+    limit (model tokens) and the LLM's context window (model tokens; the budget is cut so that
+    prompt, context and answer fit it)."""
 
     budget: int = Field(default=3000, ge=1)
     max_tokens: int = Field(default=800, ge=1)
+    #: the LLM's context window in model tokens; None = ask its server (esrag.llm_window)
+    context_tokens: int | None = Field(default=None, ge=256)
 
 
 class Settings(BaseSettings):

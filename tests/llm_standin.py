@@ -5,6 +5,13 @@ Endpoints: ``POST /api/chat`` and ``POST /api/generate`` (Ollama, ``stream: fals
 ``POST /v1/chat/completions`` (OpenAI), ``GET /api/tags`` and ``GET /v1/models``. Every request
 is recorded (path, JSON body, prompt text, seed) for assertions.
 
+With ``context_window=N`` it behaves like a real server with an N-token window: a chat whose
+prompt (cl100k tokens) plus its ``max_tokens``/``num_predict`` exceeds N gets HTTP 400 ("This
+model's maximum context length is N tokens. However, you requested M tokens..."), and it reports
+N where real servers do: Ollama's ``POST /api/show`` (``parameters`` ``num_ctx N``), llama.cpp's
+``GET /props`` (``default_generation_settings.n_ctx``) and vLLM's ``GET /v1/models``
+(``max_model_len``); ``report_window=False`` keeps it silent about N.
+
 What a request gets, in order of precedence:
 1. the next reply queued with :meth:`StandIn.queue` (FIFO, any prompt);
 2. the replies routed with :meth:`StandIn.route` to prompts containing a marker, per seed;
@@ -80,8 +87,13 @@ class StandIn:
         responder: computes a reply for requests nothing is queued or routed for.
     """
 
-    def __init__(self, responder: Callable[[Request], Reply] | None = None) -> None:
+    def __init__(self, responder: Callable[[Request], Reply] | None = None, context_window: int | None = None,
+                 report_window: bool = True) -> None:
         self.responder = responder or fake_model
+        #: like a real server: a request whose prompt (cl100k) plus its max_tokens exceeds this
+        #: many tokens gets HTTP 400; reported by /api/show, /props and /v1/models when ``report_window``
+        self.context_window = context_window
+        self.report_window = report_window
         self.requests: list[Request] = []
         self._queue: deque[Reply] = deque()
         self._routes: list[tuple[str, dict[int | None, deque[Reply]]]] = []
@@ -139,6 +151,15 @@ class StandIn:
         with self._lock:
             return [r for r in self.requests if r.path.startswith(path_prefix)]
 
+    def requested_tokens(self, path: str, body: dict[str, Any], prompt: str) -> int:
+        """What a request asks of the window: its prompt's cl100k tokens plus its output limit."""
+        limit = (body.get("options") or {}).get("num_predict") if path.startswith("/api/") else (
+            body.get("max_tokens") or body.get("max_completion_tokens"))
+        return count_tokens(prompt) + int(limit or 0)
+
+    def _too_long(self, path: str, body: dict[str, Any], req: Request) -> bool:
+        return bool(self.context_window) and self.requested_tokens(path, body, req.prompt) > self.context_window
+
     def _choose(self, req: Request) -> Reply:
         with self._lock:
             if self._queue:
@@ -161,10 +182,14 @@ class StandIn:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
+                window = standin.context_window if standin.report_window else None
                 if self.path == "/api/tags":
                     self._send(200, {"models": [{"name": "qwen2.5:7b", "model": "qwen2.5:7b"}]})
                 elif self.path == "/v1/models":
-                    self._send(200, {"object": "list", "data": [{"id": "standin", "object": "model"}]})
+                    model = {"id": "standin", "object": "model", **({"max_model_len": window} if window else {})}
+                    self._send(200, {"object": "list", "data": [model]})
+                elif self.path == "/props" and window:  # llama.cpp's server
+                    self._send(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
                 else:
                     self._send(404, {"error": f"no route {self.path}"})
 
@@ -177,6 +202,11 @@ class StandIn:
                     self._send(400, {"error": "request body is not JSON"})
                     return
                 path = self.path.split("?")[0]
+                if path == "/api/show":  # Ollama: the model's details
+                    window = standin.context_window if standin.report_window else None
+                    self._send(200, {"model_info": {"qwen2.context_length": 32768},
+                                     "parameters": f"num_ctx {window}\nstop \"<|im_end|>\"" if window else 'stop "<|im_end|>"'})
+                    return
                 if path not in ("/api/chat", "/api/generate", "/v1/chat/completions"):
                     self._send(404, {"error": f"no route {path}"})
                     return
@@ -186,6 +216,9 @@ class StandIn:
                     standin.in_flight += 1
                     standin.max_in_flight = max(standin.max_in_flight, standin.in_flight)
                 try:
+                    if standin._too_long(path, body, req):
+                        self._reject(path, body, req)
+                        return
                     reply = standin._choose(req)
                     if reply.delay:
                         time.sleep(reply.delay)
@@ -196,6 +229,13 @@ class StandIn:
                     req.finished = time.monotonic()
                     with standin._lock:
                         standin.in_flight -= 1
+
+            def _reject(self, path: str, body: dict[str, Any], req: Request) -> None:
+                asked, window = standin.requested_tokens(path, body, req.prompt), standin.context_window
+                message = (f"This model's maximum context length is {window} tokens. However, you requested {asked} tokens. "
+                           "Please reduce the length of the messages or completion.")
+                self._send(400, {"error": message} if path.startswith("/api/") else
+                           {"error": {"message": message, "type": "invalid_request_error", "code": 400}})
 
             def _answer(self, path: str, body: dict[str, Any], req: Request, reply: Reply) -> None:
                 if reply.raw is not None:

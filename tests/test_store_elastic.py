@@ -664,26 +664,28 @@ def test_native_rrf_sends_one_request_when_available(store, es_url):
 
 
 def test_hybrid_hits_are_read_from_the_legs_without_an_mget(store, es_url):
-    """The client-side path asks both legs for ``_source``; the ``get`` of the fused top k that
-    follows (what the Searcher does) is served from them, with no ``_mget`` round trip, and
-    returns exactly what an ``mget`` returns. A write in between forgets them."""
+    """The client-side path asks both legs for ``_source``; the chunks of the fused top k are
+    read from the result the search returned (``StoreHits.chunks``, what the Searcher does), with
+    no ``_mget`` round trip, and are exactly what an ``mget`` returns. Nothing is kept on the
+    store: a ``get`` afterwards goes to the cluster, and two results never see each other's."""
     _hybrid_corpus(store)
     with StandIn(es_url) as standin:
         s = ElasticStore(standin.url, store.alias)
-        fused, how = s.hybrid("schedule task every minute", unit(0), k=3, filters=Filters(), fields=FIELDS,
-                              rank_window_size=10, num_candidates=20, rrf_k=60)
+        answer = s.hybrid("schedule task every minute", unit(0), k=3, filters=Filters(), fields=FIELDS,
+                          rank_window_size=10, num_candidates=20, rrf_k=60)
+        fused, how = answer
         assert "client-side" in how
         ids = [f.id for f in fused]
-        got = s.get(ids)
+        got = answer.chunks(ids)
         assert not [p for m, p, b in standin.requests if "_mget" in p]
-        assert [c.id for c in got] == ids and got == store.get(ids)  # the same chunks as an mget reads
-        again = s.get(ids)  # consumed: a second read goes to the cluster
-        assert again == got and len([p for m, p, b in standin.requests if "_mget" in p]) == 1
-        s.hybrid("schedule task every minute", unit(0), k=3, filters=Filters(), fields=FIELDS,
-                 rank_window_size=10, num_candidates=20, rrf_k=60)
-        s.delete(["docs-a.md-4"])
-        s.get(ids)
-        assert len([p for m, p, b in standin.requests if "_mget" in p]) == 2
+        assert list(got) == ids and [got[i] for i in ids] == store.get(ids)  # the same chunks as an mget reads
+        again = s.get(ids)  # the store kept nothing: a read goes to the cluster
+        assert again == [got[i] for i in ids] and len([p for m, p, b in standin.requests if "_mget" in p]) == 1
+        other = s.hybrid("templates views", unit(2), k=3, filters=Filters(), fields=FIELDS,
+                         rank_window_size=10, num_candidates=20, rrf_k=60)
+        assert answer.chunks(ids) == got  # a later search leaves an earlier result as it was
+        assert other.fused[0].id != fused[0].id and other.chunks([other.fused[0].id])
+        assert isinstance(answer.took_ms, int) and answer.round_trip_ms >= answer.took_ms
         s.close()
 
 

@@ -65,3 +65,38 @@ def test_fts_index_stays_in_sync_after_updates_and_deletes(tmp_path):
     s._db.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('integrity-check', 1)")
     assert [i for i, _ in s.bm25("beta", 5, Filters(), FIELDS)] == ["docs-a.md-1"]
     assert s.bm25("alpha", 5, Filters(), FIELDS) == []
+
+
+def test_one_store_shared_by_threads_reads_consistently_while_another_writes(tmp_path):
+    """``esrag serve`` shares one SQLiteStore between request threads: eight readers running
+    BM25, kNN and get at once (while a ninth thread writes other chunks) see exactly what one
+    thread sees alone, and nothing raises (sqlite3 cursors of one connection are not shareable)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    s = SQLiteStore(tmp_path / "threads.db")
+    s.ensure(meta())
+    words = ["queue", "cache", "route", "blade", "mail", "event", "schedule", "session"]
+    chunks = [make_chunk(i, f"{words[i % 8]} worker {words[(i * 3) % 8]} text {i}", path=f"p{i % 5}.md") for i in range(200)]
+    s.write(chunks, np.stack([unit(i % 8, (i * 3) % 8) for i in range(200)]), ["m"] * 200)
+
+    def read(i: int):
+        q = words[i % 8]
+        b = s.bm25(q, 10, Filters(corpora=["docs"]), FIELDS)
+        k = s.knn(unit(i % 8), 10, Filters(corpora=["docs"]), 10)
+        # ids only for BM25: the writer's new chunks change the collection statistics (IDF), not the order
+        return q, [cid for cid, _ in b], k, [c.id for c in s.get([cid for cid, _ in b])]
+
+    alone = {q: (b, k, g) for q, b, k, g in map(read, range(8))}
+
+    def write_more(n: int) -> None:
+        for j in range(n):
+            extra = make_chunk(1000 + j, f"unrelated zzz{j}", corpus="other", path="z.md")
+            s.write([extra], np.stack([unit(7)]), ["m"])
+
+    with ThreadPoolExecutor(9) as pool:
+        writer = pool.submit(write_more, 30)
+        for q, b, k, g in pool.map(read, range(400)):
+            assert (b, k, g) == alone[q]
+        writer.result()
+    assert s.stats()["corpora"]["other"]["chunks"] == 30
+    s.close()

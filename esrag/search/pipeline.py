@@ -214,11 +214,10 @@ class Pipeline:
             return [None] * len(queries)
         t0 = time.perf_counter()
         if self.searcher._embedder is None:
-            emb = self.searcher.embedder
+            _ = self.searcher.embedder
             timings["model_load"] = _ms(t0)
             t0 = time.perf_counter()
-        emb = self.searcher.embedder
-        vectors = [emb.embed_query(q) for q in queries]
+        vectors = [self.searcher.embed_query(q) for q in queries]
         timings["embed"] = _ms(t0)
         return vectors
 
@@ -249,8 +248,8 @@ class Pipeline:
                                             max(s.num_candidates, window)))
         lists = run_branches(self.store, requests, self.searcher.bm25_fields, s.rrf_k, s.weights if mode == "hybrid" else None)
         timings["search"] = _ms(t0)
-        took = getattr(self.store, "last_took_ms", None)
-        if took is not None and hasattr(self.store, "hybrid_many"):
+        took = getattr(lists, "took_ms", None)
+        if took is not None:
             timings["cluster_took"] = float(took)
         per_branch = []
         for i, b in enumerate(branches):

@@ -36,6 +36,7 @@ import copy
 import json
 import re
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -70,7 +71,7 @@ from esrag.analysis import es_analysis
 from esrag.errors import ConfigError, EmbedderMismatch, NotIndexedError, RerankError, StoreError
 from esrag.model import Chunk, Enrichment
 from esrag.search.fusion import Fused, rrf
-from esrag.stores.base import BranchQuery, Filters, IndexMeta, StoredEntry, WriteReport, check_compatible
+from esrag.stores.base import BranchLists, BranchQuery, Filters, IndexMeta, StoredEntry, StoreHits, WriteReport, check_compatible
 
 #: kNN limit of Elasticsearch: ``num_candidates`` (and so ``k``) at most 10,000.
 MAX_NUM_CANDIDATES = 10_000
@@ -753,13 +754,8 @@ class ElasticStore:
         self._info: dict[str, Any] | None = None
         self._rebuild = False
         self._rebuild_index: str | None = None
-        #: the cluster's own ``took`` (ms) of the last hybrid request, for timings and benchmarks
-        self.last_took_ms: int | None = None
-        #: the HTTP exchange of the last hybrid request (ms: request sent to response read, the
-        #: cluster's ``took`` plus its REST layer and the network; not the client's JSON work)
-        self.last_round_trip_ms: float | None = None
-        #: ``_source`` of the last hybrid search's top hits, read by the next :meth:`get`
-        self._hit_sources: dict[str, dict[str, Any]] = {}
+        #: this thread's last hybrid timings (see :attr:`last_took_ms`); results carry their own
+        self._last = threading.local()
         self._stemming: bool | None = None
         #: languages that get a subfield text.<code> in a new index (``[language] fields``), and
         #: the detector's candidates for a query's language (``[language] candidates``)
@@ -785,6 +781,19 @@ class ElasticStore:
             password=secret(settings.es_password), ca_certs=settings.es_ca_certs,
             text_languages=settings.language.fields, language_candidates=settings.language.candidates,
         )
+
+    @property
+    def last_took_ms(self) -> int | None:
+        """The cluster's own ``took`` (ms) of this thread's last hybrid request. A convenience for
+        one-thread callers and benchmarks; concurrent callers read ``StoreHits.took_ms`` of their
+        own result (nothing in esrag reads this)."""
+        return getattr(self._last, "took_ms", None)
+
+    @property
+    def last_round_trip_ms(self) -> float | None:
+        """The HTTP exchange of this thread's last hybrid request (ms: request sent to response
+        read, the cluster's ``took`` plus its REST layer and the network); see :attr:`last_took_ms`."""
+        return getattr(self._last, "round_trip_ms", None)
 
     def __repr__(self) -> str:
         return f"ElasticStore(url={self.url!r}, index={self.alias!r}, auth={self.auth!r})"
@@ -1285,7 +1294,6 @@ class ElasticStore:
     def drop(self) -> None:
         """Delete everything esrag made for this alias: versioned indices, alias, templates,
         pipeline (tests and ``esrag``-managed teardown). Missing pieces are skipped."""
-        self._hit_sources = {}
         es, n = self._es, self.names
         try:
             indices = list(es.indices.get(index=n.pattern, expand_wildcards="all", allow_no_indices=True).body)
@@ -1336,7 +1344,6 @@ class ElasticStore:
             ValueError: lengths differ. EmbedderMismatch: vectors of another dimension.
             StoreError: the cluster is unreachable.
         """
-        self._hit_sources = {}
         state = self._require()
         vectors = np.asarray(vectors, dtype=np.float32)
         if len(chunks) != len(vectors) or len(chunks) != len(meta_hashes):
@@ -1352,7 +1359,6 @@ class ElasticStore:
         metadata replaced and its vector restored from the stored ``vector_bin`` (a partial
         ``_update`` would drop the vector on 8.x; see the module docstring), guarded by
         ``if_seq_no``/``if_primary_term`` so a concurrent write is reported, never lost."""
-        self._hit_sources = {}
         state = self._require()
         report = WriteReport()
         stamp = None if state["pipeline"] else _now()
@@ -1381,7 +1387,6 @@ class ElasticStore:
 
     def delete(self, ids: Sequence[str]) -> int:
         """See :class:`esrag.stores.base.Store`. Bulk ``delete`` by id (no ``_delete_by_query``)."""
-        self._hit_sources = {}
         if not ids:
             return 0
         state = self._state()
@@ -1432,11 +1437,7 @@ class ElasticStore:
         if target is None:
             return []
         found: dict[str, Chunk] = {}
-        known, self._hit_sources = self._hit_sources, {}
-        for i in ids:
-            if i in known:
-                found[i] = chunk_from_source(i, known[i])
-        missing = [i for i in ids if i not in found]
+        missing = list(ids)
         for start in range(0, len(missing), 1000):
             part = list(dict.fromkeys(missing[start : start + 1000]))
             resp = self._call("read chunks", self._es.mget, index=target, ids=part)
@@ -1502,27 +1503,32 @@ class ElasticStore:
         num_candidates: int = 100,
         rrf_k: int = 60,
         weights: dict[str, float] | None = None,
-    ) -> tuple[list[Fused], str]:
+    ) -> StoreHits:
         """BM25 + kNN fused by RRF in one round trip: the native ``rrf`` retriever where the
         cluster has it (licence and feature, probed once per connection) and all leg weights are
         1, else both legs in one ``_msearch`` fused by :func:`esrag.search.fusion.rrf`.
 
         Returns:
-            fused hits best first and a description of the path taken. Client-side hits carry
-            each leg's rank and raw score (cosine for ``dense``); native hits carry only the
-            fused score (Elasticsearch does not return per-leg ranks without ``explain``).
+            a :class:`~esrag.stores.base.StoreHits`, unpacking as ``(fused, how)``: fused hits
+            best first and a description of the path taken. Client-side hits carry each leg's
+            rank and raw score (cosine for ``dense``); native hits carry only the fused score
+            (Elasticsearch does not return per-leg ranks without ``explain``). It also carries
+            the request's ``took_ms``/``round_trip_ms`` and the ``_source`` of the hits both legs
+            returned (at most both windows), so that the caller reads the top hits' chunks without
+            an ``mget`` round trip (``StoreHits.chunks``; measured on the Laravel index, 100
+            queries: hybrid + mget p50 15-18 ms, legs with ``_source`` 10 ms).
         """
         filters = filters or Filters()
         fields = fields or {"text": 1.0}
         state = self._require()
-        self.last_took_ms = self.last_round_trip_ms = None  # a one-leg search below leaves them unknown
+        self._last.took_ms = self._last.round_trip_ms = None  # a one-leg search below leaves them unknown
         window = max(int(rank_window_size), int(k))
         lexical = bool(query.strip()) and bool(weighted_fields(fields))
         if lexical and vector is not None:
             fields = self.query_fields(query, fields)
         if vector is None or not lexical:  # one leg only: nothing to fuse natively
             legs = {"bm25": self.bm25(query, window, filters, fields)} if vector is None else {"dense": self.knn(vector, window, filters, num_candidates)}
-            return rrf(legs, k=rrf_k, weights=weights, rank_window_size=window), "rrf (client-side, one leg)"
+            return StoreHits(rrf(legs, k=rrf_k, weights=weights, rank_window_size=window), "rrf (client-side, one leg)")
         unweighted = all(float(w) == 1.0 for w in (weights or {}).values())
         if unweighted:
             available, why = self.retriever_support("rrf")
@@ -1530,10 +1536,9 @@ class ElasticStore:
                 body = rrf_body(query, vector, k, filters, fields, window, num_candidates, rrf_k, source=True)
                 try:
                     resp = self._es.search(index=state["index"], body=body)
-                    self._note_times(resp)
                     hits = resp.body["hits"]["hits"]
-                    self._keep_sources(hits)
-                    return [Fused(h["_id"], float(h["_score"])) for h in hits], "rrf (native Elasticsearch retriever)"
+                    return self._hits([Fused(h["_id"], float(h["_score"])) for h in hits],
+                                      "rrf (native Elasticsearch retriever)", resp, hits)
                 except ApiError as exc:
                     if exc.meta.status >= 500:
                         raise self._fail(exc, "run the hybrid search") from None
@@ -1546,7 +1551,6 @@ class ElasticStore:
             how = f"rrf (client-side over one _msearch: per-leg weights {dict(weights or {})} need client-side fusion)"
         resp = self._call("run the hybrid search", self._es.msearch, index=state["index"],
                           searches=msearch_body(query, vector, window, filters, fields, num_candidates, source=True))
-        self._note_times(resp)
         legs: dict[str, list[tuple[str, float]]] = {}
         every: list[dict[str, Any]] = []
         for name, answer in zip(("bm25", "dense"), resp.body["responses"]):
@@ -1555,23 +1559,23 @@ class ElasticStore:
             hits = answer["hits"]["hits"]
             every += hits
             legs[name] = [(h["_id"], float(h["_score"])) for h in hits] if name == "bm25" else _cosines(hits)
-        self._keep_sources(every)
-        return rrf(legs, k=rrf_k, weights=weights, rank_window_size=window), how
+        return self._hits(rrf(legs, k=rrf_k, weights=weights, rank_window_size=window), how, resp, every)
 
-    def _note_times(self, resp: Any) -> None:
-        """Record a search response's ``took`` and HTTP round trip (:attr:`last_took_ms`,
-        :attr:`last_round_trip_ms`)."""
-        self.last_took_ms = resp.body.get("took")
+    def _times(self, resp: Any) -> tuple[int | None, float | None]:
+        """A search response's ``took`` and HTTP round trip (ms), also kept as this thread's
+        :attr:`last_took_ms` / :attr:`last_round_trip_ms`."""
+        took = resp.body.get("took")
         duration = getattr(getattr(resp, "meta", None), "duration", None)
-        self.last_round_trip_ms = round(duration * 1000, 3) if isinstance(duration, (int, float)) else None
+        round_trip = round(duration * 1000, 3) if isinstance(duration, (int, float)) else None
+        self._last.took_ms, self._last.round_trip_ms = took, round_trip
+        return took, round_trip
 
-    def _keep_sources(self, hits: Sequence[dict[str, Any]]) -> None:
-        """Remember the ``_source`` of the hits a search just returned (at most both legs'
-        windows), so that the :meth:`get` that follows a hybrid search reads them without an
-        ``mget`` round trip (measured on the Laravel index, 100 queries: hybrid + mget p50
-        15-18 ms, legs with ``_source`` 10 ms). The next :meth:`get` consumes them; any write
-        forgets them."""
-        self._hit_sources = {h["_id"]: h["_source"] for h in hits if "_source" in h}
+    def _hits(self, fused: list[Fused], how: str, resp: Any, hits: Sequence[dict[str, Any]]) -> StoreHits:
+        """The caller's :class:`StoreHits`: ``fused``, ``how``, the response's times and the
+        ``_source`` of ``hits`` (decoded on demand by :func:`chunk_from_source`)."""
+        took, round_trip = self._times(resp)
+        sources = {h["_id"]: h["_source"] for h in hits if "_source" in h}
+        return StoreHits(fused, how, took, round_trip, sources, chunk_from_source)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """See :class:`esrag.stores.base.Store`: the stored ``vector_bin`` copies (one ``mget``)."""
@@ -1590,7 +1594,7 @@ class ElasticStore:
     def hybrid_many(
         self, branches: Sequence[BranchQuery], fields: dict[str, float], rrf_k: int = 60,
         weights: dict[str, float] | None = None,
-    ) -> list[list[Fused]]:
+    ) -> BranchLists:
         """Every leg of every branch in ONE ``_msearch`` (:func:`branches_msearch_body`), each
         branch's legs fused client-side by :func:`esrag.search.fusion.rrf` over its window (the
         ranking the native ``rrf`` retriever gives on the same legs). Returns one fused list per
@@ -1602,11 +1606,11 @@ class ElasticStore:
         state = self._require()
         searches = branches_msearch_body(branches, fields, self.query_fields)
         if not searches:
-            return [[] for _ in branches]
+            return BranchLists([] for _ in branches)
         resp = self._call("run the fan-out searches", self._es.msearch, index=state["index"], searches=searches)
-        self._note_times(resp)
+        out = BranchLists()
+        out.took_ms, out.round_trip_ms = self._times(resp)
         answers = iter(resp.body["responses"])
-        out: list[list[Fused]] = []
         for b in branches:
             legs: dict[str, list[tuple[str, float]]] = {}
             names = (["bm25"] if b.query.strip() and weighted_fields(fields) else []) + (["dense"] if b.vector is not None else [])

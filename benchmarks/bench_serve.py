@@ -1,0 +1,171 @@
+"""``esrag serve``: HTTP search latency and throughput on the Laravel docs, beside the CLI.
+
+For each store (the embedded SQLite store, and Elasticsearch at ``ESRAG_ES_URL`` or the 9.2.8
+test node on :9200):
+  1. the Laravel docs are ingested once into an index kept under ``benchmarks/results/serve/``
+     (SQLite) or the alias ``esrag-bench-serve`` (Elasticsearch) and reused by later runs
+     (``--fresh`` re-ingests); passages share one embedding cache;
+  2. ``esrag serve`` starts on a free port (the model loads once, before it listens);
+  3. 100 sequential hybrid searches (k = 10) through HTTP with one keep-alive client: p50/p95
+     wall time including the query embedding, and the server's own total;
+  4. 8 concurrent clients (25 searches each): throughput and p95;
+  5. on Elasticsearch, the requests the server sends to the cluster per search (through a
+     counting proxy, after warm-up);
+  6. the CLI's per-call time (``esrag search --json``, model load included), median of 3.
+Target: HTTP p95 <= 50 ms with one client.
+
+    .venv/bin/python benchmarks/bench_serve.py [--queries 100] [--clients 8] [--stores sqlite,elastic] [--fresh]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+from _data import shared_data
+from rich.console import Console
+from rich.table import Table
+
+HERE = Path(__file__).resolve().parent
+PROJECT = HERE.parent
+sys.path.insert(0, str(PROJECT / "tests"))
+from serve_helpers import CountingProxy, Server, clean_env  # noqa: E402
+
+LARAVEL = shared_data() / "corpora" / "laravel-docs"
+RESULTS = HERE / "results" / "serve"
+ESRAG = str(Path(sys.executable).with_name("esrag"))
+ALIAS = "esrag-bench-serve"
+console = Console(width=180)
+
+
+def queries(n: int, seed: int = 2027) -> list[str]:
+    titles = []
+    for path in sorted(LARAVEL.glob("*.md")):
+        titles += re.findall(r"^#{2,3} (.+)$", path.read_text(encoding="utf-8"), re.MULTILINE)
+    return [f"how do I use {t.strip().lower()}" for t in random.Random(seed).sample(titles, n)]
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([ESRAG, *args], env=clean_env(env), capture_output=True, text=True, timeout=1800, check=True)
+
+
+def ensure_index(env: dict[str, str], fresh: bool) -> tuple[int, float]:
+    """(chunks, ingest seconds; 0 when an existing index was reused)."""
+    if not fresh:
+        status = json.loads(cli(["status", "--json"], env).stdout)
+        if status.get("corpora", {}).get("laravel", {}).get("chunks"):
+            return status["chunks"], 0.0
+    t0 = time.perf_counter()
+    cli(["ingest", str(LARAVEL), "--corpus", "laravel", "--json"], env)
+    return json.loads(cli(["status", "--json"], env).stdout)["chunks"], time.perf_counter() - t0
+
+
+def sequential(url: str, qs: list[str]) -> tuple[list[float], list[float]]:
+    walls, totals = [], []
+    with httpx.Client(timeout=60) as client:
+        for q in qs:
+            t0 = time.perf_counter()
+            r = client.get(url + "/search", params={"q": q, "k": 10, "mode": "hybrid"})
+            walls.append((time.perf_counter() - t0) * 1000)
+            r.raise_for_status()
+            totals.append(r.json()["timings_ms"]["total"])
+    return walls, totals
+
+
+def concurrent(url: str, qs: list[str], clients: int) -> tuple[float, list[float]]:
+    per = [qs[i::clients] for i in range(clients)]
+
+    def run(part: list[str]) -> list[float]:
+        out = []
+        with httpx.Client(timeout=60) as client:
+            for q in part:
+                t0 = time.perf_counter()
+                client.get(url + "/search", params={"q": q, "k": 10}).raise_for_status()
+                out.append((time.perf_counter() - t0) * 1000)
+        return out
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        lat = [x for part in pool.map(run, per) for x in part]
+    return len(lat) / (time.perf_counter() - t0), lat
+
+
+def requests_per_search(env: dict[str, str], qs: list[str]) -> float:
+    proxy = CountingProxy(env["ESRAG_ES_URL"])
+    server = Server(["serve"], {**env, "ESRAG_ES_URL": proxy.url})
+    try:
+        sequential(server.url, qs[:3])  # warm: capability probes
+        before = proxy.snapshot()
+        sequential(server.url, qs[:20])
+        delta = proxy.snapshot() - before
+        console.print(f"[dim]requests to the cluster for 20 searches: {dict(delta)}[/dim]")
+        return sum(delta.values()) / 20
+    finally:
+        server.stop()
+        proxy.stop()
+
+
+def bench(store: str, env: dict[str, str], qs: list[str], clients: int, fresh: bool) -> dict:
+    chunks, ingest_s = ensure_index(env, fresh)
+    server = Server(["serve"], env)
+    try:
+        sequential(server.url, queries(20, seed=7))  # warm-up
+        walls, totals = sequential(server.url, qs)
+        rate, lat = concurrent(server.url, qs * 2, clients)
+    finally:
+        server.stop()
+    cli_times = []
+    for q in qs[:3]:
+        t0 = time.perf_counter()
+        cli(["search", q, "--json"], env)
+        cli_times.append(time.perf_counter() - t0)
+    out = {"store": store, "chunks": chunks, "ingest_s": ingest_s, "p50": pct(walls, 50), "p95": pct(walls, 95),
+           "server_p50": pct(totals, 50), "rate": rate, "conc_p50": pct(lat, 50), "conc_p95": pct(lat, 95),
+           "cli_s": statistics.median(cli_times), "requests": None}
+    if store == "elastic":
+        out["requests"] = requests_per_search(env, qs)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--stores", default="sqlite,elastic")
+    ap.add_argument("--fresh", action="store_true", help="Re-ingest even when a kept index exists.")
+    args = ap.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    common = {"ESRAG_EMBEDDING_CACHE": str(RESULTS / "embedding_cache.db")}
+    envs = {"sqlite": {**common, "ESRAG_DB": str(RESULTS / "laravel.db")},
+            "elastic": {**common, "ESRAG_ES_URL": os.environ.get("ESRAG_ES_URL", "http://127.0.0.1:9200"), "ESRAG_INDEX": ALIAS}}
+    qs = queries(args.queries)
+    rows = [bench(s, envs[s], qs, args.clients, args.fresh) for s in args.stores.split(",")]
+    t = Table(title=f"esrag serve: Laravel docs, hybrid k=10, {args.queries} sequential queries, {args.clients} concurrent clients")
+    for col in ("store", "chunks", "HTTP p50 / p95 (1 client)", "server total p50", f"{args.clients} clients: req/s",
+                f"{args.clients} clients: p50 / p95", "CLI per call", "cluster requests / search", "target p95 <= 50 ms"):
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(r["store"], f"{r['chunks']:,}", f"{r['p50']:.1f} / {r['p95']:.1f} ms", f"{r['server_p50']:.1f} ms",
+                  f"{r['rate']:.1f}", f"{r['conc_p50']:.1f} / {r['conc_p95']:.1f} ms", f"{r['cli_s']:.2f} s",
+                  "-" if r["requests"] is None else f"{r['requests']:.2f}", "met" if r["p95"] <= 50 else "NOT met")
+    console.print(t)
+    (RESULTS / "bench_serve.json").write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""The search use case shared by ``esrag search``, ``esrag serve`` (HTTP) and ``esrag mcp``.
+
+One :class:`SearchService` holds one store connection and one warm query embedder for the life
+of a process and is safe to call from many threads at once: every call builds its own result
+(nothing a search finds is kept on the service, the pipeline or the store), the store serialises
+what its connection cannot share (:mod:`esrag.stores.sqlite`), and the searcher runs the model
+one query at a time (:meth:`esrag.search.searcher.Searcher.embed_query`). So the CLI, the HTTP
+API and the MCP tools give the same hits for the same request.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from esrag.app import make_searcher
+from esrag.config import Settings
+from esrag.errors import ConfigError, EsragError
+from esrag.model import Hit
+from esrag.search.pipeline import Pipeline, PipelineResult
+from esrag.stores.base import Filters, Store
+
+CORPORA_TTL_S = 5.0
+"""Seconds between two re-reads of the corpus list caused by unknown corpus names."""
+
+
+class UnknownCorpus(ConfigError):
+    """A request names a corpus the index does not hold."""
+
+
+@dataclass
+class SearchRequest:
+    """One search, as the CLI flags, the HTTP fields and the MCP arguments give it.
+
+    Attributes:
+        query: the question or keywords (non-empty).
+        k: hits (None: ``search.k``). mode: ``hybrid``, ``bm25`` or ``dense`` (None: ``search.mode``).
+        corpora: only these corpora (two or more fan out; one uses its ``[corpora.NAME]`` query prefix).
+        path_prefix: only sources whose path starts with it. languages: ``--lang`` codes (``auto``
+            = the query's language; empty = ``[language] filter``).
+        doc_version: only chunks of this documentation version (:class:`Filters`).
+        budget: cl100k tokens of source text to pack (:func:`esrag.search.pipeline.pack`).
+        expand, rerank, rerank_top_n, reformulate: the pipeline's stages (None = settings).
+        embedder: embed the query with this spec instead of the index's own.
+    """
+
+    query: str
+    k: int | None = None
+    mode: str | None = None
+    corpora: list[str] = field(default_factory=list)
+    path_prefix: str | None = None
+    languages: list[str] = field(default_factory=list)
+    doc_version: str | None = None
+    budget: int | None = None
+    expand: str | None = None
+    rerank: str | None = None
+    rerank_top_n: int | None = None
+    reformulate: int | None = None
+    embedder: str | None = None
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    """A hit's ``--json`` form (also the HTTP API's and the MCP tool's): :meth:`esrag.model.Hit.to_dict`
+    plus ``truncated`` (cut by the budget) and ``chunk_ids`` (members of an expanded hit) when they apply."""
+    d = hit.to_dict()
+    md = hit.chunk.metadata
+    if md.get("truncated"):
+        d["truncated"] = True
+    if md.get("chunks"):
+        d["chunk_ids"] = [m[0] for m in md["chunks"]]
+    return d
+
+
+def result_json(result: PipelineResult, explain: bool = False) -> dict[str, Any]:
+    """``{"hits": [hit_json...], "timings_ms": {...}}``; with ``explain`` also ``fusion`` and,
+    when present, ``diagnostics``, ``reformulations`` and ``notes`` (the shape of ``esrag search
+    --explain --json``; each hit's ``legs`` always carries its leg ranks and scores)."""
+    out: dict[str, Any] = {"hits": [hit_json(h) for h in result.hits], "timings_ms": result.timings_ms}
+    if explain:
+        out["fusion"] = result.fusion
+        out.update({key: value for key, value in (("diagnostics", result.diagnostics),
+                                                  ("reformulations", result.reformulations), ("notes", result.notes)) if value})
+    return out
+
+
+class SearchService:
+    """Search, ask, pages and corpora over one open store.
+
+    Args:
+        settings: all settings. store: the open store (the service closes it in :meth:`close`).
+        embedder: embed queries with this spec instead of the index's own (``--embedder``).
+    """
+
+    def __init__(self, settings: Settings, store: Store, embedder: str | None = None) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder_spec = embedder
+        self._lock = threading.Lock()
+        self._pipelines: dict[tuple[str | None, str | None], Pipeline] = {}
+        self._corpora: tuple[float, dict[str, Any]] | None = None
+        self._answerer: Any = None
+
+    # -- parts ---------------------------------------------------------------------------------
+    def pipeline(self, corpus: str | None = None, embedder: str | None = None) -> Pipeline:
+        """The pipeline for a search (built once, then shared): a single ``corpus`` with its own
+        ``[corpora.NAME]`` query or passage prefix gets a searcher with that prefix, every other
+        search shares the default one (one model load)."""
+        spec = embedder or self.embedder_spec
+        cs = self.settings.corpora.get(corpus) if corpus else None
+        key = (corpus if cs is not None and (cs.query_prefix or cs.passage_prefix) else None, spec)
+        with self._lock:
+            if key not in self._pipelines:
+                p = Pipeline.from_settings(self.settings, self.store, spec)
+                if key[0] is not None:
+                    p.searcher = make_searcher(self.settings, self.store, spec, key[0])
+                self._pipelines[key] = p
+            return self._pipelines[key]
+
+    def warm(self) -> None:
+        """Load the default query embedder now (a server does this before it listens)."""
+        _ = self.pipeline().searcher.embedder
+
+    @property
+    def model_loaded(self) -> bool:
+        """Whether the default pipeline's query embedder is in memory."""
+        p = self._pipelines.get((None, self.embedder_spec))
+        return bool(p and p.searcher._embedder is not None)
+
+    def corpora(self, fresh: bool = False) -> dict[str, Any]:
+        """``{name: {"chunks", "sources"}}`` of the index: read once, then again with ``fresh``."""
+        cached = self._corpora
+        if fresh or cached is None:
+            cached = (time.monotonic(), dict(self.store.stats().get("corpora", {})))
+            self._corpora = cached
+        return cached[1]
+
+    def check_corpora(self, names: list[str]) -> None:
+        """Raise :class:`UnknownCorpus` (listing the indexed ones) for a name the index lacks.
+        Known names cost nothing; an unknown name re-reads the list (at most every
+        :data:`CORPORA_TTL_S` seconds), so a corpus ingested meanwhile is found.
+
+        Raises:
+            UnknownCorpus: a name the index does not hold. StoreError: the store is unreachable.
+        """
+        if not names:
+            return
+        known = self.corpora()
+        if any(n not in known for n in names) and time.monotonic() - (self._corpora or (0.0,))[0] > CORPORA_TTL_S:
+            known = self.corpora(fresh=True)
+        missing = [n for n in names if n not in known]
+        if missing:
+            raise UnknownCorpus(f"unknown corpus {missing[0]!r}; indexed: {', '.join(sorted(known)) or '(none)'}")
+
+    # -- use cases -----------------------------------------------------------------------------
+    def search(self, req: SearchRequest, *, check_corpora: bool = False) -> PipelineResult:
+        """Run ``req`` through the pipeline (language filter resolved from the query, one corpus
+        searched with its own query prefix).
+
+        Raises:
+            ConfigError: empty query, bad k, mode, budget or stage spec; UnknownCorpus (with
+            ``check_corpora``). StoreError: the store is unreachable. NotIndexedError: empty index.
+        """
+        from esrag.language import language_filter
+
+        if not req.query or not req.query.strip():
+            raise ConfigError("the query is empty; give a question or keywords")
+        if check_corpora:
+            self.check_corpora(req.corpora)
+        s = self.settings
+        languages = language_filter(list(req.languages) or s.language.filter, req.query, s.language.candidates)
+        filters = Filters(corpora=list(req.corpora), path_prefix=req.path_prefix, languages=languages,
+                          doc_version=req.doc_version)
+        pipeline = self.pipeline(req.corpora[0] if len(req.corpora) == 1 else None, req.embedder)
+        return pipeline.search(req.query, k=req.k, mode=req.mode, filters=filters, budget=req.budget, expand=req.expand,
+                               rerank=req.rerank, rerank_top_n=req.rerank_top_n, reformulate=req.reformulate)
+
+    def ask(self, question: str, corpora: list[str] | None = None, budget: int | None = None, *,
+            check_corpora: bool = False, **stages: Any) -> Any:
+        """The grounded answer (:class:`esrag.answer.Answer`) to ``question``: retrieve up to
+        ``budget`` (default ``[answer] budget``) tokens, fitted to the LLM's window
+        (:func:`esrag.answer.fit_budget`), then generate.
+
+        Raises:
+            ConfigError, StoreError as :meth:`search`; LLMError, AnswerError from the LLM.
+        """
+        from esrag.answer import make_answerer
+
+        if not question or not question.strip():
+            raise ConfigError("the question is empty")
+        if check_corpora:
+            self.check_corpora(list(corpora or []))
+        with self._lock:
+            if self._answerer is None:
+                self._answerer = make_answerer(self.settings)
+            answerer = self._answerer
+        want = budget or self.settings.answer.budget
+        fitted = answerer.fit_budget(want)
+        result = self.pipeline(None).search(question, filters=Filters(corpora=list(corpora or [])), budget=fitted, **stages)
+        return answerer.answer(question, result.hits)
+
+    def page(self, path: str, corpus: str | None = None, doc_version: str | None = None) -> Any:
+        """The page at ``path`` (:func:`esrag.pages.get_page`), or None."""
+        from esrag.pages import get_page
+
+        return get_page(self.store, path, corpus, doc_version)
+
+    def health(self) -> dict[str, Any]:
+        """``{"ok", "store", "store_reachable", "model_loaded", "chunks", "error"?}``; never raises."""
+        out: dict[str, Any] = {"store": self.store.name, "model_loaded": self.model_loaded}
+        try:
+            stats = self.store.stats()
+            out.update(store_reachable=True, chunks=stats.get("chunks", 0))
+        except EsragError as exc:
+            out.update(store_reachable=False, error=str(exc).splitlines()[0][:300])
+        out["ok"] = bool(out["store_reachable"] and out["model_loaded"])
+        return out
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
