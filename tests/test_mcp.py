@@ -64,7 +64,7 @@ async def exercise(session: ClientSession) -> dict:
         error_text(await session.call_tool("get_page", {"path": "../../etc/passwd"})),
     ]
     assert "empty" in errors[0] and "unknown corpus 'nope'" in errors[1] and "token_budget" in errors[2]
-    assert "k must be" in errors[3] and "no page" in errors[4]
+    assert "k must be" in errors[3] and "no indexed page" in errors[4]
     again = payload(await session.call_tool("search_docs", {"query": "schedule a task every minute", "corpus": "laravel",
                                                             "token_budget": 400}))["hits"]
     assert again == hits  # still answering, and the same
