@@ -341,7 +341,7 @@ def parse_rst(text: str, rel: str, file: Path | None, root: Path | None) -> Pars
     doctree = publish_doctree(text, source_path=source_path, settings_overrides=overrides)
     for msg in doctree.findall(nodes.system_message):
         if msg["level"] >= 3:
-            messages.append((msg.get("line") or 0, msg["level"], msg.astext().split("\n")[0]))
+            messages.append((msg.get("line") or 0, msg["level"], _one_line(msg.astext())))
     renderer = _Renderer(text.split("\n"), source_path, state.get("include_lines", {}))
     renderer.walk(doctree, 0, ())
     problems = list(state.get("problems", []))
@@ -350,6 +350,13 @@ def parse_rst(text: str, rel: str, file: Path | None, root: Path | None) -> Pars
     parsed.problems = problems
     parsed.dependencies = set(state.get("dependencies", set()))
     return parsed
+
+
+def _one_line(message: str) -> str:
+    """A docutils report on one line: its first line, and when that ends with ``:`` (``Error in
+    "code-block" directive:``) the rest of its first paragraph, which says what is wrong."""
+    para = message.split("\n\n", 1)[0].split("\n")
+    return " ".join(s.strip() for s in para) if para[0].rstrip().endswith(":") else para[0]
 
 
 def _strip_prefix(message: str) -> str:
