@@ -187,6 +187,13 @@ def test_pydantic_cross_reference_headers_read_and_link_as_mkdocs_autorefs_rende
     # a defined reference resolves to its text; with no autorefs an undefined one stays literal
     assert header_title("[Gate][g] and [x][]", {"references": {"G": {"href": "/g", "title": ""}}}, True) == "Gate and [x][]"
     assert header_title("[a][b.c] d", autorefs=True) == "a d" and header_title("[a][b.c] d") == "[a][b.c] d"
+    # `## :simple-slack: Slack`: pymdownx.emoji (Material icons) renders an SVG, toc slugs "Slack"
+    urls = _chunk_urls(PYDANTIC, "docs/help_with_pydantic.md", base=base, in_tree=True)
+    assert urls["Getting help with Pydantic > Slack"] == f"{base}help_with_pydantic/#slack"
+    assert urls["Getting help with Pydantic > API Documentation"] == f"{base}help_with_pydantic/#api-documentation"
+    assert not [p for p in urls if ":simple-" in p or ":material-" in p]
+    assert header_title(":material-api: API :smile:", icons=True) == "API :smile:"
+    assert header_title(":material-api: API") == ":material-api: API"
     laravel = _chunk_urls(LARAVEL, "authentication.md", "plain", "https://laravel.com/docs/12.x/", in_tree=True)
     assert laravel == _chunk_urls(LARAVEL, "authentication.md", "plain", "https://laravel.com/docs/12.x/")
 

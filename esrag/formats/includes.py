@@ -87,6 +87,9 @@ class IncludeContext:
         autorefs: the ``mkdocs.yml`` enables mkdocs-autorefs (its ``autorefs`` plugin, or
             ``mkdocstrings``, which turns it on): ``[text][identifier]`` with no definition is a
             cross-reference link, read as its text.
+        icons: the ``mkdocs.yml`` enables ``pymdownx.emoji``: icon shortcodes of MkDocs
+            Material's icon sets (``:material-api:``, ``:simple-github:``, ``:octicons-…:``,
+            ``:fontawesome-…:``) render as icons, not text.
     """
 
     file: Path
@@ -94,6 +97,7 @@ class IncludeContext:
     mdbook: bool = False
     snippet_bases: tuple[Path, ...] = ()
     autorefs: bool = False
+    icons: bool = False
 
 
 def context_for(file: Path, root: Path) -> IncludeContext:
@@ -108,11 +112,12 @@ def context_for(file: Path, root: Path) -> IncludeContext:
         allowed = book.parent
     mkdocs = _find_upwards(file.parent, "mkdocs.yml")
     bases: tuple[Path, ...] = ()
-    autorefs = False
+    autorefs = icons = False
     if mkdocs is not None:
         bases = _snippet_bases(mkdocs)
         autorefs = _autorefs(mkdocs)
-    return IncludeContext(file, allowed, mdbook=book is not None, snippet_bases=bases, autorefs=autorefs)
+        icons = "pymdownx.emoji" in mkdocs.read_text(encoding="utf-8", errors="replace")
+    return IncludeContext(file, allowed, mdbook=book is not None, snippet_bases=bases, autorefs=autorefs, icons=icons)
 
 
 def _find_upwards(start: Path, name: str) -> Path | None:
