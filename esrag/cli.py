@@ -137,7 +137,7 @@ class _RichObserver(Observer):
         self.progress.advance(self.embeds, n)
 
     def failure(self, failure: Failure) -> None:
-        self.progress.console.print(f"[red]failed[/red] {escape(failure.path)}: {escape(failure.error)}")
+        self.progress.console.print(f"[red]failed[/red] {escape(failure.path)}: {escape(failure.error)}", soft_wrap=True)
 
 
 class _RateColumn(TextColumn):
@@ -276,7 +276,7 @@ def _print_summary(s: IngestSummary) -> None:
         table.add_row(label, str(value))
     err.print(table)
     for f in s.failures:
-        err.print(f"[red]failed[/red] {escape(f.path)}: {escape(f.error)}")
+        err.print(f"[red]failed[/red] {escape(f.path)}: {escape(f.error)}", soft_wrap=True)
     for w in s.warnings:
         err.print(f"[yellow]warning[/yellow] {escape(w.path)}: {escape(w.error)} (file indexed)", soft_wrap=True)
 

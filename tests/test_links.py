@@ -179,3 +179,21 @@ def test_cli_links_versions_page_and_errors(tmp_path):
         assert bad.returncode != 0 and len(lines) == 1 and flag in lines[0], bad.stderr
     missing = run(["page", "nope.md"], cwd=tmp_path, env=env, check=False)
     assert missing.returncode == 1 and "no indexed page 'nope.md'" in missing.stderr
+
+
+def test_cli_ingest_failure_and_warning_lines_are_one_line_each(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nA page that is fine.\n")
+    (docs / "broken.md").write_text("---\ntitle: [unclosed\nfoo: : bar\n---\n# Broken\n\nText.\n")
+    (docs / "odd.rst").write_text("Odd\n===\n\n.. code-block:: python\n   :bogus-option\n\nAfter.\n")
+    proc = run(["ingest", "docs", "--site", "plain"], cwd=tmp_path, env={"ESRAG_DB": str(tmp_path / "x.db"), "COLUMNS": "80"},
+               check=False)
+    assert proc.returncode == 1
+    failed = {ln for ln in proc.stderr.splitlines() if ln.startswith("failed ")}  # as it happens, and in the summary
+    assert len(failed) == 1 and next(iter(failed)).startswith("failed broken.md: front matter is not valid YAML at line 3")
+    assert next(iter(failed)).endswith("fix it or remove the --- block")  # not wrapped at 80 columns
+    warned = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning ")]
+    # docutils' report ends its first line with ":"; the reason on its next line is kept
+    assert warned == ['warning odd.rst: line 4: ERROR: Error in "code-block" directive: '
+                      'maximum 1 argument(s) allowed, 2 supplied. (file indexed)']

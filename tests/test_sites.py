@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from esrag.chunking.blocks import parse_blocks, split_header_attrs
+from esrag.chunking.blocks import header_title, parse_blocks, split_header_attrs
 from esrag.chunking.header import HeaderChunker
 from esrag.errors import ConfigError, SourceError
 from esrag.model import BlockKind, Document
@@ -131,9 +131,9 @@ def test_bad_site_and_base_url_name_the_flag(tmp_path):
 
 
 # -- real repositories -----------------------------------------------------------------------------
-def _chunk_urls(root: Path, rel: str, site=None, base=None) -> dict[str, str]:
+def _chunk_urls(root: Path, rel: str, site=None, base=None, in_tree=False) -> dict[str, str]:
     where = resolve_site(root, site, base)
-    doc = Document(rel, (root / rel).read_text(encoding="utf-8"))
+    doc = Document(rel, (root / rel).read_text(encoding="utf-8"), **({"source": str(root / rel), "root": str(root)} if in_tree else {}))
     assert where.prepare(doc) == ""
     chunks = HeaderChunker().chunk(doc)
     where.apply(doc, chunks)
@@ -168,6 +168,34 @@ def test_pydantic_mkdocs_urls_from_mkdocs_yml():
             assert c.url.startswith("https://docs.pydantic.dev/"), (rel, c.section_path)
             assert "{#" not in c.section_path and "{ #" not in c.section_path, (rel, c.section_path)
     assert n > 800
+
+
+def test_pydantic_cross_reference_headers_read_and_link_as_mkdocs_autorefs_renders_them():
+    # `## Using the [`Field()`][pydantic.Field] function…`: mkdocs-autorefs (pydantic's mkdocs.yml
+    # enables mkdocstrings) renders the undefined reference as a link, so the reader sees
+    # "Field()" and toc slugifies that text; documents read inside their tree, as ingest does
+    base = "https://docs.pydantic.dev/latest/"
+    urls = _chunk_urls(PYDANTIC, "docs/concepts/validation_decorator.md", base=base, in_tree=True)
+    assert urls["Using the Field() function to describe function parameters"] == \
+        f"{base}concepts/validation_decorator/#using-the-field-function-to-describe-function-parameters"
+    urls = _chunk_urls(PYDANTIC, "docs/examples/custom_validators.md", base=base, in_tree=True)
+    assert urls["Custom datetime Validator via Annotated Metadata"] == \
+        f"{base}examples/custom_validators/#custom-datetime-validator-via-annotated-metadata"
+    urls = _chunk_urls(PYDANTIC, "docs/errors/usage_errors.md", base=base, in_tree=True)  # {#id} still wins
+    assert urls["Unpack used without a TypedDict"] == f"{base}errors/usage_errors/#unpack-typed-dict"
+    assert not [p for p in urls if "][" in p]
+    # a defined reference resolves to its text; with no autorefs an undefined one stays literal
+    assert header_title("[Gate][g] and [x][]", {"references": {"G": {"href": "/g", "title": ""}}}, True) == "Gate and [x][]"
+    assert header_title("[a][b.c] d", autorefs=True) == "a d" and header_title("[a][b.c] d") == "[a][b.c] d"
+    # `## :simple-slack: Slack`: pymdownx.emoji (Material icons) renders an SVG, toc slugs "Slack"
+    urls = _chunk_urls(PYDANTIC, "docs/help_with_pydantic.md", base=base, in_tree=True)
+    assert urls["Getting help with Pydantic > Slack"] == f"{base}help_with_pydantic/#slack"
+    assert urls["Getting help with Pydantic > API Documentation"] == f"{base}help_with_pydantic/#api-documentation"
+    assert not [p for p in urls if ":simple-" in p or ":material-" in p]
+    assert header_title(":material-api: API :smile:", icons=True) == "API :smile:"
+    assert header_title(":material-api: API") == ":material-api: API"
+    laravel = _chunk_urls(LARAVEL, "authentication.md", "plain", "https://laravel.com/docs/12.x/", in_tree=True)
+    assert laravel == _chunk_urls(LARAVEL, "authentication.md", "plain", "https://laravel.com/docs/12.x/")
 
 
 def test_async_book_mdbook_urls_from_book_toml():

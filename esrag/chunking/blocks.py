@@ -20,6 +20,7 @@ import functools
 import re
 
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import normalizeReference
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from esrag.model import Block, BlockKind
@@ -69,14 +70,34 @@ def normalize(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def header_title(inline_source: str, env: dict | None = None) -> str:
+_UNDEFINED_REF = re.compile(r"(?<![\\!\]])\[((?:[^\[\]\\`]|\\.|`[^`]*`)+)\]\[([^\[\]\s][^\[\]]*)\]")
+
+
+_ICON = re.compile(r":(?:material|simple|octicons|fontawesome)-[+\-\w]+:")
+
+
+def header_title(inline_source: str, env: dict | None = None, autorefs: bool = False, icons: bool = False) -> str:
     """Plain text of a header's inline Markdown: link text without its URL, code span content,
     image alt text; raw HTML (anchors) dropped; whitespace collapsed.
 
     ``env`` is the markdown-it environment of the whole document (its ``"references"`` resolve
-    reference links such as ``[text][label]`` to their text, as GitHub renders them).
+    reference links such as ``[text][label]`` to their text, as GitHub renders them). With
+    ``autorefs`` (an MkDocs site with mkdocs-autorefs / mkdocstrings) a full reference link
+    whose label the document does not define (``[`Field()`][pydantic.Field]``) also reads as
+    its text: autorefs renders it as a cross-reference link, whose text Python-Markdown's toc
+    then slugifies; without it (CommonMark, GitHub) the brackets stay literal. With ``icons``
+    (MkDocs with ``pymdownx.emoji``) the shortcodes of Material's icon sets (``:material-api:``,
+    ``:simple-slack:``, ``:octicons-…:``, ``:fontawesome-…:``) leave the title: they render as
+    an SVG with no text, so toc's slug skips them (``## :simple-slack: Slack`` -> ``#slack``).
     """
-    tokens = _inline_parser().parseInline(inline_source, dict(env or {}))
+    env = dict(env or {})
+    refs = env.get("references") or {}
+    if autorefs:
+        inline_source = _UNDEFINED_REF.sub(
+            lambda m: m.group(0) if normalizeReference(m.group(2)) in refs else m.group(1), inline_source)
+    if icons:
+        inline_source = _ICON.sub("", inline_source)
+    tokens = _inline_parser().parseInline(inline_source, env)
     parts: list[str] = []
     for tok in tokens[0].children or [] if tokens else []:
         if tok.type in ("text", "code_inline"):
@@ -109,11 +130,14 @@ def anchor_names(html: str) -> list[str]:
     return [next(g for g in m.groups() if g is not None) for m in _ANCHOR_NAME.finditer(html)]
 
 
-def parse_blocks(text: str) -> list[Block]:
+def parse_blocks(text: str, autorefs: bool = False, icons: bool = False) -> list[Block]:
     """Parse normalised Markdown into blocks in document order, each with its section path.
 
     Args:
         text: document text, already passed through :func:`normalize`.
+        autorefs: headers read undefined ``[text][identifier]`` links as their text, as
+            mkdocs-autorefs renders them (:func:`header_title`).
+        icons: headers drop MkDocs Material icon shortcodes (:func:`header_title`).
 
     Returns:
         Blocks with 1-based inclusive line spans. A header block's section path ends with its
@@ -124,7 +148,7 @@ def parse_blocks(text: str) -> list[Block]:
         the last ``<a name|id>`` of the anchor blocks standing right before it.
     """
     lines = text.split("\n")
-    spans = _top_level_spans(text)
+    spans = _top_level_spans(text, autorefs, icons)
     blocks: list[Block] = []
     stack: list[tuple[int, str]] = []
     covered_until = 0  # 0-based line index: lines before this are covered
@@ -150,7 +174,7 @@ def parse_blocks(text: str) -> list[Block]:
     return blocks
 
 
-def _top_level_spans(text: str) -> list[tuple[BlockKind, int, int, object]]:
+def _top_level_spans(text: str, autorefs: bool = False, icons: bool = False) -> list[tuple[BlockKind, int, int, object]]:
     """(kind, start, end, extra) for each top-level markdown-it block; 0-based [start, end)."""
     env: dict = {}
     tokens = _block_parser().parse(text, env)
@@ -165,7 +189,7 @@ def _top_level_spans(text: str) -> list[tuple[BlockKind, int, int, object]]:
         if kind is BlockKind.HEADER:
             source, attr_id = split_header_attrs(tokens[i + 1].content)
             inline = anchor_names(source) if "<" in source else []
-            extra = (int(tok.tag[1]), header_title(source, env), attr_id or (inline[0] if inline else ""))
+            extra = (int(tok.tag[1]), header_title(source, env, autorefs, icons), attr_id or (inline[0] if inline else ""))
         elif kind is BlockKind.PARAGRAPH:
             extra = tokens[i + 1].content
         spans.append((kind, tok.map[0], tok.map[1], extra))

@@ -56,5 +56,6 @@ def _parse_markdown(text: str, doc: Document) -> Parsed:
     file = source_file(doc)
     ctx = context_for(file, Path(doc.root)) if file is not None else None
     res = resolve(text, ctx)
-    blocks = parse_blocks("\n".join(res.lines))
+    blocks = parse_blocks("\n".join(res.lines), autorefs=ctx.autorefs if ctx is not None else False,
+                          icons=ctx.icons if ctx is not None else False)
     return Parsed(res.lines, blocks, res.line_map, problems=res.problems, dependencies=res.dependencies)

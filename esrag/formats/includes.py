@@ -84,12 +84,20 @@ class IncludeContext:
             for mdBook also the book's root).
         mdbook: resolve mdBook ``{{#include}}`` directives (a ``book.toml`` governs the file).
         snippet_bases: base directories of pymdownx.snippets (empty: snippets are off).
+        autorefs: the ``mkdocs.yml`` enables mkdocs-autorefs (its ``autorefs`` plugin, or
+            ``mkdocstrings``, which turns it on): ``[text][identifier]`` with no definition is a
+            cross-reference link, read as its text.
+        icons: the ``mkdocs.yml`` enables ``pymdownx.emoji``: icon shortcodes of MkDocs
+            Material's icon sets (``:material-api:``, ``:simple-github:``, ``:octicons-…:``,
+            ``:fontawesome-…:``) render as icons, not text.
     """
 
     file: Path
     allowed: Path
     mdbook: bool = False
     snippet_bases: tuple[Path, ...] = ()
+    autorefs: bool = False
+    icons: bool = False
 
 
 def context_for(file: Path, root: Path) -> IncludeContext:
@@ -104,9 +112,12 @@ def context_for(file: Path, root: Path) -> IncludeContext:
         allowed = book.parent
     mkdocs = _find_upwards(file.parent, "mkdocs.yml")
     bases: tuple[Path, ...] = ()
+    autorefs = icons = False
     if mkdocs is not None:
         bases = _snippet_bases(mkdocs)
-    return IncludeContext(file, allowed, mdbook=book is not None, snippet_bases=bases)
+        autorefs = _autorefs(mkdocs)
+        icons = "pymdownx.emoji" in mkdocs.read_text(encoding="utf-8", errors="replace")
+    return IncludeContext(file, allowed, mdbook=book is not None, snippet_bases=bases, autorefs=autorefs, icons=icons)
 
 
 def _find_upwards(start: Path, name: str) -> Path | None:
@@ -128,6 +139,14 @@ def _snippet_bases(mkdocs: Path) -> tuple[Path, ...]:
     raw = m.group(1) if m else "."
     names = [s.strip().strip("'\"") for s in raw.strip("[]").split(",") if s.strip().strip("'\"")]
     return tuple((mkdocs.parent / n).resolve() for n in (names or ["."]))
+
+
+@functools.lru_cache(maxsize=64)
+def _autorefs(mkdocs: Path) -> bool:
+    """True when ``mkdocs.yml`` lists the ``autorefs`` or ``mkdocstrings`` plugin (a plugin
+    entry ``- autorefs`` / ``- mkdocstrings:`` under ``plugins:``)."""
+    text = mkdocs.read_text(encoding="utf-8", errors="replace")
+    return re.search(r"^\s*-\s*['\"]?(?:autorefs|mkdocstrings)['\"]?\s*:?\s*$", text, re.MULTILINE) is not None
 
 
 def _inside(path: Path, root: Path) -> bool:

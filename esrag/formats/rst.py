@@ -4,10 +4,11 @@ The doctree is built as Sphinx builds it (Sphinx's ``default_settings``: ``docti
 off, so the first title is a section; ``auto_id_prefix = "id"``; ``halt_level`` 5, i.e. never
 stop; reports go to a captured stream) and rendered block by block into Markdown-like text a
 reader sees: a section title becomes a header block (``#`` × depth + title) whose
-``Block.anchor`` is the section's first id — the id Sphinx's HTML writer puts on
-``<section id=…>`` (docutils ``make_id(title)``; an explicit ``.. _label:`` before the section
-adds its id after that one, as ``references.PropagateTargets`` does, and shows as a ``<span
-id>``); paragraphs, literal blocks (fenced, with their language), lists, tables (a pipe
+``Block.anchor`` is the id Sphinx's HTML writer puts on ``<section id=…>``
+(:func:`section_anchor`: docutils' ids — ``make_id(title)``, plus an explicit ``.. _label:``
+before the section, as ``references.PropagateTargets`` adds it — reordered as Sphinx's
+``MoveModuleTargets`` and ``SortIds`` do, so ``.. _session-objects:`` before "Session Objects"
+gives ``session-objects``, not docutils' ``id1``); paragraphs, literal blocks (fenced, with their language), lists, tables (a pipe
 table: header row, separator, rows), admonitions and block quotes (``>`` lines) keep their
 kinds.
 
@@ -108,8 +109,56 @@ class _Invisible(Directive):
         return []
 
 
-_INVISIBLE = ("module", "currentmodule", "highlight", "index", "default-role", "sectionauthor", "codeauthor",
-              "tabularcolumns", "py:module", "py:currentmodule")
+class _Module(Directive):
+    """Sphinx ``py:module``: renders nothing, but leaves the module's target (id
+    ``module-<name>``, Sphinx ``sphinx.util.nodes.make_id`` for ASCII names) after a stand-in for
+    its index node, as Sphinx 9's ``PyModule.run`` does (index node, then target), so that
+    :func:`section_anchor` can move it onto the section as Sphinx's ``MoveModuleTargets`` does.
+    ``:no-index:``/``:noindex:`` leave no target, ``:no-index-entry:`` no index node."""
+
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        if not self.arguments or "no-index" in self.options or "noindex" in self.options:
+            return []
+        node_id = _SPHINX_NON_ID_AT_ENDS.sub("", _SPHINX_NON_ID.sub("-", " ".join(f"module-{self.arguments[0].strip()}".split())))
+        if not node_id or node_id in self.state.document.ids:
+            return []
+        # docutils' PropagateTargets later hands the ids on to the next block; keep them here
+        target = nodes.target("", "", ids=[node_id], ismod=True, module_ids=[node_id])
+        self.state.document.note_explicit_target(target)
+        return ([] if "no-index-entry" in self.options else [nodes.comment()]) + [target]
+
+
+_SPHINX_NON_ID = re.compile(r"[^a-zA-Z0-9._]+")  # sphinx.util.nodes._non_id_chars
+_SPHINX_NON_ID_AT_ENDS = re.compile(r"^[-0-9._]+|-+$")  # sphinx.util.nodes._non_id_at_ends
+
+
+def section_anchor(section: nodes.section) -> str:
+    """The id Sphinx's HTML writer puts on ``<section id=…>`` (and the title's ``¶`` link) for a
+    docutils section, or "" when it has none.
+
+    Sphinx (9.0, ``sphinx/transforms/__init__.py``) reorders docutils' ids before writing:
+    ``MoveModuleTargets`` puts the ids of a ``py:module`` target standing first in the section
+    (child 2: after the title and the module's index node) in front, and ``SortIds`` moves a
+    first id starting with ``id`` (docutils' auto id when a ``.. _label:`` took the title's
+    slug, e.g. ``.. _session-objects:`` before "Session Objects" -> ``["id1", "session-objects"]``)
+    to the end. The first id left is the section's anchor.
+    """
+    ids = list(section["ids"])
+    if len(section.children) > 2 and isinstance(section[2], nodes.target) and section[2].get("module_ids"):
+        ids[0:0] = section[2]["module_ids"]
+    if len(ids) > 1 and ids[0].startswith("id"):
+        ids = [*ids[1:], ids[0]]
+    return ids[0] if ids else ""
+
+
+_INVISIBLE = ("currentmodule", "highlight", "index", "default-role", "sectionauthor", "codeauthor",
+              "tabularcolumns", "py:currentmodule")
+_MODULE = ("module", "py:module")
 
 
 class _CodeBlock(Directive):
@@ -255,7 +304,9 @@ def _register(text: str) -> None:
         directives.register_directive("include", _Include)
         for name in _INVISIBLE:
             directives.register_directive(name, _Invisible)
-        _REGISTERED.update(("", *_INVISIBLE))
+        for name in _MODULE:
+            directives.register_directive(name, _Module)
+        _REGISTERED.update(("", *_INVISIBLE, *_MODULE))
     from docutils.parsers.rst.languages import en
 
     for name in set(_DIRECTIVE_NAME.findall(text)):
@@ -290,7 +341,7 @@ def parse_rst(text: str, rel: str, file: Path | None, root: Path | None) -> Pars
     doctree = publish_doctree(text, source_path=source_path, settings_overrides=overrides)
     for msg in doctree.findall(nodes.system_message):
         if msg["level"] >= 3:
-            messages.append((msg.get("line") or 0, msg["level"], msg.astext().split("\n")[0]))
+            messages.append((msg.get("line") or 0, msg["level"], _one_line(msg.astext())))
     renderer = _Renderer(text.split("\n"), source_path, state.get("include_lines", {}))
     renderer.walk(doctree, 0, ())
     problems = list(state.get("problems", []))
@@ -299,6 +350,13 @@ def parse_rst(text: str, rel: str, file: Path | None, root: Path | None) -> Pars
     parsed.problems = problems
     parsed.dependencies = set(state.get("dependencies", set()))
     return parsed
+
+
+def _one_line(message: str) -> str:
+    """A docutils report on one line: its first line, and when that ends with ``:`` (``Error in
+    "code-block" directive:``) the rest of its first paragraph, which says what is wrong."""
+    para = message.split("\n\n", 1)[0].split("\n")
+    return " ".join(s.strip() for s in para) if para[0].rstrip().endswith(":") else para[0]
 
 
 def _strip_prefix(message: str) -> str:
@@ -325,7 +383,7 @@ class _Renderer:
                 title = " ".join(title.split())
                 line = self._title_start(child[0]) if title else self._line(child)
                 sub = (*path, title) if title else path
-                anchor = child["ids"][0] if child["ids"] else ""
+                anchor = section_anchor(child)
                 self.items.append((BlockKind.HEADER, ["#" * min(depth + 1, 6) + " " + title], line, sub, depth + 1, anchor))
                 if title:  # a title ends at its underline
                     self.title_ends[len(self.items) - 1] = self._line(child[0])
