@@ -553,7 +553,12 @@ def doctor(as_json: bool) -> None:
         _print_json([c.to_dict() for c in checks])
     else:
         style = {"ok": "green", "warn": "yellow", "fail": "red"}
-        table = Table("check", "status", "detail", "way out")
+        # long names (index, templates, URLs) fold onto the next line rather than end in "…"
+        table = Table(expand=True)  # (expand: the ratios share the width, detail gets the most)
+        table.add_column("check", no_wrap=True)
+        table.add_column("status", no_wrap=True)
+        table.add_column("detail", overflow="fold", ratio=3)
+        table.add_column("way out", overflow="fold", ratio=2)
         for c in checks:
             table.add_row(c.name, f"[{style[c.status]}]{c.status}[/{style[c.status]}]", escape(c.detail), escape(c.way_out))
         out.print(table)
