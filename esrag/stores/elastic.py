@@ -1291,21 +1291,39 @@ class ElasticStore:
                           body={"size": 0, "aggs": {"c": {"terms": {"field": "corpus", "size": 10_000}}}})
         return [b["key"] for b in resp.body["aggregations"]["c"]["buckets"]]
 
-    def drop(self) -> None:
+    def drop(self) -> dict[str, Any]:
         """Delete everything esrag made for this alias: versioned indices, alias, templates,
-        pipeline (tests and ``esrag``-managed teardown). Missing pieces are skipped."""
+        pipeline (``esrag drop``, tests' teardown). Missing pieces are skipped. Returns
+        ``{"store", "url", "alias", "chunks", "indices", "templates", "pipelines"}``: chunks in
+        the deleted indices, and the names deleted.
+
+        Raises:
+            StoreError: the cluster is unreachable or refuses a deletion."""
         es, n = self._es, self.names
         try:
-            indices = list(es.indices.get(index=n.pattern, expand_wildcards="all", allow_no_indices=True).body)
-        except NotFoundError:
-            indices = []
-        for index in indices:
-            _quiet(es.indices.delete, index=index)
-        _quiet(es.indices.delete_index_template, name=n.template)
-        for c in (n.settings, n.mappings):
-            _quiet(es.cluster.delete_component_template, name=c)
-        _quiet(es.ingest.delete_pipeline, id=n.pipeline)
+            indices = sorted(es.indices.get(index=n.pattern, expand_wildcards="all", allow_no_indices=True).body)
+            chunks = es.count(index=n.pattern, allow_no_indices=True).body["count"] if indices else 0
+            for index in indices:
+                _quiet(es.indices.delete, index=index)
+            templates = [t for t, fn in ((n.template, es.indices.delete_index_template),
+                                         (n.settings, es.cluster.delete_component_template),
+                                         (n.mappings, es.cluster.delete_component_template)) if _quiet(fn, name=t)]
+            pipelines = [n.pipeline] if _quiet(es.ingest.delete_pipeline, id=n.pipeline) else []
+        except (ApiError, TransportError) as exc:
+            raise self._fail(exc, f"drop the index {self.alias}") from None
         self._info, self._rebuild, self._rebuild_index = None, False, None
+        return {"store": self.name, "url": self.url, "alias": self.alias, "chunks": chunks, "indices": indices,
+                "templates": templates, "pipelines": pipelines}
+
+    def remove_corpus(self, corpus: str, doc_version: str | None = None) -> int:
+        """Delete every chunk of ``corpus`` (of ``doc_version`` only when given): the ids come
+        from a scroll (:meth:`manifest`), the deletes go by ``_bulk`` — every cluster has both,
+        unlike ``_delete_by_query`` (absent from the 8.x integ-test build). Refreshes, so
+        searches no longer see them. Returns the number deleted."""
+        ids = [i for entries in self.manifest(corpus, doc_version).values() for i in entries]
+        deleted = self.delete(ids)
+        self.refresh()
+        return deleted
 
     def close(self) -> None:
         """See :class:`esrag.stores.base.Store`."""
@@ -1718,11 +1736,13 @@ def _warn(message: str) -> None:
     warnings.warn(ClusterWarning(message), stacklevel=level)
 
 
-def _quiet(fn: Callable[..., Any], **kwargs: Any) -> None:
+def _quiet(fn: Callable[..., Any], **kwargs: Any) -> bool:
+    """``fn(**kwargs)``; False when it answered 404 (nothing to delete), else True."""
     try:
         fn(**kwargs)
     except NotFoundError:
-        pass
+        return False
+    return True
 
 
 def _cosines(hits: list[dict[str, Any]]) -> list[tuple[str, float]]:

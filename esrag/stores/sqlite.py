@@ -197,6 +197,37 @@ class SQLiteStore:
         self._matrix = None
         return cur.rowcount
 
+    def remove_corpus(self, corpus: str, doc_version: str | None = None) -> int:
+        """Delete every chunk of ``corpus`` (only those of ``doc_version`` when given; ``""`` =
+        the unversioned ones) in one transaction. Returns the number of chunks deleted (0 when
+        the store holds none). Other corpora are untouched."""
+        if not self._has_schema():
+            return 0
+        sql, params = "DELETE FROM chunks WHERE corpus=?", [corpus]
+        if doc_version is not None:
+            sql, params = sql + " AND doc_version=?", [corpus, doc_version]
+        with self._db:
+            cur = self._db.execute(sql, params)
+        self._matrix = None
+        return cur.rowcount
+
+    def drop(self) -> dict[str, Any]:
+        """Drop everything esrag made in the file (tables ``chunks``, ``chunks_fts``, ``meta``
+        and the FTS triggers); the next :meth:`ensure` starts afresh. The file itself stays.
+        Returns ``{"store", "path", "chunks", "corpora", "tables"}``: chunks and corpora dropped
+        and the tables removed."""
+        stats = self.stats()
+        tables = [r[0] for r in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name IN ('chunks', 'chunks_fts', 'meta')")]
+        with self._db:
+            for trigger in ("chunks_ai", "chunks_ad", "chunks_au"):
+                self._db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+            for table in ("chunks_fts", "chunks", "meta"):
+                self._db.execute(f"DROP TABLE IF EXISTS {table}")
+        self._matrix, self._analyzer = None, None
+        return {"store": self.name, "path": str(self.path), "chunks": stats["chunks"],
+                "corpora": len(stats["corpora"]), "tables": sorted(tables)}
+
     # -- reads -----------------------------------------------------------------------------
     def manifest(self, corpus: str, doc_version: str | None = None) -> dict[str, dict[str, StoredEntry]]:
         """See :class:`esrag.stores.base.Store`."""

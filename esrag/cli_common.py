@@ -1,0 +1,83 @@
+"""Pieces every ``esrag`` command shares: ``--json``, one-line library errors, one-line warnings.
+
+Kept apart from :mod:`esrag.cli` so command modules (:mod:`esrag.cli_admin`) can use them
+without importing the command group.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+
+from esrag.errors import EsragError
+
+#: the folder of the esrag package: warnings raised (or attributed) here are esrag's own
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def print_json(data: Any) -> None:
+    """``data`` as indented JSON on stdout (non-JSON values via ``str``)."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def json_option(f: Callable) -> Callable:
+    """``--json``: machine-readable output on stdout."""
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")(f)
+
+
+def handle_errors(f: Callable) -> Callable:
+    """Turn library errors into one-line ``ClickException`` messages."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except EsragError as exc:
+            raise click.ClickException(str(exc)) from exc
+        except ValueError as exc:  # pydantic ValidationError is a ValueError
+            raise click.ClickException(f"invalid setting: {exc}") from exc
+
+    return wrapper
+
+
+def is_esrag_warning(category: type[Warning], filename: str) -> bool:
+    """True for a warning of an esrag class (e.g. ``ClusterWarning``) or raised from (or
+    attributed by ``stacklevel`` to) a file of the esrag package."""
+    return category.__module__.split(".")[0] == "esrag" or str(Path(filename).resolve()).startswith(_PACKAGE)
+
+
+def one_line_warning(message: Warning | str) -> str:
+    """``warning: <message>`` on one line (inner line breaks become spaces); no file path, no
+    source line — what a user of the CLI reads."""
+    return "warning: " + " ".join(str(message).split())
+
+
+def install_warning_hook() -> None:
+    """Route esrag's own warnings (:func:`is_esrag_warning`) to :func:`one_line_warning` on
+    stderr for this process; every other warning keeps Python's format (file:line: category).
+    Called by the CLI entry point only: library users keep Python's warnings untouched.
+    Installing twice is harmless."""
+    current = warnings.showwarning
+    if getattr(current, "_esrag", False):
+        return
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        if not is_esrag_warning(category, filename):
+            current(message, category, filename, lineno, file, line)
+            return
+        stream = file if file is not None else sys.stderr
+        try:
+            stream.write(one_line_warning(message) + "\n")
+        except (OSError, ValueError):  # a closed stderr: nowhere to warn
+            pass
+
+    show._esrag = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
