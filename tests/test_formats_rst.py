@@ -150,3 +150,16 @@ def test_malformed_rst_is_reported_by_name_and_line_and_the_rest_indexed(tmp_pat
     stored = sqlite_store.manifest("requests")
     assert set(stored) >= {"broken.rst", "user/quickstart.rst", "api.rst"} and len(stored) == 16
     assert len(stored["broken.rst"]) >= 1
+
+
+def test_included_lines_map_to_the_include_line_from_any_working_directory(tmp_path, monkeypatch):
+    """docutils names an included file relative to the working directory when the two share a
+    leading folder (CI clones next to pytest's tmp dirs); the line map must not depend on it."""
+    (tmp_path / "conf.py").write_text("")
+    (tmp_path / "part.rst").write_text("Included paragraph about caching.\n")
+    (tmp_path / "page.rst").write_text("Guide\n=====\n\nSome text.\n\n.. include:: part.rst\n\nMore.\n")
+    for cwd in (tmp_path, tmp_path.parent, Path("/")):
+        monkeypatch.chdir(cwd)
+        p = parse(_doc(tmp_path, "page.rst"))
+        inc = p.lines.index("Included paragraph about caching.")
+        assert p.line_map[inc] == 6, cwd

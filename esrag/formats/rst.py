@@ -180,11 +180,18 @@ def _context(directive: Directive) -> tuple[Path | None, dict]:
     return getattr(settings, "esrag_allowed", None), getattr(settings, "esrag_state", {})
 
 
+def _abs(source: str | None) -> str | None:
+    """A docutils node or state-machine source as an absolute path: docutils' ``include`` names
+    the included file relative to the working directory (``utils.relative_path``) whenever the
+    two share a leading folder, so the same file can come back relative or absolute."""
+    return str(Path(source).resolve()) if source else source
+
+
 def _target_path(directive: Directive, name: str) -> Path:
     """``name`` relative to the directive's own file, checked to be inside the ingested tree."""
     allowed, _ = _context(directive)
     source, _ = directive.state_machine.get_source_and_line(directive.lineno)
-    base = Path(source).parent if source and Path(source).is_absolute() else Path(".")
+    base = Path(_abs(source) or ".").parent if source else Path(".")
     target = (base / name).resolve()
     if allowed is None:
         raise ValueError(f"{name}: includes are resolved only inside an ingested tree")
@@ -211,7 +218,7 @@ def _main_line(directive: Directive) -> int:
     """The directive's line in the main document (a nested include maps to its include line)."""
     _, state = _context(directive)
     source, line = directive.state_machine.get_source_and_line(directive.lineno)
-    return state.get("include_lines", {}).get(source, line or 0)
+    return state.get("include_lines", {}).get(_abs(source), line or 0)
 
 
 class _Include(_DocutilsInclude):
@@ -466,7 +473,7 @@ class _Renderer:
         """The node's 1-based line in the main file (included content: the include's line)."""
         for n in (node, *node.findall(nodes.Element)) if isinstance(node, nodes.Element) else (node,):
             line = getattr(n, "line", None)
-            src = getattr(n, "source", None)
+            src = _abs(getattr(n, "source", None))
             if src and src != self.source_path and src in self.include_lines:
                 return self.include_lines[src]
             if line:
@@ -477,7 +484,7 @@ class _Renderer:
         """First source line of a section title: its text line (underline below), or the
         overline above it."""
         line = self._line(title)
-        if title.source and title.source != self.source_path:
+        if title.source and _abs(title.source) != _abs(self.source_path):
             return line
         text_line = line - 1 if line >= 2 else line
         if text_line >= 2 and _ADORNMENT.match(self.source[text_line - 2] if text_line - 2 < len(self.source) else ""):
