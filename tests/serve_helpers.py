@@ -69,6 +69,15 @@ def ingest(env: dict[str, str], docs: Path, evil: Path) -> None:
     run_cli(["ingest", str(evil), "--corpus", "evil", "--json"], env)
 
 
+def indexed_env(base: Path) -> dict[str, str]:
+    """``{"ESRAG_DB": ...}`` of a SQLite index under ``base`` holding :func:`make_docs`'s
+    corpora ``laravel`` and ``evil``, ingested through the real CLI."""
+    docs, evil = make_docs(base / "docs")
+    env = {"ESRAG_DB": str(base / "index.db")}
+    ingest(env, docs, evil)
+    return env
+
+
 class Server:
     """``esrag ARGS --port N`` as a subprocess; waits until ``ready_path`` answers."""
 

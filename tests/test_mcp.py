@@ -14,16 +14,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from esrag.tokens import count_tokens
-from serve_helpers import ESRAG, Server, clean_env, ingest, make_docs
+from serve_helpers import ESRAG, Server, clean_env, indexed_env
 
 
 @pytest.fixture(scope="module")
 def index_env(tmp_path_factory):
-    base = tmp_path_factory.mktemp("mcp")
-    docs, evil = make_docs(base / "docs")
-    env = {"ESRAG_DB": str(base / "index.db")}
-    ingest(env, docs, evil)
-    return env
+    return indexed_env(tmp_path_factory.mktemp("mcp"))
 
 
 def payload(result) -> dict:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from serve_helpers import ESRAG, Server, clean_env, ingest, make_docs, run_cli
+from serve_helpers import ESRAG, Server, clean_env, indexed_env, ingest, make_docs, run_cli
 
 QUERIES = ["schedule a task every minute", "dispatch a job to a queue", "validate a form request",
            "define a route with parameters", "cache a value forever", "blade components slots"]
@@ -21,11 +21,7 @@ QUERIES = ["schedule a task every minute", "dispatch a job to a queue", "validat
 
 @pytest.fixture(scope="module")
 def index_env(tmp_path_factory):
-    base = tmp_path_factory.mktemp("serve")
-    docs, evil = make_docs(base / "docs")
-    env = {"ESRAG_DB": str(base / "index.db")}
-    ingest(env, docs, evil)
-    return env
+    return indexed_env(tmp_path_factory.mktemp("serve"))
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from serve_helpers import Server, ingest, make_docs
+from serve_helpers import Server, indexed_env
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -105,11 +105,7 @@ HITS_JS = """[...document.querySelectorAll('#results li.hit')].map(li => ({
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    base = tmp_path_factory.mktemp("page")
-    docs, evil = make_docs(base / "docs")
-    env = {"ESRAG_DB": str(base / "index.db")}
-    ingest(env, docs, evil)
-    s = Server(["serve"], env)
+    s = Server(["serve"], indexed_env(tmp_path_factory.mktemp("page")))
     yield s
     s.stop()
 
