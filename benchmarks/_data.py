@@ -30,7 +30,7 @@ def default_ingester(store, embedder, cache_path: Path):
     (Settings(): chunker, indexed text, section-context vectors, and the embedding cache — here
     at ``cache_path``, which a benchmark keeps fresh) around an already loaded ``embedder``."""
     from esrag.config import Settings
-    from esrag.embed import CachedEmbedder, EmbeddingCache
+    from esrag.embedding import CachedEmbedder, EmbeddingCache
     from esrag.ingest import Ingester
 
     t = Settings(db=None, es_url=None).index_text

@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from esrag.config import SearchSettings
-from esrag.embed import SentenceTransformerEmbedder, resolve_model_path
+from esrag.embedding import SentenceTransformerEmbedder, resolve_model_path
 from esrag.search.searcher import Searcher
 from esrag.stores.elastic import ElasticStore
 

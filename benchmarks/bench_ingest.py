@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from esrag.chunking.blocks import _block_parser, normalize
-from esrag.embed import SentenceTransformerEmbedder, cpu_has_fast_bf16, resolve_model_path
+from esrag.embedding import SentenceTransformerEmbedder, cpu_has_fast_bf16, resolve_model_path
 from esrag.indexed_text import embed_text
 from esrag.model import Document
 from esrag.stores.sqlite import SQLiteStore

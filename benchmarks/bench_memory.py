@@ -61,7 +61,7 @@ def main() -> None:
         tree = Path(tmp) / "tree"
         build_tree(tree, args.copies)
         env = {**os.environ, "ESRAG_DB": str(Path(tmp) / "esrag.db")}
-        probe = [sys.executable, "-c", "from esrag.embed import SentenceTransformerEmbedder as E; E().embed_documents(['x'])"]
+        probe = [sys.executable, "-c", "from esrag.embedding import SentenceTransformerEmbedder as E; E().embed_documents(['x'])"]
         base_mb, _, _ = child_peak_mb(probe, env)
         peak_mb, seconds, proc = child_peak_mb([ESRAG, "ingest", str(tree), "--json"], env)
         if proc.returncode != 0:

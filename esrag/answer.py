@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from esrag.enrich.cache import CachedLLM
+from esrag.llm.cache import CachedLLM
 from esrag.enrich.enrichment import RETRY_SEEDS, parse_json_object
-from esrag.enrich.llm import LLMOptions
+from esrag.llm.clients import LLMOptions
 from esrag.enrich.prompts import load_prompt
 from esrag.errors import AnswerError
 from esrag.model import Hit
@@ -238,8 +238,8 @@ class Answerer:
 def make_answerer(settings: Any) -> Answerer:
     """An :class:`Answerer` with the configured LLM behind the persistent cache and the
     corpora's authority ranks."""
-    from esrag.enrich.cache import LLMCache
-    from esrag.enrich.llm import make_llm
+    from esrag.llm.cache import LLMCache
+    from esrag.llm.clients import make_llm
 
     ranks = {cs.authority: cs.authority_rank for cs in settings.corpora.values() if cs.authority}
     llm = CachedLLM(make_llm(settings.llm, settings), LLMCache(settings.llm_cache_path))

@@ -13,7 +13,7 @@ from esrag import plugins
 from esrag.chunking.base import Chunker
 from esrag.config import Settings
 from esrag.errors import ConfigError, PluginError
-from esrag.embed import Embedder, make_embedder, normalize_spec
+from esrag.embedding import Embedder, make_embedder, normalize_spec
 from esrag.ingest import Ingester, Observer
 from esrag.search.searcher import Searcher
 from esrag.sites import Site
@@ -56,7 +56,7 @@ def embedder_factory(settings: Settings, spec: str | None = None, corpus: str | 
 
 def _cached(build: Callable[[], Embedder], path: Path) -> Callable[[], Embedder]:
     """``build`` wrapped so that its embedder reads and fills the embedding cache at ``path``."""
-    from esrag.embed import CachedEmbedder, EmbeddingCache
+    from esrag.embedding import CachedEmbedder, EmbeddingCache
 
     return lambda: CachedEmbedder(build(), EmbeddingCache(path))
 

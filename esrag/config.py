@@ -215,7 +215,7 @@ class Settings(BaseSettings):
     store: str | None = None
     embedder: str = "st:all-MiniLM-L6-v2"
     embedder_precision: str = "auto"
-    # ollama:/openai: embedders (esrag.embedders): server URL, key, seconds per request
+    # ollama:/openai: embedders (esrag.embedding.remote): server URL, key, seconds per request
     embedder_url: str | None = None  # ESRAG_EMBEDDER_URL: Ollama URL, or an OpenAI-compatible base URL
     embedder_api_key: SecretStr | None = None  # ESRAG_EMBEDDER_API_KEY (never printed)
     embedder_timeout: float = Field(default=120.0, gt=0)
@@ -268,7 +268,7 @@ class Settings(BaseSettings):
 
     @property
     def embedding_cache_path(self) -> Path:
-        """The ingest's passage-vector cache (:class:`esrag.embed.EmbeddingCache`):
+        """The ingest's passage-vector cache (:class:`esrag.embedding.EmbeddingCache`):
         ``ESRAG_EMBEDDING_CACHE`` or ``embedding_cache.db`` beside the embedded store (also when
         the index itself is in Elasticsearch, like the LLM cache)."""
         return self.embedding_cache if self.embedding_cache is not None else self.db_path.parent / "embedding_cache.db"

@@ -207,7 +207,7 @@ def run_store_diagnostics(settings: Any, store: Any, queries: Mapping[str, str],
         ConfigError: no modes, or more than two. NotIndexedError: empty index.
     """
     from esrag.app import make_searcher
-    from esrag.embed import make_embedder, normalize_spec
+    from esrag.embedding import make_embedder, normalize_spec
     from esrag.indexed_text import embed_text
 
     if not modes or len(modes) > 2:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from esrag.config import Settings
-from esrag.embed import normalize_spec
+from esrag.embedding import normalize_spec
 from esrag.errors import EsragError
 
 OK, WARN, FAIL = "ok", "warn", "fail"

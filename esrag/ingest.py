@@ -34,7 +34,7 @@ import numpy as np
 
 from esrag import __version__, section_context
 from esrag.chunking.base import Chunker
-from esrag.embed import Embedder
+from esrag.embedding import Embedder
 from esrag.errors import EsragError
 from esrag.indexed_text import embed_text
 from esrag.model import Chunk, Document, content_hash
@@ -149,7 +149,7 @@ class Ingester:
             levels of a group for section-context vectors (:mod:`esrag.section_context`; α 0 =
             off). A group's vectors are computed and written together: an edit rewrites its
             whole group, and the group's unchanged texts come from the embedding cache when the
-            embedder has one (:class:`esrag.embed.CachedEmbedder`, as ``esrag ingest`` builds it).
+            embedder has one (:class:`esrag.embedding.CachedEmbedder`, as ``esrag ingest`` builds it).
         window: chunks embedded and written per batch.
         max_file_bytes: larger files are reported as failures.
         observer: progress callbacks.

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from esrag.embed import l2_normalise
+from esrag.embedding import l2_normalise
 from esrag.model import Chunk, content_hash
 
 #: How :attr:`Chunk.section_path` separates levels.

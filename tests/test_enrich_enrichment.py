@@ -13,7 +13,7 @@ import pytest
 from llm_standin import RECORDED, Reply, StandIn, laravel_dir
 
 from esrag.chunking.header import HeaderChunker
-from esrag.enrich.cache import CachedLLM, LLMCache
+from esrag.llm.cache import CachedLLM, LLMCache
 from esrag.enrich.enrichment import (
     EMPTY_DICTIONARY,
     Enricher,
@@ -26,7 +26,7 @@ from esrag.enrich.enrichment import (
     render_enrich_prompt,
     validate_enrichment,
 )
-from esrag.enrich.llm import LLMOptions, OllamaLLM, OpenAILLM
+from esrag.llm.clients import LLMOptions, OllamaLLM, OpenAILLM
 from esrag.enrich.prompts import Prompt, load_prompt
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Document, Enrichment, content_hash

@@ -23,10 +23,10 @@ from llm_standin import Reply, StandIn, laravel_dir
 from esrag.app import make_ingester, make_searcher
 from esrag.chunking.header import HeaderChunker
 from esrag.config import Settings
-from esrag.embed import SentenceTransformerEmbedder
-from esrag.enrich.cache import CachedLLM, LLMCache
+from esrag.embedding import SentenceTransformerEmbedder
+from esrag.llm.cache import CachedLLM, LLMCache
 from esrag.enrich.enrichment import ARM_INDEX_TEXT, Enricher
-from esrag.enrich.llm import OllamaLLM, OpenAILLM
+from esrag.llm.clients import OllamaLLM, OpenAILLM
 from esrag.ingest import Ingester
 from esrag.model import Document
 from esrag.stores.base import Filters

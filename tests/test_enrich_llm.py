@@ -12,8 +12,8 @@ from llm_standin import Reply, StandIn
 
 from esrag import plugins
 from esrag.config import Settings
-from esrag.enrich.cache import CachedLLM, LLMCache, cache_key
-from esrag.enrich.llm import LLMError, LLMOptions, OllamaLLM, OpenAILLM, make_llm, parse_llm_spec
+from esrag.llm.cache import CachedLLM, LLMCache, cache_key
+from esrag.llm.clients import LLMError, LLMOptions, OllamaLLM, OpenAILLM, make_llm, parse_llm_spec
 from esrag.errors import EsragError, PluginError
 from esrag.tokens import count_tokens
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from llm_standin import Reply, StandIn
 
-from esrag.enrich.cache import CachedLLM
+from esrag.llm.cache import CachedLLM
 from esrag.enrich.expand import expand_adjacent, expand_related, group_by_document, linked, related_counts
-from esrag.enrich.llm import OllamaLLM
+from esrag.llm.clients import OllamaLLM
 from esrag.enrich.merge import (
     apply_key_mapping,
     consolidate_keys,

@@ -25,9 +25,9 @@ import pytest
 from llm_standin import laravel_dir
 
 from esrag.chunking.header import HeaderChunker
-from esrag.enrich.cache import CachedLLM, LLMCache
+from esrag.llm.cache import CachedLLM, LLMCache
 from esrag.enrich.enrichment import KEYWORDS_RANGE, QUESTIONS_RANGE, Enricher
-from esrag.enrich.llm import OpenAILLM
+from esrag.llm.clients import OpenAILLM
 from esrag.model import Document
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -133,7 +133,7 @@ Text after the malformed table is still indexed.
 
 
 def test_malformed_rst_is_reported_by_name_and_line_and_the_rest_indexed(tmp_path, sqlite_store):
-    from esrag.embed import SentenceTransformerEmbedder
+    from esrag.embedding import SentenceTransformerEmbedder
 
     root = tmp_path / "docs"
     shutil.copytree(REQUESTS / "docs", root)

@@ -11,7 +11,7 @@ import pytest
 
 from esrag.chunking.header import HeaderChunker
 from esrag.config import SearchSettings
-from esrag.embed import SentenceTransformerEmbedder
+from esrag.embedding import SentenceTransformerEmbedder
 from esrag.errors import EmbedderMismatch
 from esrag.ingest import Ingester
 from esrag.model import Document

@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from esrag.chunking.header import HeaderChunker
-from esrag.embed import SentenceTransformerEmbedder
+from esrag.embedding import SentenceTransformerEmbedder
 from esrag.ingest import Ingester
 from esrag.model import Hit, chunk_id
 from esrag.pages import PageNotFound, get_page

@@ -17,8 +17,8 @@ from esrag.answer import Answerer
 from esrag.app import make_chunker
 from esrag.chunking.header import HeaderChunker
 from esrag.config import Settings
-from esrag.enrich.cache import CachedLLM, LLMCache
-from esrag.enrich.llm import OpenAILLM
+from esrag.llm.cache import CachedLLM, LLMCache
+from esrag.llm.clients import OpenAILLM
 from esrag.errors import RerankError
 from esrag.indexed_text import embed_text
 from esrag.ingest import meta_hash
@@ -57,7 +57,7 @@ def settings(**search) -> Settings:
 
 @pytest.fixture(scope="session")
 def minilm():
-    from esrag.embed import SentenceTransformerEmbedder
+    from esrag.embedding import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder("all-MiniLM-L6-v2")
 

@@ -14,8 +14,8 @@ import pytest
 
 from esrag.answer import SEPARATOR, Answerer, assemble_context, group_sources, match_citations
 from esrag.config import RecordFields
-from esrag.enrich.cache import CachedLLM, LLMCache
-from esrag.enrich.llm import OpenAILLM
+from esrag.llm.cache import CachedLLM, LLMCache
+from esrag.llm.clients import OpenAILLM
 from esrag.errors import ConfigError, ModelLoadError, PluginError, RerankError, SourceError
 from esrag.model import Chunk, Document, Hit, content_hash
 from esrag.records import LabelledChunker, RecordsChunker

@@ -18,7 +18,7 @@ from esrag import section_context
 from esrag.app import make_chunker, make_ingester
 from esrag.chunking.header import HeaderChunker
 from esrag.config import Settings
-from esrag.embed import CachedEmbedder, SentenceTransformerEmbedder
+from esrag.embedding import CachedEmbedder, SentenceTransformerEmbedder
 from esrag.errors import ConfigError
 from esrag.eval.arms import make_arm
 from esrag.indexed_text import embed_text

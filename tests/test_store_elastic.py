@@ -28,7 +28,7 @@ import pytest
 
 from esrag.chunking.header import HeaderChunker
 from esrag.config import SearchSettings, Settings
-from esrag.embed import SentenceTransformerEmbedder
+from esrag.embedding import SentenceTransformerEmbedder
 from esrag.errors import ConfigError, EmbedderMismatch, NotIndexedError, StoreError
 from esrag.ingest import Ingester
 from esrag.model import Enrichment

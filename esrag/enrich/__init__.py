@@ -1,7 +1,7 @@
 """LLM enrichment at index time (seed 000, §3, App. N.2–N.4).
 
-* :mod:`esrag.enrich.llm` — providers (``ollama``, ``openai``) behind one interface.
-* :mod:`esrag.enrich.cache` — the persistent LLM cache and the cost ledger.
+* :mod:`esrag.llm.clients` — providers (``ollama``, ``openai``) behind one interface.
+* :mod:`esrag.llm.cache` — the persistent LLM cache and the cost ledger.
 * :mod:`esrag.enrich.prompts` — versioned prompt files and their SHA-256.
 * :mod:`esrag.enrich.enrichment` — arms E, E−K, CR, PF and the rolling key dictionary.
 * :mod:`esrag.enrich.merge` — key-based merging M, controls RM/SM, key consolidation.

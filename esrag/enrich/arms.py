@@ -100,7 +100,7 @@ def enrich_documents(documents: Sequence[Document], settings: Any, mode: str) ->
 def _vectors_for(settings: Any, chunks: list[Chunk]):
     """Embeddings [len(chunks), dims] of the chunks' E passages with the configured embedder,
     through the evaluation's embedding cache."""
-    from esrag.embed import CachedEmbedder, EmbeddingCache, make_embedder
+    from esrag.embedding import CachedEmbedder, EmbeddingCache, make_embedder
     from esrag.eval.harness import default_cache_path
     from esrag.indexed_text import embed_text
 

@@ -42,8 +42,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from esrag.enrich.cache import CachedLLM
-from esrag.enrich.llm import LLMError, LLMOptions
+from esrag.llm.cache import CachedLLM
+from esrag.llm.clients import LLMError, LLMOptions
 from esrag.enrich.prompts import CONTEXT, ENRICH, FIELDS, Prompt, load_prompt
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Document, Enrichment, content_hash
@@ -416,7 +416,7 @@ def field_prompts() -> dict[str, Prompt]:
 
 def combined_sha256(prompts: dict[str, Prompt]) -> str:
     """One hash for a set of prompts (recorded on PF chunks)."""
-    from esrag.enrich.cache import sha256
+    from esrag.llm.cache import sha256
 
     return sha256("\n".join(f"{name}:{p.sha256}" for name, p in sorted(prompts.items())))
 
@@ -563,8 +563,8 @@ def make_enricher(settings: Any, mode: str, llm_spec: str | None = None, cache_p
     """
     from pathlib import Path
 
-    from esrag.enrich.cache import LLMCache
-    from esrag.enrich.llm import make_llm
+    from esrag.llm.cache import LLMCache
+    from esrag.llm.clients import make_llm
 
     mode = check_mode(mode)
     llm = make_llm(llm_spec or settings.llm, settings)

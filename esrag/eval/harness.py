@@ -5,8 +5,8 @@ For every arm and every pool (one Qasper paper, or the whole corpus of a pooled 
 pool's chunks are indexed into a fresh embedded store (a temporary SQLite file, opened like the
 product opens it) and searched with esrag's :class:`~esrag.search.searcher.Searcher`, so the
 numbers are what a user of ``esrag ingest`` + ``esrag search`` gets. Identical passages are
-embedded once across arms and runs (:class:`~esrag.embed.CachedEmbedder` over an
-:class:`~esrag.embed.EmbeddingCache` keyed by model and text hash); queries are cached the same
+embedded once across arms and runs (:class:`~esrag.embedding.CachedEmbedder` over an
+:class:`~esrag.embedding.EmbeddingCache` keyed by model and text hash); queries are cached the same
 way. Everything is deterministic for a given config, data and cache contents.
 
 Outputs (see :mod:`esrag.eval.report`): one record per question × arm × retriever, summary rows
@@ -30,7 +30,7 @@ import numpy as np
 
 from esrag import __version__, section_context
 from esrag.config import Settings, load_settings
-from esrag.embed import CachedEmbedder, Embedder, EmbeddingCache, make_embedder, normalize_spec
+from esrag.embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder, normalize_spec
 from esrag.errors import ConfigError
 from esrag.eval import metrics
 from esrag.eval.arms import ARM_NAMES, Arm, Retriever, load_reranker, make_arm, make_retriever
@@ -291,8 +291,8 @@ class EvalRun:
 
 
 class _CachedModel:
-    """The run's embedder: :class:`~esrag.embed.CachedEmbedder` over an
-    :class:`~esrag.embed.EmbeddingCache` for passages, the same cache for queries (``|query``
+    """The run's embedder: :class:`~esrag.embedding.CachedEmbedder` over an
+    :class:`~esrag.embedding.EmbeddingCache` for passages, the same cache for queries (``|query``
     keys), and the model itself loaded only when something is missing from the cache (a rerun of
     the same config loads no model). Vectors: float32, L2-normalised, shape [n, dims].
     """

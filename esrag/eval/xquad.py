@@ -12,7 +12,7 @@ the product opens it: one chunk per paragraph, BM25 with the ``standard`` analyz
 since English stemming would favour one language) searched by esrag's
 :class:`~esrag.search.searcher.Searcher` in every retriever mode. BM25 rows do not depend on the
 embedder and are computed once. Passages and questions are embedded once and cached
-(:class:`~esrag.embed.EmbeddingCache`, the harness's cache).
+(:class:`~esrag.embedding.EmbeddingCache`, the harness's cache).
 
 Reported, per embedder × retriever × (q, p), with BCa 95% cluster-bootstrap intervals (clusters:
 paragraphs, whose questions are correlated): recall@1/5/10 (the gold paragraph among the first k;
@@ -39,7 +39,7 @@ import numpy as np
 from esrag import __version__
 from esrag.config import Settings, load_settings
 from esrag.diagnose import QueryDiagnostics, rescore, self_retrieval
-from esrag.embed import CachedEmbedder, EmbeddingCache, make_embedder, normalize_spec
+from esrag.embedding import CachedEmbedder, EmbeddingCache, make_embedder, normalize_spec
 from esrag.errors import ConfigError
 from esrag.eval import metrics
 from esrag.eval.stats import RESAMPLES, cluster_bootstrap, compare

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from esrag.enrich.cache import CachedLLM
+from esrag.llm.cache import CachedLLM
 from esrag.enrich.enrichment import RETRY_SEEDS, parse_json_object
-from esrag.enrich.llm import LLMError, LLMOptions
+from esrag.llm.clients import LLMError, LLMOptions
 from esrag.enrich.prompts import load_prompt
 from esrag.search.fusion import Fused, rrf
 
@@ -106,8 +106,8 @@ def make_reformulator(settings: Any, n: int | None = None) -> Reformulator:
     Raises:
         PluginError: unknown LLM provider. EsragError: the cache file cannot be opened.
     """
-    from esrag.enrich.cache import LLMCache
-    from esrag.enrich.llm import make_llm
+    from esrag.llm.cache import LLMCache
+    from esrag.llm.clients import make_llm
 
     llm = make_llm(settings.llm, settings)
     return Reformulator(CachedLLM(llm, LLMCache(settings.llm_cache_path)), n or settings.search.reformulate or DEFAULT_N)

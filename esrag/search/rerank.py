@@ -202,7 +202,7 @@ def parse_rerank_reply(data: Any, n: int) -> list[float]:
 class CrossEncoderReranker:
     """A sentence-transformers ``CrossEncoder`` (any model: hub name or local folder), loaded on
     first use. When the Hugging Face hub is unreachable it loads only from local files and fails
-    at once with :class:`~esrag.errors.ModelLoadError` (as :mod:`esrag.embed` does) instead of
+    at once with :class:`~esrag.errors.ModelLoadError` (as :mod:`esrag.embedding` does) instead of
     retrying for minutes.
 
     Args:
@@ -229,7 +229,7 @@ class CrossEncoderReranker:
         if self._model is None:
             from pathlib import Path
 
-            from esrag.embed import hub_reachable
+            from esrag.embedding import hub_reachable
 
             local = Path(self.model_name).exists()
             offline = local or not hub_reachable()

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from esrag.config import SEARCH_MODES, SearchSettings
-from esrag.embed import Embedder
+from esrag.embedding import Embedder
 from esrag.errors import ConfigError
 from esrag.model import Hit, LegResult
 from esrag.search.fusion import Fused, rrf

@@ -40,7 +40,7 @@ from esrag import __version__
 from esrag.errors import (
     AnswerError, ConfigError, EsragError, ModelLoadError, NotIndexedError, RerankError, StoreError,
 )
-from esrag.enrich.llm import LLMError
+from esrag.llm.clients import LLMError
 from esrag.serve.security import LIMITS, BodyLimit, Limits, RequireKey
 from esrag.service import SearchRequest, SearchService, UnknownCorpus, result_json
 

@@ -281,3 +281,43 @@ def check_compatible(current: IndexMeta, wanted: IndexMeta, where: str) -> None:
             f"{wanted.embed_fields} (index_text.embed_fields); re-ingest into a new index (ESRAG_DB / ESRAG_INDEX) "
             "to change them. (BM25 field weights are a search setting and can change at any time.)"
         )
+
+
+@runtime_checkable
+class Installable(Protocol):
+    """A store that installs its own server-side assets (``esrag setup``): the Elasticsearch
+    store (templates, pipeline, first versioned index and alias). Checked with ``isinstance``;
+    other stores are set up by creating their index for the configured embedder."""
+
+    def setup(self, settings: Any) -> dict[str, Any]:
+        """Install or refresh everything for ``settings``; a report of what was done."""
+        ...
+
+
+@runtime_checkable
+class Rebuildable(Protocol):
+    """A store that can fill a new versioned index beside the live one and swap to it
+    (``esrag ingest --rebuild``): the Elasticsearch store. Checked with ``isinstance``."""
+
+    def begin_rebuild(self, meta: IndexMeta | None = None) -> str | None:
+        """Route writes to a new versioned index; its name (None when resuming is not needed)."""
+        ...
+
+    def finish_rebuild(self, force: bool = False, delete_old: bool = True) -> dict[str, Any]:
+        """Swap the alias to the rebuilt index; a report (``swapped``, ``missing_corpora``…)."""
+        ...
+
+    @property
+    def rebuilding(self) -> bool:
+        """True between :meth:`begin_rebuild` and a successful :meth:`finish_rebuild`."""
+        ...
+
+
+@runtime_checkable
+class NativeRerank(Protocol):
+    """A store whose server reranks (Elasticsearch ``text_similarity_reranker`` through an
+    inference endpoint). Checked with ``isinstance`` by the ``elastic:`` reranker."""
+
+    def rerank_ids(self, query: str, ids: Sequence[str], inference_id: str, field: str = "text") -> dict[str, float]:
+        """Relevance score per chunk id of ``ids`` for ``query`` (higher is better)."""
+        ...

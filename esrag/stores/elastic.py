@@ -1101,7 +1101,7 @@ class ElasticStore:
             StoreError: unreachable cluster or rejected templates.
         """
         from esrag import __version__
-        from esrag.embed import make_embedder
+        from esrag.embedding import make_embedder
 
         emb = make_embedder(settings.embedder, settings)
         wanted = IndexMeta(emb.spec, emb.dims, list(settings.index_text.embed_fields), dict(settings.index_text.bm25_fields),

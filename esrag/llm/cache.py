@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esrag.enrich.llm import LLM, LLMError, LLMOptions, LLMReply, Message
+from esrag.llm.clients import LLM, LLMError, LLMOptions, LLMReply, Message
 from esrag.errors import EsragError
 
 _SCHEMA = """
@@ -200,7 +200,7 @@ class Ledger:
 
 
 class CachedLLM:
-    """An :class:`~esrag.enrich.llm.LLM` behind the persistent cache and the ledger.
+    """An :class:`~esrag.llm.clients.LLM` behind the persistent cache and the ledger.
 
     Args:
         llm: the provider.

@@ -1,4 +1,4 @@
-"""Embedding backends beyond sentence-transformers, one interface (:class:`esrag.embed.Embedder`),
+"""Embedding backends beyond sentence-transformers, one interface (:class:`esrag.embedding.Embedder`),
 chosen by a spec string and registered under the ``esrag.embedders`` entry-point group:
 
 * ``ollama:MODEL`` — an Ollama server's ``POST /api/embed`` through the official ``ollama``
@@ -11,7 +11,7 @@ chosen by a spec string and registered under the ``esrag.embedders`` entry-point
   ``portuguese-multilingual-e5-small-q4`` for the package's ``enpt`` variant).
 
 Query/passage prefixes come from the one table ``esrag/data/model_prompts.toml``
-(:func:`esrag.embed.prompts_for`), overridable by the caller (per corpus:
+(:func:`esrag.embedding.prompts_for`), overridable by the caller (per corpus:
 ``[corpora.NAME] query_prefix / passage_prefix``). A prefix is put only in front of the text sent
 to the model: never stored in ``text``, never counted in a budget. Every backend returns
 float32 vectors, L2-normalised, so cosine similarity is a dot product.
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from esrag.embed import Progress, Prompts, l2_normalise, prompt_flags, prompts_for
+from esrag.embedding import Progress, Prompts, l2_normalise, prompt_flags, prompts_for
 from esrag.errors import ModelLoadError
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"

