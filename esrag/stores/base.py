@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from esrag import __version__
 from esrag.errors import EmbedderMismatch
 from esrag.model import Chunk
 
@@ -151,6 +152,15 @@ class IndexMeta:
     def from_dict(cls, data: dict[str, Any]) -> IndexMeta:
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         return cls(**known)
+
+    @classmethod
+    def build(cls, embedder: str, dims: int, index_text: Any) -> IndexMeta:
+        """The meta an index is built with: embedder spec and ``dims`` plus the indexed-text
+        configuration ``index_text`` (anything with ``embed_fields``, ``bm25_fields`` and
+        ``analyzer``: :class:`esrag.config.IndexTextSettings`, an evaluation arm), stamped with
+        this esrag's version. The one place an ``IndexMeta`` is made from configuration."""
+        return cls(embedder, dims, list(index_text.embed_fields), dict(index_text.bm25_fields), __version__,
+                   analyzer=index_text.analyzer)
 
 
 @dataclass(slots=True)
