@@ -35,7 +35,7 @@ from typing import Any
 
 from esrag.chunking.header import HeaderChunker
 from esrag.enrich.enrichment import ARM_INDEX_TEXT, Enricher, make_enricher
-from esrag.enrich.expand import expand_adjacent, expand_related, group_by_document
+from esrag.enrich.key_links import expand_adjacent, expand_related, group_by_document
 from esrag.enrich.merge import apply_key_mapping, consolidate_keys, merge_by_keys, merge_count, random_merges, similarity_merges
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Document, Hit
