@@ -45,8 +45,11 @@ from esrag.eval import metrics
 from esrag.eval.stats import RESAMPLES, cluster_bootstrap, compare
 from esrag.ingest import meta_hash
 from esrag.model import Chunk, chunk_id
+from esrag.eval.base import default_cache_path, pipeline_settings
+from esrag.search.pipeline import Pipeline
 from esrag.search.searcher import Searcher
 from esrag.stores.base import IndexMeta
+from esrag.stores.sqlite import SQLiteStore
 from esrag.tokens import count_tokens
 
 KS = (1, 5, 10)
@@ -241,8 +244,6 @@ def run(cfg: XQuADConfig, settings: Settings | None = None, progress: Any = None
     Raises:
         ConfigError: bad config. ModelLoadError: an embedder cannot be loaded.
     """
-    from esrag.eval.harness import default_cache_path
-
     cfg.validate()
     started = time.perf_counter()
     settings = settings or load_settings()
@@ -276,8 +277,6 @@ def _run_passages(out: XQuADRun, cfg: XQuADConfig, settings: Settings, langs: di
                   record_bm25: bool = True) -> None:
     """Index the paragraphs of language ``p`` for ``spec`` and search every question language.
     BM25 rankings are recorded once (``record_bm25``) but re-scored by every embedder."""
-    from esrag.stores.sqlite import SQLiteStore
-
     t0 = time.perf_counter()
     chunks = paragraph_chunks(langs[p])
     note(f"{spec}: embedding {len(chunks)} {p} paragraphs")
@@ -296,13 +295,15 @@ def _run_passages(out: XQuADRun, cfg: XQuADConfig, settings: Settings, langs: di
         for q in cfg.questions:
             qs = langs[q].questions
             qvec = _embed(model, cache, list(dict.fromkeys(qs.values())), "query") if model else {}
-            search = settings.search.model_copy(update={"rank_window_size": MRR_DEPTH, "num_candidates": MRR_DEPTH})
-            searcher = Searcher(store, lambda: _Vectors(spec, dims, qvec), search, {"text": 1.0})
+            measured = pipeline_settings(settings, settings.search.model_copy(
+                update={"rank_window_size": MRR_DEPTH, "num_candidates": MRR_DEPTH}))
+            searcher = Searcher(store, lambda: _Vectors(spec, dims, qvec), measured.search, {"text": 1.0})
+            pipeline = Pipeline(measured, store, searcher)
             note(f"{spec}: {q} questions -> {p} paragraphs")
             for r in retrievers:
                 sims = QueryDiagnostics(f"{spec}/{r}/{q}-{p}")
                 for qid, text in qs.items():
-                    hits = searcher.search(text, k=MRR_DEPTH, mode=r).hits
+                    hits = pipeline.search(text, k=MRR_DEPTH, mode=r).hits
                     ranked = [h.chunk.source_path for h in hits]
                     gold = {langs[q].gold[qid]: 1.0}
                     rec = {f"recall@{k}": metrics.recall_at_k(ranked, gold, k) for k in KS}
