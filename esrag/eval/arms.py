@@ -142,6 +142,7 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
     if name in custom:
         spec = custom[name]
         chunker_name = str(spec.get("chunker", "header"))
+        chunker: ChunkerFactory
         if chunker_name == "header" and ("tau_max" in spec or "tau_min" in spec or "max_block_tokens" in spec):
             tau_max, tau_min = int(spec.get("tau_max", 1500)), int(spec.get("tau_min", 100))
             cap = int(spec.get("max_block_tokens", 0))
@@ -165,8 +166,8 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
         return make_llm_arm(name, settings)
     if name not in ARMS:
         raise ConfigError(f"unknown arm {name!r}; valid: {', '.join(ARM_NAMES)} (or define [arms.{name}] in the config)")
-    chunker, embed, bm25, description = ARMS[name]
-    return Arm(name, CHUNKERS[chunker], embed, bm25, SEED_SEARCH, None, description)
+    chunker_name, embed, bm25, description = ARMS[name]
+    return Arm(name, CHUNKERS[chunker_name], embed, bm25, SEED_SEARCH, None, description)
 
 
 def _chunker_factory(name: str, settings: Settings) -> ChunkerFactory:

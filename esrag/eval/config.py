@@ -208,14 +208,15 @@ def one_line(path: Path | str, exc: ValidationError, model: type[BaseModel], pre
     line: ``FILE: KEY.PATH: message``; unknown keys are listed with the valid ones of their
     table (``FILE: unknown [dataset] key(s) budgets; valid: kind, path, limit, split (…)``)."""
     tags = {"str", "RerankerTable", "list[str]", "dict[str,any]"}  # union branches pydantic names in a loc
-    errors = [{**e, "loc": tuple(p for p in e["loc"] if p not in tags), "branch": [p for p in e["loc"] if p in tags]}
-              for e in exc.errors()]
-    errors = [e for e in errors if e["branch"] != ["str"]] or errors  # a table given: report the table's error
-    extra = [e for e in errors if e["type"] == "extra_forbidden"]
+    found: list[tuple[tuple[str | int, ...], str, str, bool]] = [  # (loc, type, msg, under the str branch)
+        (tuple(p for p in e["loc"] if p not in tags), e["type"], e["msg"], [p for p in e["loc"] if p in tags] == ["str"])
+        for e in exc.errors()]
+    errors = [e for e in found if not e[3]] or found  # a table given: report the table's error
+    extra = [e for e in errors if e[1] == "extra_forbidden"]
     if extra:
-        parent = tuple(extra[0]["loc"][:-1])
-        names = [str(e["loc"][-1]) for e in extra if tuple(e["loc"][:-1]) == parent]
-        table = prefix or {(): "", ("dataset",): "dataset"}.get(parent, ".".join(map(str, parent)))
+        parent = extra[0][0][:-1]
+        names = [str(e[0][-1]) for e in extra if e[0][:-1] == parent]
+        table = prefix or ("" if not parent else ".".join(map(str, parent)))
         inner: type[BaseModel] = model
         for part in parent:
             f = inner.model_fields.get(str(part))
@@ -224,9 +225,9 @@ def one_line(path: Path | str, exc: ValidationError, model: type[BaseModel], pre
         where = f"[{table}] " if table else ""
         return ConfigError(f"{path}: unknown {where}key(s) {', '.join(names)}; valid: {', '.join(inner.model_fields)} "
                            "(top-level keys must come before the first [table])")
-    err = errors[0]
-    loc = ".".join(str(p) for p in (*([prefix] if prefix else []), *err["loc"]))
-    return ConfigError(f"{path}: {loc}: {err['msg'].removeprefix('Value error, ')}")
+    loc, _, msg, _ = errors[0]
+    where = ".".join(str(p) for p in (*([prefix] if prefix else []), *loc))
+    return ConfigError(f"{path}: {where}: {msg.removeprefix('Value error, ')}")
 
 
 def load_config(path: Path) -> EvalConfig:

@@ -29,6 +29,7 @@ import numpy as np
 from esrag import __version__, section_context
 from esrag.config import Settings, load_settings
 from esrag.embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder, normalize_spec
+from esrag.embedding.base import Progress
 from esrag.eval import metrics
 from esrag.eval.arms import Arm, Retriever, make_arm, make_retriever
 from esrag.eval.base import default_cache_path, pipeline_settings
@@ -174,7 +175,11 @@ class _CachedModel:
     def dims(self) -> int:
         return self._dims if self._dims is not None else self.model.dims
 
-    def embed_documents(self, texts: Sequence[str], progress=None) -> np.ndarray:
+    @dims.setter
+    def dims(self, value: int) -> None:
+        self._dims = value
+
+    def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         keys = [self.cache.key(self.spec + "|passage", t) for t in texts]  # CachedEmbedder's keys
         found = self.cache.get_many(list(dict.fromkeys(keys)))
         if len(found) < len(set(keys)) or not texts:
@@ -204,6 +209,9 @@ class _NoVectors:
     def embed_query(self, text: str) -> np.ndarray:  # pragma: no cover - BM25 never asks
         raise AssertionError("a BM25-only evaluation embedded a query")
 
+    def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:  # pragma: no cover
+        raise AssertionError("a BM25-only evaluation embedded passages")
+
 
 # -- the run -----------------------------------------------------------------------------------
 
@@ -218,20 +226,22 @@ def run_eval(cfg: EvalConfig, settings: Settings | None = None, observer: Observ
     cfg.validate()
     observer = observer or Observer()
     settings = settings or load_settings()
+    assert cfg.path is not None  # validate() refused a config without a dataset
     dataset = load_dataset(cfg.kind, cfg.path, cfg.limit, cfg.split)
     rerank = (make_reranker(cfg.reranker) if isinstance(cfg.reranker, str) else cfg.reranker) if cfg.reranker else None
+    reformulate = _reformulator(cfg, settings)
     run = EvalRun(
         cfg, dataset, settings, normalize_spec(cfg.embedder or settings.embedder),
         [make_arm(a, settings, cfg.custom_arms) for a in cfg.arms],
-        [make_retriever(r, rerank, cfg.rerank_depth, _reformulator(cfg, settings)) for r in cfg.retrievers],
+        [make_retriever(r, rerank, cfg.rerank_depth, reformulate) for r in cfg.retrievers],
     )
     chunks = _chunk_all(run, observer)
     run.seconds["chunk"] = time.perf_counter() - started
     cache = EmbeddingCache(cfg.cache or default_cache_path())
     try:
-        embedder = _CachedModel(run.embedder_spec, settings, cache)
+        embedder: _CachedModel | _NoVectors = _CachedModel(run.embedder_spec, settings, cache)
         t0 = time.perf_counter()
-        if any(r.mode != "bm25" for r in run.retrievers):
+        if isinstance(embedder, _CachedModel) and any(r.mode != "bm25" for r in run.retrievers):
             vectors = _embed_all(run, chunks, embedder, observer)
         else:  # BM25 alone never reads a vector: index placeholders and load no model
             embedder = _NoVectors()
@@ -427,7 +437,7 @@ def _row(run: EvalRun, arm: str, retriever: str, b: int, results: list[QuestionR
     }
     if results and results[0].ranking is not None:
         for key in results[0].ranking:
-            row[key] = round(100 * float(np.mean([r.ranking[key] for r in results])), 4)
+            row[key] = round(100 * float(np.mean([r.ranking[key] for r in results if r.ranking is not None])), 4)
     return row
 
 

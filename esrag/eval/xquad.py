@@ -32,7 +32,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -208,6 +208,10 @@ class _Vectors:
     def embed_query(self, text: str) -> np.ndarray:
         return self._q[text]
 
+    def embed_documents(self, texts: Sequence[str], progress: Any = None) -> np.ndarray:
+        """Never asked: the paragraphs were embedded before the store was written."""
+        raise AssertionError("xquad's query embedder was asked to embed passages")
+
 
 def _embed(model: CachedEmbedder, cache: EmbeddingCache, texts: list[str], kind: str) -> dict[str, np.ndarray]:
     """Vectors of ``texts`` as passages or queries, through the cache (keys as the harness's)."""
@@ -249,7 +253,9 @@ def run(cfg: XQuADConfig, settings: Settings | None = None, progress: Any = None
     settings = settings or load_settings()
     if cfg.embedder_url:
         settings = settings.model_copy(update={"embedder_url": cfg.embedder_url})
-    langs = {c: load_language(cfg.path, c, cfg.limit) for c in dict.fromkeys(cfg.questions + cfg.passages)}
+    folder = cfg.path
+    assert folder is not None  # validate() refused a missing folder
+    langs = {c: load_language(folder, c, cfg.limit) for c in dict.fromkeys(cfg.questions + cfg.passages)}
     out = XQuADRun(cfg)
     note = progress or (lambda text: None)
     cache = EmbeddingCache(cfg.cache or default_cache_path())
@@ -313,7 +319,7 @@ def _run_passages(out: XQuADRun, cfg: XQuADConfig, settings: Settings, langs: di
                                             "mrr": metrics.reciprocal_rank(ranked, gold)})
                     if model and hits:  # Sim@k: the top 10 re-scored by this embedder
                         cand = vectors[[row_of[h.chunk.id] for h in hits[:SIM_DEPTH] if h.chunk.id in by_id]]
-                        sims.add(qid, rescore(qvec[text], cand))
+                        sims.add(qid, cast(Sequence[float], rescore(qvec[text], cand)))  # a 1-d float array
                 if model:
                     out.sims[(spec, r, q, p)] = sims
     finally:
