@@ -119,11 +119,13 @@ class EvalConfig:
 
 # -- the file ------------------------------------------------------------------------------------
 
-class _Table(BaseModel):
+class Table(BaseModel):
+    """A TOML table of an eval config: unknown keys are errors."""
+
     model_config = ConfigDict(extra="forbid")
 
 
-class DatasetTable(_Table):
+class DatasetTable(Table):
     """``[dataset]``: ``kind`` (qasper, beir, squad, spans), ``path`` (relative to the file),
     ``limit`` (first N pools or questions), ``split`` (BEIR qrels)."""
 
@@ -133,14 +135,14 @@ class DatasetTable(_Table):
     split: str = "test"
 
 
-class RerankerTable(_Table):
+class RerankerTable(Table):
     """``[reranker]``: ``target`` (a reranker spec or ``module:attribute``) and ``depth``."""
 
     target: str
     depth: PositiveInt = 30
 
 
-class ContrastTable(_Table):
+class ContrastTable(Table):
     """``[[contrasts]]``: ``a``, ``b`` as ``ARM/RETRIEVER`` (or ``ARM`` with ``retriever``),
     ``family``, ``margin`` (points), ``metric`` (rec, prec), ``budget`` (cl100k tokens)."""
 
@@ -165,7 +167,7 @@ class ContrastTable(_Table):
         return ContrastSpec(self.a, self.b, self.family, self.margin or None, self.metric, self.budget)
 
 
-class ArmTable(_Table):
+class ArmTable(Table):
     """``[arms.NAME]``: see :func:`esrag.eval.arms.make_arm` (keys ``chunker``, ``tau_max``,
     ``tau_min``, ``max_block_tokens``, ``embed_fields``, ``bm25_fields``, ``analyzer``,
     ``section_context``, ``section_context_depth``, ``description``, ``search``)."""
@@ -183,7 +185,7 @@ class ArmTable(_Table):
     search: dict[str, Any] | None = None
 
 
-class EvalFile(_Table):
+class EvalFile(Table):
     """The top level of an eval TOML (see the module docstring)."""
 
     dataset: DatasetTable = Field(default_factory=DatasetTable)

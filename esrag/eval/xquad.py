@@ -32,9 +32,10 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
+from pydantic import Field, PositiveInt, ValidationError
 
 from esrag import __version__
 from esrag.config import Settings, load_settings
@@ -46,6 +47,7 @@ from esrag.eval.stats import RESAMPLES, cluster_bootstrap, compare
 from esrag.ingest import meta_hash
 from esrag.model import Chunk, chunk_id
 from esrag.eval.base import default_cache_path, pipeline_settings
+from esrag.eval.config import Table, one_line
 from esrag.search.pipeline import Pipeline
 from esrag.search.searcher import Searcher
 from esrag.stores.base import IndexMeta
@@ -102,7 +104,28 @@ class XQuADConfig:
             raise ConfigError("xquad: dense and hybrid need at least one embedder")
 
 
-_KEYS = ("dataset", "embedders", "retrievers", "analyzer", "entities", "embedder_url", "cache", "out", "resamples", "seed")
+class _XQuADDataset(Table):
+    kind: Literal["xquad"] = "xquad"
+    path: str | None = None
+    questions: list[str] | None = None
+    passages: list[str] | None = None
+    limit: PositiveInt | None = None
+
+
+class XQuADFile(Table):
+    """The TOML of an XQuAD evaluation (``eval/xquad.toml``), validated like every eval config
+    (:mod:`esrag.eval.config`): unknown keys and bad values fail with one line naming them."""
+
+    dataset: _XQuADDataset = Field(default_factory=_XQuADDataset)
+    embedders: list[str] | None = None
+    retrievers: list[str] | None = None
+    analyzer: str = "standard"
+    entities: list[str] | None = None
+    embedder_url: str | None = None
+    cache: str | None = None
+    out: str | None = None
+    resamples: PositiveInt = RESAMPLES
+    seed: int = 0
 
 
 def wants(config: Path | None, dataset: str | None) -> bool:
@@ -129,22 +152,23 @@ def load_config(path: Path) -> XQuADConfig:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read eval config {path}: {exc}") from exc
-    unknown = [k for k in data if k not in _KEYS]
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(_KEYS)}")
-    base, ds = path.resolve().parent, data.get("dataset", {})
-    cfg = XQuADConfig(path=base / ds["path"] if ds.get("path") else None)
-    cfg.questions = list(ds.get("questions", cfg.questions))
-    cfg.passages = list(ds.get("passages", cfg.passages))
-    cfg.limit = ds.get("limit")
+    try:
+        f = XQuADFile.model_validate(data)
+    except ValidationError as exc:
+        raise one_line(path, exc, XQuADFile) from None
+    base, ds = path.resolve().parent, f.dataset
+    cfg = XQuADConfig(path=base / ds.path if ds.path else None)
+    cfg.questions = list(ds.questions or cfg.questions)
+    cfg.passages = list(ds.passages or cfg.passages)
+    cfg.limit = ds.limit
     for key in ("embedders", "retrievers", "entities"):
-        if key in data:
-            setattr(cfg, key, list(data[key]))
-    cfg.analyzer = data.get("analyzer", cfg.analyzer)
-    cfg.embedder_url = data.get("embedder_url")
-    cfg.cache = base / data["cache"] if data.get("cache") else None
-    cfg.out = base / data["out"] if data.get("out") else None
-    cfg.resamples, cfg.seed = int(data.get("resamples", RESAMPLES)), int(data.get("seed", 0))
+        if getattr(f, key) is not None:
+            setattr(cfg, key, list(getattr(f, key)))
+    cfg.analyzer = f.analyzer
+    cfg.embedder_url = f.embedder_url
+    cfg.cache = base / f.cache if f.cache else None
+    cfg.out = base / f.out if f.out else None
+    cfg.resamples, cfg.seed = f.resamples, f.seed
     return cfg
 
 
