@@ -3,8 +3,11 @@ compared with paired statistics (seed 000, §3–§4.5).
 
 For every arm and every pool (one Qasper paper, or the whole corpus of a pooled dataset), the
 pool's chunks are indexed into a fresh embedded store (a temporary SQLite file, opened like the
-product opens it) and searched with esrag's :class:`~esrag.search.searcher.Searcher`, so the
-numbers are what a user of ``esrag ingest`` + ``esrag search`` gets. Identical passages are
+product opens it) and searched through the same :class:`~esrag.search.pipeline.Pipeline` as
+``esrag search`` (:meth:`~esrag.search.pipeline.Pipeline.ranked_pool`: the ranked hits a
+budgeted search packs, with the retriever's reranker and LLM reformulations as the pipeline's own
+stages), so the numbers are what a user of ``esrag ingest`` + ``esrag search`` gets. The
+configuration is read and validated by :mod:`esrag.eval.config`. Identical passages are
 embedded once across arms and runs (:class:`~esrag.embedding.CachedEmbedder` over an
 :class:`~esrag.embedding.EmbeddingCache` keyed by model and text hash); queries are cached the same
 way. Everything is deterministic for a given config, data and cache contents.

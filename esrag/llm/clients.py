@@ -377,8 +377,6 @@ def make_llm(spec: str, settings: Any) -> LLM:
     """
     from esrag import plugins
 
-    provider, model = parse_llm_spec(spec)
-    cls = plugins.load("esrag.llms", provider)
-    if hasattr(cls, "from_settings"):
-        return cls.from_settings(model, settings)
-    return cls(model)
+    parse_llm_spec(spec)  # an empty spec says how to configure one
+    llm: LLM = plugins.create("esrag.llms", spec, settings)
+    return llm

@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from esrag.errors import ConfigError, ModelLoadError, PluginError, RerankError
 from esrag.model import Hit, LegResult
+from esrag.stores.base import NativeRerank
 
 DEFAULT_TOP_N = 30
 
@@ -314,7 +315,7 @@ class ElasticReranker:
     """
 
     def __init__(self, inference_id: str, store: Any = None, field: str = "text") -> None:
-        if store is None or not hasattr(store, "rerank_ids"):
+        if not isinstance(store, NativeRerank):
             raise RerankError(
                 f"elastic:{inference_id} reranks inside Elasticsearch and needs the Elasticsearch store (set ESRAG_ES_URL); "
                 "on the embedded store use --rerank http:URL or cross-encoder:MODEL"
