@@ -315,8 +315,9 @@ class Pipeline:
 
         The same stages as :meth:`search` with ``reformulate`` (LLM reformulations fused by
         RRF) and ``rerank`` (a spec, or any label when the pipeline was built with a ready
-        reranker; it reorders the first ``rerank_top_n`` hits); no expansion, no packing, no
-        fan-out (the settings' ``search.budget`` and ``search.expand`` are not applied). It
+        reranker; it reorders the first ``rerank_top_n`` hits); no packing and no fan-out (the
+        settings' ``search.budget`` and ``search.expand`` are not applied; a ``[corpora.NAME]
+        expand`` of the corpus searched still is, as in :meth:`search`). It
         asks for ``first_k`` hits, then 4x as many while the hits hold fewer than ``budget``
         tokens (or come from fewer than ``min_sources`` distinct source paths) and the index
         held as many as asked; ``limit`` (the number of chunks that can match, when known)
