@@ -26,15 +26,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from esrag.llm.cache import CachedLLM
-from esrag.enrich.enrichment import RETRY_SEEDS, parse_json_object
-from esrag.llm.clients import LLMOptions
-from esrag.enrich.prompts import load_prompt
 from esrag.errors import AnswerError
+from esrag.llm.cache import CachedLLM
+from esrag.llm.clients import LLMOptions
+from esrag.llm.json_reply import RETRY_SEEDS, ask_json
+from esrag.llm.prompts import ANSWER, load_prompt
 from esrag.model import Hit
 from esrag.tokens import count_tokens
 
-PROMPT = "answer_v1"
+PROMPT = ANSWER
 SEPARATOR = "\n\n---\n\n"
 TOKENIZER_SLACK = 1.25
 """Model tokens per cl100k token assumed when fitting the window: the budget counts cl100k
@@ -222,17 +222,20 @@ class Answerer:
             raise AnswerError(f"the question and one passage do not fit {self.llm.spec}'s window of {self.window[0]} tokens "
                               f"({self.window[1]}) with {self.max_tokens} answer tokens; lower [answer] max_tokens or --budget")
         options = LLMOptions(max_tokens=self.max_tokens, json=True)
-        for seed in (0, *RETRY_SEEDS):
-            reply = self.llm.chat([{"role": "user", "content": text}], options.with_seed(seed), prompt.sha256, "answer")
-            obj = parse_json_object(reply.text)
-            if obj is not None and isinstance(obj.get("answer"), str) and obj["answer"].strip():
-                abstained = bool(obj.get("abstained", False))
-                cited = obj.get("citations") or []
-                citations, unsupported = match_citations(cited if isinstance(cited, list) else [cited], sources)
-                return Answer(question, obj["answer"].strip(), abstained, [] if abstained else citations, sources,
-                              unsupported, reply.model or self.llm.spec, reply.cached)
-        raise AnswerError(f"{self.llm.spec} gave no usable answer (a JSON object with an 'answer' string) after seeds "
-                          f"0, {', '.join(map(str, RETRY_SEEDS))}; try another model (--llm)")
+        got = ask_json(self.llm, text, prompt.sha256, options, "answer",
+                       lambda o: isinstance(o.get("answer"), str) and bool(o["answer"].strip()),
+                       "no usable answer (a JSON object with an 'answer' string)")
+        if got.transport is not None:
+            raise got.transport
+        if got.value is None or got.reply is None:
+            raise AnswerError(f"{self.llm.spec} gave no usable answer (a JSON object with an 'answer' string) after seeds "
+                              f"0, {', '.join(map(str, RETRY_SEEDS))}; try another model (--llm)")
+        obj, reply = got.value, got.reply
+        abstained = bool(obj.get("abstained", False))
+        cited = obj.get("citations") or []
+        citations, unsupported = match_citations(cited if isinstance(cited, list) else [cited], sources)
+        return Answer(question, obj["answer"].strip(), abstained, [] if abstained else citations, sources,
+                      unsupported, reply.model or self.llm.spec, reply.cached)
 
 
 def make_answerer(settings: Any) -> Answerer:

@@ -85,9 +85,8 @@ def make_extractor(spec: str) -> Extractor:
         PluginError: unknown name (lists the installed ones). ModelLoadError: a model that
             cannot be loaded.
     """
-    name, _, arg = spec.partition(":")
-    cls = plugins.load("esrag.extractors", name.strip().lower())
-    return cls(arg) if arg else cls()
+    extractor: Extractor = plugins.create("esrag.extractors", spec)
+    return extractor
 
 
 # -- extractors ------------------------------------------------------------------------------

@@ -69,6 +69,23 @@ def load(group: str, name: str) -> Any:
         raise PluginError(f"plugin {name!r} in {group} failed to load ({eps[name].value}): {exc}") from exc
 
 
+def create(group: str, spec: str, settings: Any = None, **options: Any) -> Any:
+    """The plugin a spec ``name[:argument]`` names in ``group``, built: the argument (a model,
+    path or URL; everything after the first colon, ``""`` when absent) goes to the plugin's
+    ``from_settings(argument, settings, **options)`` when it has one, else to its constructor
+    (``cls(argument, **options)``, or ``cls(**options)`` without an argument).
+
+    Raises:
+        PluginError: unknown name (lists the installed ones) or a failing import.
+    """
+    name, _, argument = (spec or "").strip().partition(":")
+    obj = load(group, name.strip().lower())
+    argument = argument.strip()
+    if hasattr(obj, "from_settings"):
+        return obj.from_settings(argument, settings, **options)
+    return obj(argument, **options) if argument else obj(**options)
+
+
 def installed() -> list[PluginInfo]:
     """Every plugin in every esrag group, for ``esrag plugins``."""
     out: list[PluginInfo] = []

@@ -21,13 +21,13 @@ from esrag.enrich.enrichment import (
     contextualize_chunks,
     enrich_chunks,
     normalize_key,
-    parse_json_object,
     per_field_chunks,
     render_enrich_prompt,
     validate_enrichment,
 )
 from esrag.llm.clients import LLMOptions, OllamaLLM, OpenAILLM
-from esrag.enrich.prompts import Prompt, load_prompt
+from esrag.llm.json_reply import parse_json_object
+from esrag.llm.prompts import Prompt, load_prompt
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Document, Enrichment, content_hash
 from esrag.tokens import count_tokens

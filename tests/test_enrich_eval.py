@@ -14,7 +14,7 @@ import pytest
 from llm_standin import StandIn, laravel_dir
 
 from esrag.config import Settings
-from esrag.enrich.arms import LLM_ARM_NAMES, PrecomputedChunker, make_llm_arm
+from esrag.eval.llm_arms import LLM_ARM_NAMES, PrecomputedChunker, make_llm_arm
 from esrag.errors import ConfigError
 from esrag.eval import harness
 from esrag.model import Chunk, Document, Enrichment, Hit

@@ -9,7 +9,7 @@ import pytest
 from llm_standin import Reply, StandIn
 
 from esrag.llm.cache import CachedLLM
-from esrag.enrich.expand import expand_adjacent, expand_related, group_by_document, linked, related_counts
+from esrag.enrich.key_links import expand_adjacent, expand_related, group_by_document, linked, related_counts
 from esrag.llm.clients import OllamaLLM
 from esrag.enrich.merge import (
     apply_key_mapping,

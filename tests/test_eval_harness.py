@@ -18,11 +18,12 @@ from click.testing import CliRunner
 from esrag.chunking.blocks import normalize
 from esrag.cli import main
 from esrag.config import Settings
-from esrag.errors import ConfigError
+from esrag.errors import ConfigError, RerankError
 from esrag.eval import harness
-from esrag.eval.arms import make_arm, make_retriever, rerank_hits
+from esrag.eval.arms import make_arm, make_retriever
 from esrag.eval.peers import LangChainHeaderChunker, LangChainRecursiveChunker, locate
 from esrag.model import Chunk, Document, Hit
+from esrag.search.rerank import rerank_hits
 from paths import LARAVEL
 
 DATA = Path(__file__).parent / "data"
@@ -101,10 +102,10 @@ def test_unknown_names_list_the_valid_ones():
 
 def test_rerank_hits_reorders_only_the_first_depth_hits():
     hits = [Hit(Chunk(id=str(i), text=t), 1.0 / (i + 1)) for i, t in enumerate(["alpha", "queue worker restart", "beta", "worker"])]
-    out = rerank_hits("restart the queue worker", hits, overlap_rerank, depth=3)
+    out = rerank_hits("restart the queue worker", hits, overlap_rerank, top_n=3)
     assert [h.chunk.id for h in out] == ["1", "0", "2", "3"]  # ties keep their order; the 4th is beyond depth
-    with pytest.raises(ConfigError, match="returned 1 scores for 3 texts"):
-        rerank_hits("q", hits, lambda q, t: [1.0], depth=3)
+    with pytest.raises(RerankError, match="returned 1 scores for 3 texts"):
+        rerank_hits("q", hits, lambda q, t: [1.0], top_n=3)
 
 
 def test_reranker_slot_in_a_real_run(two_runs):

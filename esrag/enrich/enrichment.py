@@ -40,18 +40,17 @@ import threading
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from esrag.llm.cache import CachedLLM
-from esrag.llm.clients import LLMError, LLMOptions
-from esrag.enrich.prompts import CONTEXT, ENRICH, FIELDS, Prompt, load_prompt
 from esrag.errors import ConfigError
+from esrag.llm.cache import CachedLLM
+from esrag.llm.clients import LLMOptions
+from esrag.llm.json_reply import ask, ask_json
+from esrag.llm.prompts import CONTEXT, ENRICH, FIELDS, Prompt, load_prompt
 from esrag.model import Chunk, Document, Enrichment, content_hash
 
 MODES = ("e", "e-k", "cr", "pf")
 MAX_KEYS = 40
-RETRY_SEEDS = (1, 2, 3)
-T = TypeVar("T")
 KEYWORDS_RANGE = (5, 8)
 QUESTIONS_RANGE = (2, 3)
 MAX_RELATED = 3
@@ -150,34 +149,6 @@ class KeyDictionary:
 
 
 # -- parsing and validation ------------------------------------------------------------------
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.S)
-
-
-def parse_json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object in a model reply, or None.
-
-    Safe coercions only: surrounding whitespace, a Markdown code fence around the object,
-    prose before/after one ``{…}`` span, an array holding exactly one object. Other arrays,
-    strings and numbers are not objects (None).
-    """
-    t = (text or "").strip()
-    if not t:
-        return None
-    candidates = [t]
-    if m := _FENCE.match(t):
-        candidates.append(m.group(1).strip())
-    if (a := t.find("{")) >= 0 and (b := t.rfind("}")) > a:
-        candidates.append(t[a : b + 1])
-    for c in candidates:
-        try:
-            obj = json.loads(c)
-        except (json.JSONDecodeError, RecursionError):
-            continue
-        if isinstance(obj, dict):
-            return obj
-    return None
-
-
 def normalize_key(value: str) -> str:
     """A key as compared and stored: lower-cased, whitespace collapsed and trimmed, cut to
     :data:`KEY_MAX_CHARS` characters."""
@@ -299,46 +270,19 @@ def _usable(fields: Collection[str]) -> Callable[[dict[str, Any]], bool]:
     return lambda obj: any(obj.get(f) not in (None, "", [], {}) for f in fields)
 
 
-# -- calls with seed retries ----------------------------------------------------------------
-def call_with_seeds(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str,
-                    accept: Callable[[str], T | None], what: str) -> T | None:
-    """One call with seed ``options.seed``, then seeds 1–3 (App. N.2) while ``accept(reply
-    text)`` returns None. Returns the accepted value, or None after counting a failure in the
-    ledger: ``what`` was never accepted, or a transport error (not retried with other seeds)."""
-    messages = [{"role": "user", "content": prompt_text}]
-    for attempt, seed in enumerate((options.seed, *RETRY_SEEDS)):
-        if attempt:
-            llm.ledger.retried()
-        try:
-            reply = llm.chat(messages, options.with_seed(seed), prompt_sha256, task)
-        except LLMError as exc:
-            llm.ledger.fail(task, str(exc))
-            return None
-        value = accept(reply.text)
-        if value is not None:
-            return value
-    llm.ledger.fail(task, f"{what} after seeds {options.seed}, {', '.join(map(str, RETRY_SEEDS))}")
-    return None
-
-
+# -- calls (the one retry loop: esrag.llm.json_reply) -----------------------------------------
 def call_json(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str,
               usable: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
-    """One JSON call (:func:`call_with_seeds`): the first reply that parses to a JSON object
-    ``usable`` accepts, or None."""
-
-    def accept(text: str) -> dict[str, Any] | None:
-        obj = parse_json_object(text)
-        return obj if obj is not None and usable(obj) else None
-
-    return call_with_seeds(llm, prompt_text, prompt_sha256, options, task, accept, "no usable JSON object")
+    """One JSON call through :func:`esrag.llm.json_reply.ask_json` (seeds 0, 1–3; failures in
+    the ledger): the first reply that parses to a JSON object ``usable`` accepts, or None."""
+    return ask_json(llm, prompt_text, prompt_sha256, options, task, usable).value
 
 
 def call_text(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str) -> str:
-    """One plain-text call (:func:`call_with_seeds`): the first non-empty reply, cut to
-    ``CONTEXT_MAX_CHARS`` characters, or ''."""
-    text = call_with_seeds(llm, prompt_text, prompt_sha256, options, task,
-                           lambda t: t.strip()[:CONTEXT_MAX_CHARS] or None, "empty reply")
-    return text or ""
+    """One plain-text call through :func:`esrag.llm.json_reply.ask`: the first non-empty
+    reply, cut to ``CONTEXT_MAX_CHARS`` characters, or '' (the failure is in the ledger)."""
+    return ask(llm, prompt_text, prompt_sha256, options, task, lambda t: t.strip()[:CONTEXT_MAX_CHARS] or None,
+               "empty reply").value or ""
 
 
 # -- E and E−K --------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import numpy as np
 from esrag.llm.cache import CachedLLM
 from esrag.enrich.enrichment import NO_SECTION, call_json, normalize_key
 from esrag.llm.clients import LLMOptions
-from esrag.enrich.prompts import CONSOLIDATE, Prompt, load_prompt
+from esrag.llm.prompts import CONSOLIDATE, Prompt, load_prompt
 from esrag.model import Chunk, Enrichment, content_hash
 from esrag.tokens import count_tokens
 
@@ -111,8 +111,9 @@ def orphan_context(chunks: list[Chunk], i: int) -> str:
     neighbour is missing or has no summary are left out)."""
     lines = [f"[Section: {chunks[i].section_path or NO_SECTION}]"]
     for label, j in (("Previous", i - 1), ("Next", i + 1)):
-        if 0 <= j < len(chunks) and chunks[j].enrichment and chunks[j].enrichment.summary:
-            lines.append(f"[{label}: {chunks[j].enrichment.summary}]")
+        e = chunks[j].enrichment if 0 <= j < len(chunks) else None
+        if e is not None and e.summary:
+            lines.append(f"[{label}: {e.summary}]")
     return "\n".join(lines)
 
 

@@ -26,20 +26,20 @@ Built-in arms (:data:`ARMS`):
 Named arms search with the seed's protocol (:data:`SEED_SEARCH`: RRF k = 60, equal leg
 weights, fusion over the whole ranked pool); ``default`` searches with ``Settings().search``.
 
-A **retriever** is a search mode of :class:`esrag.search.searcher.Searcher` (``bm25``,
-``dense``, ``hybrid``), optionally followed by a reranker: any callable
-``rerank(query, texts) -> scores`` (higher is better) reorders the first ``depth`` hits
-(default 30, the seed's "hybrid top-30"); the rest keep their order. Its name is
-``MODE+rerank``. ``MODE+reformulate`` (also ``MODE+reformulate+rerank``) searches the query and
-its LLM reformulations and fuses the lists by RRF (seed 002; :mod:`esrag.search.reformulate`).
+A **retriever** is what the harness asks the same :class:`~esrag.search.pipeline.Pipeline` as
+``esrag search`` for: a search mode (``bm25``, ``dense``, ``hybrid``), optionally followed by a
+reranker (``MODE+rerank``: any callable ``rerank(query, texts) -> scores``, higher is better, or
+a reranker spec, reorders the first ``depth`` hits, default 30, the seed's "hybrid top-30"; the
+rest keep their order — ``esrag search --rerank``). ``MODE+reformulate`` (also
+``MODE+reformulate+rerank``) searches the query and its LLM reformulations and fuses the lists
+by RRF (seed 002; ``esrag search --reformulate N``, :mod:`esrag.search.reformulate`).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
+from typing import Any
 
 from esrag import plugins
 from esrag.analysis import check_analyzer
@@ -47,84 +47,14 @@ from esrag.chunking.base import Chunker
 from esrag.chunking.baselines import FixedCharChunker, ParagraphPacker, TokenWindowChunker, length_matched
 from esrag.chunking.header import HeaderChunker
 from esrag.config import SEARCH_MODES, SearchSettings, Settings
-from esrag.enrich.arms import LLM_ARM_NAMES
 from esrag.errors import ConfigError
+from esrag.eval.base import SECTION_AND_TEXT, SEED_SEARCH, TEXT_ONLY, Arm, ChunkerFactory, Enricher, Rerank
+from esrag.eval.llm_arms import LLM_ARM_NAMES, make_llm_arm
 from esrag.indexed_text import EMBED_FIELDS
-from esrag.model import Chunk, Document, Hit
-from esrag.search.searcher import Searcher
+from esrag.model import Document
 
-#: The seed's retrieval protocol for named arms: RRF (k = 60, untuned, equal weights) over the
-#: whole ranked pool (a window of 10,000 chunks covers every pool of the datasets here).
-SEED_SEARCH = SearchSettings(k=10, mode="hybrid", rrf_k=60, rank_window_size=10_000, num_candidates=10_000,
-                             weights={"bm25": 1.0, "dense": 1.0})
-
-TEXT_ONLY = ("text",)
-SECTION_AND_TEXT = ("section_path", "text")
-
-Rerank = Callable[[str, list[str]], Sequence[float]]
-ChunkerFactory = Callable[[Sequence[Document]], Chunker]
-
-
-class Enricher(Protocol):
-    """Fills LLM fields of a document's chunks (``Chunk.enrichment``, ``Chunk.context``) at
-    indexing time; never changes ``Chunk.text``. The LLM arms E and CR are enrichers."""
-
-    name: str
-
-    def enrich(self, doc: Document, chunks: list[Chunk]) -> list[Chunk]:
-        """The chunks of ``doc`` with their generated fields set."""
-        ...
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One arm: how chunks are cut, what is generated for them, and what is indexed.
-
-    Attributes:
-        name: the arm's label in tables and contrasts.
-        chunker: builds the chunker from all documents of the dataset.
-        embed_fields: fields joined into the embedded passage (see :mod:`esrag.indexed_text`).
-        bm25_fields: field -> BM25 weight.
-        search: search settings of its retrievers (RRF k, windows, leg weights).
-        enricher: optional LLM step between chunking and indexing.
-        description: one line for reports.
-        expand: optional retrieval-time step ``expand(hits, pool_chunks) -> hits`` applied to
-            every ranking before the budget cut (arms E+KX, E+AX of :mod:`esrag.enrich.arms`).
-        analyzer: BM25 text analysis of the arm's index (:mod:`esrag.analysis`). Named arms use
-            ``standard`` (plain BM25, the seed's protocol); ``default`` uses the configured one.
-        section_context, section_context_depth: section-context vectors
-            (:mod:`esrag.section_context`): weight α (0 = off, the seed's protocol) and the
-            section-path levels of a group; ``default`` uses the configured ones.
-    """
-
-    name: str
-    chunker: ChunkerFactory
-    embed_fields: tuple[str, ...] = TEXT_ONLY
-    bm25_fields: Mapping[str, float] = field(default_factory=lambda: {"text": 1.0})
-    search: SearchSettings = field(default_factory=lambda: SEED_SEARCH)
-    enricher: Enricher | None = None
-    description: str = ""
-    expand: Callable[[list[Hit], list[Chunk]], list[Hit]] | None = None
-    analyzer: str = "standard"
-    section_context: float = 0.0
-    section_context_depth: int = 2
-
-    def build_chunker(self, documents: Sequence[Document]) -> Chunker:
-        """The arm's chunker for this dataset (wrapped with the enricher when there is one)."""
-        chunker = self.chunker(documents)
-        return _EnrichedChunker(chunker, self.enricher) if self.enricher else chunker
-
-
-class _EnrichedChunker:
-    """A chunker followed by an enricher, itself a :class:`~esrag.chunking.base.Chunker`."""
-
-    def __init__(self, chunker: Chunker, enricher: Enricher) -> None:
-        self.inner, self.enricher = chunker, enricher
-        self.name = f"{chunker.name}+{enricher.name}"
-
-    def chunk(self, doc: Document) -> list[Chunk]:
-        return self.enricher.enrich(doc, self.inner.chunk(doc))
-
+__all__ = ["ARMS", "ARM_NAMES", "CHUNKERS", "SECTION_AND_TEXT", "SEED_SEARCH", "TEXT_ONLY", "Arm", "Enricher", "Retriever",
+           "default_arm", "make_arm", "make_retriever"]
 
 def _fl(documents: Sequence[Document]) -> Chunker:
     header = HeaderChunker()
@@ -212,6 +142,7 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
     if name in custom:
         spec = custom[name]
         chunker_name = str(spec.get("chunker", "header"))
+        chunker: ChunkerFactory
         if chunker_name == "header" and ("tau_max" in spec or "tau_min" in spec or "max_block_tokens" in spec):
             tau_max, tau_min = int(spec.get("tau_max", 1500)), int(spec.get("tau_min", 100))
             cap = int(spec.get("max_block_tokens", 0))
@@ -232,13 +163,11 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
     if name == "default":
         return default_arm(settings)
     if name in LLM_ARM_NAMES:
-        from esrag.enrich.arms import make_llm_arm
-
         return make_llm_arm(name, settings)
     if name not in ARMS:
         raise ConfigError(f"unknown arm {name!r}; valid: {', '.join(ARM_NAMES)} (or define [arms.{name}] in the config)")
-    chunker, embed, bm25, description = ARMS[name]
-    return Arm(name, CHUNKERS[chunker], embed, bm25, SEED_SEARCH, None, description)
+    chunker_name, embed, bm25, description = ARMS[name]
+    return Arm(name, CHUNKERS[chunker_name], embed, bm25, SEED_SEARCH, None, description)
 
 
 def _chunker_factory(name: str, settings: Settings) -> ChunkerFactory:
@@ -264,71 +193,24 @@ def _check_fields(arm: str, embed: Sequence[str], bm25: Mapping[str, float]) -> 
 
 @dataclass(frozen=True)
 class Retriever:
-    """A search mode, optionally followed by a reranker over its first ``depth`` hits.
+    """What one column of the grid asks :meth:`esrag.search.pipeline.Pipeline.ranked_pool`
+    for: a search mode, optionally with LLM reformulations fused by RRF and a reranker over the
+    first ``depth`` fused hits (the stages of ``esrag search --reformulate N --rerank SPEC``).
 
     Attributes:
-        name: label (``hybrid``, ``hybrid+rerank``…).
-        mode: ``bm25``, ``dense`` or ``hybrid`` (a :class:`Searcher` mode).
-        rerank: ``rerank(query, texts) -> scores`` (higher is better), or None.
-        depth: how many of the first hits the reranker reorders.
+        name: label (``hybrid``, ``hybrid+rerank``, ``dense+reformulate+rerank``…).
+        mode: ``bm25``, ``dense`` or ``hybrid``.
+        rerank: the reranker (``rerank(query, texts) -> scores``, higher is better, or a
+            :class:`~esrag.search.rerank.Reranker`), or None.
+        depth: how many of the first hits the reranker reorders (``rerank_top_n``).
+        reformulate: ``query -> [reformulations]``, or None.
     """
 
     name: str
     mode: str
-    rerank: Rerank | None = None
+    rerank: Rerank | Any | None = None
     depth: int = 30
     reformulate: Callable[[str], list[str]] | None = None
-
-    def run(self, searcher: Searcher, query: str, k: int) -> list[Hit]:
-        """The first ``k`` hits for ``query`` (fused with its reformulations when set),
-        reranked when a reranker is set."""
-        if self.reformulate is not None:
-            from esrag.search.reformulate import search_reformulated
-
-            hits = search_reformulated(searcher, query, k, self.mode, self.reformulate)
-        else:
-            hits = searcher.search(query, k=k, mode=self.mode).hits
-        return rerank_hits(query, hits, self.rerank, self.depth) if self.rerank else hits
-
-
-def rerank_hits(query: str, hits: list[Hit], rerank: Rerank, depth: int) -> list[Hit]:
-    """``hits`` with the first ``depth`` reordered by ``rerank(query, chunk texts)`` (stable on
-    ties); the rest follow unchanged.
-
-    Raises:
-        ConfigError: the reranker returns a different number of scores than texts.
-    """
-    head, tail = hits[:depth], hits[depth:]
-    scores = list(rerank(query, [h.chunk.text for h in head]))
-    if len(scores) != len(head):
-        raise ConfigError(f"the reranker returned {len(scores)} scores for {len(head)} texts")
-    order = sorted(range(len(head)), key=lambda i: -float(scores[i]))
-    return [head[i] for i in order] + tail
-
-
-def load_reranker(target: str) -> Rerank:
-    """A reranker by ``esrag.rerankers`` plugin name or ``module:attribute`` path. A class is
-    instantiated without arguments; the result must be callable as ``rerank(query, texts)``.
-
-    Raises:
-        ConfigError: nothing importable under that name.
-    """
-    from esrag.search.rerank import make_reranker
-
-    if target.partition(":")[0].lower() in plugins.names("esrag.rerankers") or target.startswith(("http://", "https://")):
-        return make_reranker(target)  # a reranker spec: cross-encoder:MODEL, http:URL
-    if ":" in target:
-        module, _, attr = target.partition(":")
-        try:
-            obj = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"cannot import reranker {target!r}: {exc}") from exc
-    else:
-        obj = plugins.load("esrag.rerankers", target)
-    obj = obj() if isinstance(obj, type) else obj
-    if not callable(obj):
-        raise ConfigError(f"reranker {target!r} is not callable as rerank(query, texts) -> scores")
-    return obj
 
 
 def make_retriever(name: str, rerank: Rerank | None = None, depth: int = 30,

@@ -36,7 +36,7 @@ import gzip
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,7 +152,7 @@ def load_dataset(kind: str, path: str | Path, limit: int | None = None, split: s
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"dataset path {path} does not exist; give KIND:PATH to an existing file or folder")
-    loaders = {"qasper": load_qasper, "beir": lambda p, n: load_beir(p, n, split), "squad": load_squad, "spans": load_spans}
+    loaders: dict[str, Callable[[Path, int | None], EvalDataset]] = {"qasper": load_qasper, "beir": lambda p, n: load_beir(p, n, split), "squad": load_squad, "spans": load_spans}
     if kind not in loaders:
         raise ConfigError(f"unknown dataset kind {kind!r}; valid: {', '.join(KINDS)}")
     return loaders[kind](path, limit)

@@ -3,8 +3,11 @@ compared with paired statistics (seed 000, §3–§4.5).
 
 For every arm and every pool (one Qasper paper, or the whole corpus of a pooled dataset), the
 pool's chunks are indexed into a fresh embedded store (a temporary SQLite file, opened like the
-product opens it) and searched with esrag's :class:`~esrag.search.searcher.Searcher`, so the
-numbers are what a user of ``esrag ingest`` + ``esrag search`` gets. Identical passages are
+product opens it) and searched through the same :class:`~esrag.search.pipeline.Pipeline` as
+``esrag search`` (:meth:`~esrag.search.pipeline.Pipeline.ranked_pool`: the ranked hits a
+budgeted search packs, with the retriever's reranker and LLM reformulations as the pipeline's own
+stages), so the numbers are what a user of ``esrag ingest`` + ``esrag search`` gets. The
+configuration is read and validated by :mod:`esrag.eval.config`. Identical passages are
 embedded once across arms and runs (:class:`~esrag.embedding.CachedEmbedder` over an
 :class:`~esrag.embedding.EmbeddingCache` keyed by model and text hash); queries are cached the same
 way. Everything is deterministic for a given config, data and cache contents.
@@ -16,13 +19,11 @@ oracle ceiling), and the configured paired contrasts with TOST / Holm / sign-fli
 
 from __future__ import annotations
 
-import os
 import statistics
 import tempfile
 import time
-import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,184 +32,42 @@ import numpy as np
 from esrag import __version__, section_context
 from esrag.config import Settings, load_settings
 from esrag.embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder, normalize_spec
-from esrag.errors import ConfigError
+from esrag.embedding.base import Progress
 from esrag.eval import metrics
-from esrag.eval.arms import ARM_NAMES, Arm, Retriever, load_reranker, make_arm, make_retriever
-from esrag.eval.datasets import KINDS, EvalDataset, Question, load_dataset
-from esrag.eval.stats import RESAMPLES, Comparison, by_cluster, cluster_bootstrap, compare, decide, paired_differences
+from esrag.eval.arms import Arm, Retriever, make_arm, make_retriever
+from esrag.eval.base import default_cache_path, pipeline_settings
+from esrag.eval.config import (
+    DEFAULT_ARMS,
+    DEFAULT_BUDGETS,
+    DEFAULT_RETRIEVERS,
+    ContrastSpec,
+    EvalConfig,
+    apply_overrides,
+    load_config,
+)
+from esrag.eval.datasets import EvalDataset, Question, load_dataset
+from esrag.eval.stats import Comparison, by_cluster, cluster_bootstrap, compare, decide, paired_differences
 from esrag.indexed_text import embed_text
 from esrag.ingest import meta_hash
 from esrag.model import Chunk, Document, Hit
 from esrag.search.budget import take_budget
+from esrag.search.pipeline import Pipeline
+from esrag.search.reformulate import make_reformulator
+from esrag.search.rerank import make_reranker
 from esrag.search.searcher import Searcher
 from esrag.stores.base import IndexMeta
+from esrag.stores.sqlite import SQLiteStore
 
-DEFAULT_ARMS = ("S", "S+T", "F512c", "F256t", "P", "FL", "default", "lc-header", "lc-recursive-512t")
-DEFAULT_RETRIEVERS = ("bm25", "dense", "hybrid")
-DEFAULT_BUDGETS = (512, 1024, 2048)
+__all__ = ["DEFAULT_ARMS", "DEFAULT_BUDGETS", "DEFAULT_RETRIEVERS", "ContrastSpec", "EvalConfig", "EvalRun", "Observer",
+           "QuestionResult", "apply_overrides", "contrast_rows", "default_cache_path", "default_settings_snapshot",
+           "load_config", "run_eval", "summary_rows"]
+
 FIRST_K = 50
-"""Chunks asked of the searcher first; more are asked while the largest budget is not filled
-(or, for chunk-free gold, fewer than 10 distinct documents are ranked) and the pool has more."""
+"""Chunks asked of the pipeline first; more (x4) are asked while the largest budget is not filled
+(or, for chunk-free gold, fewer than 50 distinct documents are ranked) and the pool has more
+(:meth:`esrag.search.pipeline.Pipeline.ranked_pool`)."""
 RANK_CUTOFFS = (10, 50)
 EMBED_WINDOW = 1024
-
-
-# -- configuration -----------------------------------------------------------------------------
-
-@dataclass
-class ContrastSpec:
-    """A paired contrast A − B.
-
-    Attributes:
-        a, b: ``"ARM/RETRIEVER"`` (or ``"ARM"`` with ``retriever`` given).
-        family: Holm family name (tests are adjusted within it).
-        margin: TOST equivalence margin in points (None: a two-sided test only).
-        metric: ``rec`` or ``prec``; budget: B in cl100k tokens (None: the first budget).
-    """
-
-    a: str
-    b: str
-    family: str = "exploratory"
-    margin: float | None = None
-    metric: str = "rec"
-    budget: int | None = None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ContrastSpec:
-        retriever = d.get("retriever")
-        a, b = str(d["a"]), str(d["b"])
-        if retriever:
-            a = a if "/" in a else f"{a}/{retriever}"
-            b = b if "/" in b else f"{b}/{retriever}"
-        if "/" not in a or "/" not in b:
-            raise ConfigError(f"contrast {a} − {b}: write each side as ARM/RETRIEVER or give retriever = ...")
-        metric = str(d.get("metric", "rec"))
-        if metric not in ("rec", "prec"):
-            raise ConfigError(f"contrast metric must be rec or prec, got {metric!r}")
-        margin = d.get("margin")
-        return cls(a, b, str(d.get("family", "exploratory")), float(margin) if margin else None, metric,
-                   int(d["budget"]) if d.get("budget") else None)
-
-    @property
-    def label(self) -> str:
-        return f"{self.a} − {self.b}"
-
-
-@dataclass
-class EvalConfig:
-    """What to evaluate. Paths in a TOML config are relative to the config file.
-
-    Attributes:
-        kind, path: the dataset (``qasper``, ``beir``, ``squad``, ``spans``) and its file/folder.
-        limit: first N pools (per-document datasets) or questions (pooled); split: BEIR qrels.
-        arms, retrievers: grid axes (arm names, ``bm25``/``dense``/``hybrid``/``MODE+rerank``).
-        budgets: B values in cl100k tokens; the first is the primary budget.
-        contrasts: paired contrasts to test.
-        custom_arms: ``[arms.NAME]`` tables (see :func:`esrag.eval.arms.make_arm`).
-        reranker, rerank_depth: ``module:function``, an ``esrag.rerankers`` spec
-            (``http:URL``, ``cross-encoder:MODEL``) or a callable ``rerank(query, texts) ->
-            scores``; and how many first hits it reorders.
-        reformulations: LLM reformulations per query for ``MODE+reformulate`` retrievers.
-        embedder: embedder spec (None: ``Settings().embedder``).
-        cache: embedding cache file (None: ``$XDG_CACHE_HOME/esrag/embeddings.sqlite``).
-        out: output folder (None: ``eval-out/<dataset name>``).
-        seed, resamples: bootstrap / permutation seed and count.
-    """
-
-    kind: str = "qasper"
-    path: Path | None = None
-    limit: int | None = None
-    split: str = "test"
-    arms: list[str] = field(default_factory=lambda: list(DEFAULT_ARMS))
-    retrievers: list[str] = field(default_factory=lambda: list(DEFAULT_RETRIEVERS))
-    budgets: list[int] = field(default_factory=lambda: list(DEFAULT_BUDGETS))
-    contrasts: list[ContrastSpec] = field(default_factory=list)
-    custom_arms: dict[str, dict[str, Any]] = field(default_factory=dict)
-    reranker: Any = None
-    rerank_depth: int = 30
-    reformulations: int = 5
-    embedder: str | None = None
-    cache: Path | None = None
-    out: Path | None = None
-    seed: int = 0
-    resamples: int = RESAMPLES
-
-    def validate(self) -> None:
-        """Raise :class:`ConfigError` naming the first bad value and the valid ones."""
-        if self.kind not in KINDS:
-            raise ConfigError(f"unknown dataset kind {self.kind!r}; valid: {', '.join(KINDS)}")
-        if self.path is None:
-            raise ConfigError("no dataset: give --dataset KIND:PATH or [dataset] kind/path in the config")
-        if not self.budgets or any(b < 1 for b in self.budgets):
-            raise ConfigError(f"budgets must be positive cl100k token counts, got {self.budgets}")
-        if not self.arms or not self.retrievers:
-            raise ConfigError("at least one arm and one retriever are needed")
-        for name in self.arms:
-            if name not in ARM_NAMES and name not in self.custom_arms:
-                raise ConfigError(f"unknown arm {name!r}; valid: {', '.join(ARM_NAMES)} (or define [arms.{name}])")
-        for c in self.contrasts:
-            for side in (c.a, c.b):
-                arm, _, retriever = side.partition("/")
-                if arm not in self.arms or retriever not in self.retrievers:
-                    raise ConfigError(f"contrast {c.label}: {side} is not in the grid (arms {self.arms}, retrievers {self.retrievers})")
-            if c.budget is not None and c.budget not in self.budgets:
-                raise ConfigError(f"contrast {c.label}: budget {c.budget} is not among {self.budgets}")
-
-
-def load_config(path: Path) -> EvalConfig:
-    """Read an eval TOML (keys of :class:`EvalConfig`; ``[dataset]`` kind/path/limit/split;
-    ``[[contrasts]]``; ``[arms.NAME]``; ``[reranker]`` target/depth or ``reranker = "..."``).
-
-    Raises:
-        ConfigError: unreadable TOML or a bad value.
-    """
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read eval config {path}: {exc}") from exc
-    base = path.resolve().parent
-    _check_keys(path, data, _TOP_KEYS)
-    ds = data.get("dataset", {})
-    _check_keys(path, ds, _DATASET_KEYS, "[dataset] ")
-    cfg = EvalConfig()
-    cfg.kind = ds.get("kind", cfg.kind)
-    cfg.path = base / ds["path"] if ds.get("path") else None
-    cfg.limit, cfg.split = ds.get("limit"), ds.get("split", "test")
-    arms = data.get("arms", cfg.arms)
-    if isinstance(arms, dict):  # [arms.NAME] tables plus an optional list under arms.use
-        cfg.custom_arms = {k: v for k, v in arms.items() if isinstance(v, dict)}
-        arms = arms.get("use", [*DEFAULT_ARMS, *cfg.custom_arms])
-    cfg.arms = list(arms)
-    cfg.retrievers = list(data.get("retrievers", cfg.retrievers))
-    cfg.budgets = [int(b) for b in data.get("budgets", cfg.budgets)]
-    cfg.contrasts = [ContrastSpec.from_dict(c) for c in data.get("contrasts", [])]
-    rr = data.get("reranker")
-    cfg.reranker = rr.get("target") if isinstance(rr, dict) else rr
-    cfg.rerank_depth = int(rr.get("depth", 30)) if isinstance(rr, dict) else cfg.rerank_depth
-    cfg.reformulations = int(data.get("reformulations", cfg.reformulations))
-    cfg.embedder = data.get("embedder")
-    cfg.cache = base / data["cache"] if data.get("cache") else None
-    cfg.out = base / data["out"] if data.get("out") else None
-    cfg.seed, cfg.resamples = int(data.get("seed", 0)), int(data.get("resamples", RESAMPLES))
-    return cfg
-
-
-_TOP_KEYS = ("dataset", "arms", "retrievers", "budgets", "contrasts", "reranker", "reformulations", "embedder", "cache", "out",
-             "seed", "resamples")
-_DATASET_KEYS = ("kind", "path", "limit", "split")
-
-
-def _check_keys(path: Path, table: dict[str, Any], valid: Sequence[str], where: str = "") -> None:
-    unknown = [k for k in table if k not in valid]
-    if unknown:
-        raise ConfigError(f"{path}: unknown {where}key(s) {', '.join(unknown)}; valid: {', '.join(valid)} "
-                          "(top-level keys must come before the first [table])")
-
-
-def default_cache_path() -> Path:
-    """``$XDG_CACHE_HOME/esrag/embeddings.sqlite`` (``~/.cache`` when unset)."""
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "esrag" / "embeddings.sqlite"
 
 
 # -- progress ----------------------------------------------------------------------------------
@@ -319,7 +178,11 @@ class _CachedModel:
     def dims(self) -> int:
         return self._dims if self._dims is not None else self.model.dims
 
-    def embed_documents(self, texts: Sequence[str], progress=None) -> np.ndarray:
+    @dims.setter
+    def dims(self, value: int) -> None:
+        self._dims = value
+
+    def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         keys = [self.cache.key(self.spec + "|passage", t) for t in texts]  # CachedEmbedder's keys
         found = self.cache.get_many(list(dict.fromkeys(keys)))
         if len(found) < len(set(keys)) or not texts:
@@ -349,6 +212,9 @@ class _NoVectors:
     def embed_query(self, text: str) -> np.ndarray:  # pragma: no cover - BM25 never asks
         raise AssertionError("a BM25-only evaluation embedded a query")
 
+    def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:  # pragma: no cover
+        raise AssertionError("a BM25-only evaluation embedded passages")
+
 
 # -- the run -----------------------------------------------------------------------------------
 
@@ -363,20 +229,22 @@ def run_eval(cfg: EvalConfig, settings: Settings | None = None, observer: Observ
     cfg.validate()
     observer = observer or Observer()
     settings = settings or load_settings()
+    assert cfg.path is not None  # validate() refused a config without a dataset
     dataset = load_dataset(cfg.kind, cfg.path, cfg.limit, cfg.split)
-    rerank = (load_reranker(cfg.reranker) if isinstance(cfg.reranker, str) else cfg.reranker) if cfg.reranker else None
+    rerank = (make_reranker(cfg.reranker) if isinstance(cfg.reranker, str) else cfg.reranker) if cfg.reranker else None
+    reformulate = _reformulator(cfg, settings)
     run = EvalRun(
         cfg, dataset, settings, normalize_spec(cfg.embedder or settings.embedder),
         [make_arm(a, settings, cfg.custom_arms) for a in cfg.arms],
-        [make_retriever(r, rerank, cfg.rerank_depth, _reformulator(cfg, settings)) for r in cfg.retrievers],
+        [make_retriever(r, rerank, cfg.rerank_depth, reformulate) for r in cfg.retrievers],
     )
     chunks = _chunk_all(run, observer)
     run.seconds["chunk"] = time.perf_counter() - started
     cache = EmbeddingCache(cfg.cache or default_cache_path())
     try:
-        embedder = _CachedModel(run.embedder_spec, settings, cache)
+        embedder: _CachedModel | _NoVectors = _CachedModel(run.embedder_spec, settings, cache)
         t0 = time.perf_counter()
-        if any(r.mode != "bm25" for r in run.retrievers):
+        if isinstance(embedder, _CachedModel) and any(r.mode != "bm25" for r in run.retrievers):
             vectors = _embed_all(run, chunks, embedder, observer)
         else:  # BM25 alone never reads a vector: index placeholders and load no model
             embedder = _NoVectors()
@@ -397,8 +265,6 @@ def _reformulator(cfg: EvalConfig, settings: Settings) -> Any:
     ``+reformulate``, else None; ``cfg.reformulations`` per query."""
     if not any("reformulate" in r.split("+") for r in cfg.retrievers):
         return None
-    from esrag.search.reformulate import make_reformulator
-
     return make_reformulator(settings, cfg.reformulations)
 
 
@@ -464,11 +330,11 @@ def _search_all(run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], vector
                 pool_chunks = chunks[(arm.name, pool)]
                 store = _open_store(run, Path(tmp) / f"{len(run.oracle)}-{n}.db", arm, pool_chunks, vectors[(arm.name, pool)], embedder)
                 try:
-                    searcher = Searcher(store, lambda: embedder, arm.search, dict(arm.bm25_fields))
+                    pipeline = _pipeline(run, arm, store, embedder, pool_chunks)
                     for q in run.dataset.questions_of(pool):
                         _oracle(run, arm, q, pool_chunks, golds[q.id])
                         for retriever in run.retrievers:
-                            hits = _ranked(searcher, retriever, q, len(pool_chunks), max(run.config.budgets))
+                            hits = _ranked(pipeline, run, retriever, q, len(pool_chunks))
                             if arm.expand is not None:  # retrieval-time expansion (E+KX, E+AX)
                                 hits = arm.expand(hits, pool_chunks)
                             run.results.append(_score(run, arm, retriever, q, hits, golds[q.id], doc_ids))
@@ -479,10 +345,8 @@ def _search_all(run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], vector
                         Path(f"{store.path}{suffix}").unlink(missing_ok=True)
 
 
-def _open_store(run: EvalRun, path: Path, arm: Arm, chunks: list[Chunk], vectors: np.ndarray, embedder: Embedder):
+def _open_store(run: EvalRun, path: Path, arm: Arm, chunks: list[Chunk], vectors: np.ndarray, embedder: Any) -> SQLiteStore:
     """A fresh embedded store holding ``chunks``, opened as the product opens its store."""
-    from esrag.stores.sqlite import SQLiteStore
-
     store = SQLiteStore.from_settings(run.settings.model_copy(update={"db": path}))
     store.ensure(IndexMeta(embedder.spec, embedder.dims, list(arm.embed_fields), dict(arm.bm25_fields), __version__,
                            analyzer=arm.analyzer))
@@ -491,18 +355,27 @@ def _open_store(run: EvalRun, path: Path, arm: Arm, chunks: list[Chunk], vectors
     return store
 
 
-def _ranked(searcher: Searcher, retriever: Retriever, q: Question, pool_size: int, budget: int) -> list[Hit]:
-    """Hits for ``q``: FIRST_K, more while the largest budget is unfilled (or fewer than 10
-    documents are ranked, for chunk-free gold) and the pool holds more."""
-    k = FIRST_K
-    while True:
-        hits = retriever.run(searcher, q.text, min(k, max(pool_size, 1)))
-        enough = sum(h.chunk.tokens for h in hits) >= budget
-        if q.gold_docs:
-            enough = enough and len({h.chunk.source_path for h in hits}) >= max(RANK_CUTOFFS)
-        if enough or len(hits) < k or k >= pool_size:
-            return hits
-        k *= 4
+def _pipeline(run: EvalRun, arm: Arm, store: SQLiteStore, embedder: Any, pool_chunks: list[Chunk]) -> Pipeline:
+    """The :class:`~esrag.search.pipeline.Pipeline` of ``esrag search`` over the pool's store,
+    with the arm's search settings (RRF k, windows, leg weights) and the run's reranker and
+    reformulator; no stage is switched on by the settings (budget, expansion, rerank,
+    reformulation and fan-out are what each retriever asks for)."""
+    settings = pipeline_settings(run.settings, arm.search)
+    searcher = Searcher(store, lambda: embedder, settings.search, dict(arm.bm25_fields))
+    rerank = next((r.rerank for r in run.retrievers if r.rerank is not None), None)
+    reformulate = next((r.reformulate for r in run.retrievers if r.reformulate is not None), None)
+    return Pipeline(settings, store, searcher, reranker=rerank, reformulator=reformulate)
+
+
+def _ranked(pipeline: Pipeline, run: EvalRun, retriever: Retriever, q: Question, pool_size: int) -> list[Hit]:
+    """The ranked pool of ``q`` for ``retriever``: :meth:`Pipeline.ranked_pool` up to the largest
+    budget (and, for chunk-free gold, 50 distinct documents), the pool's size capping each ask."""
+    label = getattr(retriever.rerank, "spec", None) or str(run.config.reranker or "reranker")
+    return pipeline.ranked_pool(
+        q.text, max(run.config.budgets), retriever.mode, rerank=label if retriever.rerank is not None else None,
+        rerank_top_n=retriever.depth, reformulate=run.config.reformulations if retriever.reformulate is not None else 0,
+        min_sources=max(RANK_CUTOFFS) if q.gold_docs else 0, first_k=FIRST_K, limit=pool_size,
+    )
 
 
 def _oracle(run: EvalRun, arm: Arm, q: Question, pool_chunks: list[Chunk], gold: metrics.Gold) -> None:
@@ -567,7 +440,7 @@ def _row(run: EvalRun, arm: str, retriever: str, b: int, results: list[QuestionR
     }
     if results and results[0].ranking is not None:
         for key in results[0].ranking:
-            row[key] = round(100 * float(np.mean([r.ranking[key] for r in results])), 4)
+            row[key] = round(100 * float(np.mean([r.ranking[key] for r in results if r.ranking is not None])), 4)
     return row
 
 
@@ -607,26 +480,3 @@ def default_settings_snapshot(settings: Settings) -> dict[str, Any]:
         "chunking": settings.chunking.model_dump(), "index_text": settings.index_text.model_dump(),
         "search": settings.search.model_dump(), "embedder": normalize_spec(settings.embedder),
     }
-
-
-def apply_overrides(cfg: EvalConfig, dataset: tuple[str, str] | None = None, arms: Sequence[str] | None = None,
-                    retrievers: Sequence[str] | None = None, budgets: Sequence[int] | None = None,
-                    out: Path | None = None, limit: int | None = None) -> EvalConfig:
-    """``cfg`` with command-line flags applied (flags win over the config file). Contrasts whose
-    arms or retrievers are no longer in the grid are dropped."""
-    if dataset:
-        cfg = replace(cfg, kind=dataset[0], path=Path(dataset[1]))
-    if limit is not None:
-        cfg = replace(cfg, limit=limit)
-    if arms:
-        cfg = replace(cfg, arms=list(arms))
-    if retrievers:
-        cfg = replace(cfg, retrievers=list(retrievers))
-    if budgets:
-        cfg = replace(cfg, budgets=list(budgets))
-    if out:
-        cfg = replace(cfg, out=out)
-    keep = [c for c in cfg.contrasts if all(
-        s.partition("/")[0] in cfg.arms and s.partition("/")[2] in cfg.retrievers for s in (c.a, c.b)
-    ) and (c.budget is None or c.budget in cfg.budgets)]
-    return replace(cfg, contrasts=keep)

@@ -85,9 +85,10 @@ def locate(pieces: Sequence[str], source: str) -> list[tuple[int, int]]:
         seq = [m.group().casefold() for m in _WORD.finditer(piece)]
         if not seq:
             continue
-        first, last = _match(index, seq, cursor) or _match(index, seq, 0) or (None, None)
-        if first is None:
+        found = _match(index, seq, cursor) or _match(index, seq, 0)
+        if found is None:
             raise ValueError(f"cannot map a peer chunk back to the source text: {piece[:80]!r}")
+        first, last = found
         start, end = index.spans[first][0], index.spans[last][1]
         while start > 0 and not source[start - 1].isspace():
             start -= 1
@@ -104,7 +105,9 @@ def _match(index: _WordIndex, seq: list[str], cursor: int) -> tuple[int, int] | 
         return at, at + len(seq) - 1
     head, tail = seq[:_ANCHOR], seq[-_ANCHOR:]
     at = index.find(head, cursor)
-    end = index.find(tail, at) if at is not None else None
+    if at is None:
+        return None
+    end = index.find(tail, at)
     return (at, end + len(tail) - 1) if end is not None else None
 
 

@@ -165,7 +165,8 @@ def plot(summary_data: dict[str, Any], path: Path) -> None:
     for a, arm in enumerate(arms):
         oracle = rows[(arm, rets[0])]["oracle"]
         if oracle is not None:
-            ax.hlines(oracle, a - 0.45, a + 0.45, colors="black", linestyles="dashed", linewidth=1, label="oracle" if a == 0 else None)
+            ax.hlines(oracle, a - 0.45, a + 0.45, colors="black", linestyles="dashed", linewidth=1,
+                      label="oracle" if a == 0 else "_nolegend_")  # matplotlib leaves "_"-labels out of the legend
     ax.set_xticks(range(len(arms)), arms, rotation=30, ha="right")
     ax.set_ylabel(f"rec@{primary}t (points)")
     ax.set_ylim(0, 100)

@@ -119,8 +119,8 @@ class Bootstrap:
     def _inverted(self, value: float) -> float:
         """The z whose BCa-adjusted level puts the interval's end at ``value``."""
         b = len(self.replicates)
-        share = (np.count_nonzero(self.replicates < value) + np.count_nonzero(self.replicates <= value)) / (2 * b)
-        share = min(max(share, 1 / (b + 1)), b / (b + 1))
+        below = (np.count_nonzero(self.replicates < value) + np.count_nonzero(self.replicates <= value)) / (2 * b)
+        share = min(max(float(below), 1 / (b + 1)), b / (b + 1))
         w = float(ndtri(share)) - self.z0
         return w / (1 + self.acceleration * w) - self.z0
 

@@ -32,9 +32,10 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
+from pydantic import Field, PositiveInt, ValidationError
 
 from esrag import __version__
 from esrag.config import Settings, load_settings
@@ -45,8 +46,12 @@ from esrag.eval import metrics
 from esrag.eval.stats import RESAMPLES, cluster_bootstrap, compare
 from esrag.ingest import meta_hash
 from esrag.model import Chunk, chunk_id
+from esrag.eval.base import default_cache_path, pipeline_settings
+from esrag.eval.config import Table, one_line
+from esrag.search.pipeline import Pipeline
 from esrag.search.searcher import Searcher
 from esrag.stores.base import IndexMeta
+from esrag.stores.sqlite import SQLiteStore
 from esrag.tokens import count_tokens
 
 KS = (1, 5, 10)
@@ -99,7 +104,28 @@ class XQuADConfig:
             raise ConfigError("xquad: dense and hybrid need at least one embedder")
 
 
-_KEYS = ("dataset", "embedders", "retrievers", "analyzer", "entities", "embedder_url", "cache", "out", "resamples", "seed")
+class _XQuADDataset(Table):
+    kind: Literal["xquad"] = "xquad"
+    path: str | None = None
+    questions: list[str] | None = None
+    passages: list[str] | None = None
+    limit: PositiveInt | None = None
+
+
+class XQuADFile(Table):
+    """The TOML of an XQuAD evaluation (``eval/xquad.toml``), validated like every eval config
+    (:mod:`esrag.eval.config`): unknown keys and bad values fail with one line naming them."""
+
+    dataset: _XQuADDataset = Field(default_factory=_XQuADDataset)
+    embedders: list[str] | None = None
+    retrievers: list[str] | None = None
+    analyzer: str = "standard"
+    entities: list[str] | None = None
+    embedder_url: str | None = None
+    cache: str | None = None
+    out: str | None = None
+    resamples: PositiveInt = RESAMPLES
+    seed: int = 0
 
 
 def wants(config: Path | None, dataset: str | None) -> bool:
@@ -126,22 +152,23 @@ def load_config(path: Path) -> XQuADConfig:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read eval config {path}: {exc}") from exc
-    unknown = [k for k in data if k not in _KEYS]
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(_KEYS)}")
-    base, ds = path.resolve().parent, data.get("dataset", {})
-    cfg = XQuADConfig(path=base / ds["path"] if ds.get("path") else None)
-    cfg.questions = list(ds.get("questions", cfg.questions))
-    cfg.passages = list(ds.get("passages", cfg.passages))
-    cfg.limit = ds.get("limit")
+    try:
+        f = XQuADFile.model_validate(data)
+    except ValidationError as exc:
+        raise one_line(path, exc, XQuADFile) from None
+    base, ds = path.resolve().parent, f.dataset
+    cfg = XQuADConfig(path=base / ds.path if ds.path else None)
+    cfg.questions = list(ds.questions or cfg.questions)
+    cfg.passages = list(ds.passages or cfg.passages)
+    cfg.limit = ds.limit
     for key in ("embedders", "retrievers", "entities"):
-        if key in data:
-            setattr(cfg, key, list(data[key]))
-    cfg.analyzer = data.get("analyzer", cfg.analyzer)
-    cfg.embedder_url = data.get("embedder_url")
-    cfg.cache = base / data["cache"] if data.get("cache") else None
-    cfg.out = base / data["out"] if data.get("out") else None
-    cfg.resamples, cfg.seed = int(data.get("resamples", RESAMPLES)), int(data.get("seed", 0))
+        if getattr(f, key) is not None:
+            setattr(cfg, key, list(getattr(f, key)))
+    cfg.analyzer = f.analyzer
+    cfg.embedder_url = f.embedder_url
+    cfg.cache = base / f.cache if f.cache else None
+    cfg.out = base / f.out if f.out else None
+    cfg.resamples, cfg.seed = f.resamples, f.seed
     return cfg
 
 
@@ -205,6 +232,10 @@ class _Vectors:
     def embed_query(self, text: str) -> np.ndarray:
         return self._q[text]
 
+    def embed_documents(self, texts: Sequence[str], progress: Any = None) -> np.ndarray:
+        """Never asked: the paragraphs were embedded before the store was written."""
+        raise AssertionError("xquad's query embedder was asked to embed passages")
+
 
 def _embed(model: CachedEmbedder, cache: EmbeddingCache, texts: list[str], kind: str) -> dict[str, np.ndarray]:
     """Vectors of ``texts`` as passages or queries, through the cache (keys as the harness's)."""
@@ -241,14 +272,14 @@ def run(cfg: XQuADConfig, settings: Settings | None = None, progress: Any = None
     Raises:
         ConfigError: bad config. ModelLoadError: an embedder cannot be loaded.
     """
-    from esrag.eval.harness import default_cache_path
-
     cfg.validate()
     started = time.perf_counter()
     settings = settings or load_settings()
     if cfg.embedder_url:
         settings = settings.model_copy(update={"embedder_url": cfg.embedder_url})
-    langs = {c: load_language(cfg.path, c, cfg.limit) for c in dict.fromkeys(cfg.questions + cfg.passages)}
+    folder = cfg.path
+    assert folder is not None  # validate() refused a missing folder
+    langs = {c: load_language(folder, c, cfg.limit) for c in dict.fromkeys(cfg.questions + cfg.passages)}
     out = XQuADRun(cfg)
     note = progress or (lambda text: None)
     cache = EmbeddingCache(cfg.cache or default_cache_path())
@@ -276,8 +307,6 @@ def _run_passages(out: XQuADRun, cfg: XQuADConfig, settings: Settings, langs: di
                   record_bm25: bool = True) -> None:
     """Index the paragraphs of language ``p`` for ``spec`` and search every question language.
     BM25 rankings are recorded once (``record_bm25``) but re-scored by every embedder."""
-    from esrag.stores.sqlite import SQLiteStore
-
     t0 = time.perf_counter()
     chunks = paragraph_chunks(langs[p])
     note(f"{spec}: embedding {len(chunks)} {p} paragraphs")
@@ -296,13 +325,15 @@ def _run_passages(out: XQuADRun, cfg: XQuADConfig, settings: Settings, langs: di
         for q in cfg.questions:
             qs = langs[q].questions
             qvec = _embed(model, cache, list(dict.fromkeys(qs.values())), "query") if model else {}
-            search = settings.search.model_copy(update={"rank_window_size": MRR_DEPTH, "num_candidates": MRR_DEPTH})
-            searcher = Searcher(store, lambda: _Vectors(spec, dims, qvec), search, {"text": 1.0})
+            measured = pipeline_settings(settings, settings.search.model_copy(
+                update={"rank_window_size": MRR_DEPTH, "num_candidates": MRR_DEPTH}))
+            searcher = Searcher(store, lambda: _Vectors(spec, dims, qvec), measured.search, {"text": 1.0})
+            pipeline = Pipeline(measured, store, searcher)
             note(f"{spec}: {q} questions -> {p} paragraphs")
             for r in retrievers:
                 sims = QueryDiagnostics(f"{spec}/{r}/{q}-{p}")
                 for qid, text in qs.items():
-                    hits = searcher.search(text, k=MRR_DEPTH, mode=r).hits
+                    hits = pipeline.search(text, k=MRR_DEPTH, mode=r).hits
                     ranked = [h.chunk.source_path for h in hits]
                     gold = {langs[q].gold[qid]: 1.0}
                     rec = {f"recall@{k}": metrics.recall_at_k(ranked, gold, k) for k in KS}
@@ -312,7 +343,7 @@ def _run_passages(out: XQuADRun, cfg: XQuADConfig, settings: Settings, langs: di
                                             "mrr": metrics.reciprocal_rank(ranked, gold)})
                     if model and hits:  # Sim@k: the top 10 re-scored by this embedder
                         cand = vectors[[row_of[h.chunk.id] for h in hits[:SIM_DEPTH] if h.chunk.id in by_id]]
-                        sims.add(qid, rescore(qvec[text], cand))
+                        sims.add(qid, cast(Sequence[float], rescore(qvec[text], cand)))  # a 1-d float array
                 if model:
                     out.sims[(spec, r, q, p)] = sims
     finally:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from esrag.errors import EsragError
 
@@ -184,6 +184,10 @@ class _Base:
             reply.tokens_in, reply.tokens_out, reply.estimated = count_tokens(prompt_text), count_tokens(reply.text), True
         return reply
 
+    def chat(self, messages: list[Message], options: LLMOptions) -> LLMReply:
+        """See :class:`LLM`; each provider sends it its own way."""
+        raise NotImplementedError
+
     def complete(self, prompt: str, options: LLMOptions) -> LLMReply:
         return self.chat([{"role": "user", "content": prompt}], options)
 
@@ -218,7 +222,8 @@ class OllamaLLM(_Base):
         """Built from ``llm_url``, ``llm_timeout``, ``llm_concurrency``, ``llm_retries``."""
         return cls(model, settings.llm_url, settings.llm_timeout, settings.llm_concurrency, settings.llm_retries)
 
-    def _options(self, options: LLMOptions) -> tuple[dict[str, Any], str | None]:
+    def _options(self, options: LLMOptions) -> tuple[dict[str, Any], Literal["json"] | None]:
+        """Ollama ``options`` and ``format`` (``"json"``, or None: free text)."""
         opts: dict[str, Any] = {"temperature": options.temperature, "seed": options.seed, "num_predict": options.max_tokens}
         if options.num_ctx:
             opts["num_ctx"] = options.num_ctx
@@ -229,7 +234,7 @@ class OllamaLLM(_Base):
         opts, fmt = self._options(options)
 
         def send() -> LLMReply:
-            resp = self._call(lambda: self._client.chat(model=self.model, messages=messages, format=fmt, options=opts,
+            resp = self._call(lambda: self._client.chat(model=self.model, messages=messages, format=fmt or "", options=opts,
                                                         stream=False))
             return self._reply((resp.message.content if resp.message else "") or "", resp)
 
@@ -240,7 +245,7 @@ class OllamaLLM(_Base):
         opts, fmt = self._options(options)
 
         def send() -> LLMReply:
-            resp = self._call(lambda: self._client.generate(model=self.model, prompt=prompt, format=fmt or "",
+            resp = self._call(lambda: self._client.generate(model=self.model, prompt=prompt, format=fmt,
                                                             options=opts, stream=False))
             return self._reply(resp.response or "", resp)
 
@@ -310,7 +315,8 @@ class OpenAILLM(_Base):
             kwargs["response_format"] = {"type": "json_object"}
 
         def send() -> LLMReply:
-            resp = self._call(lambda: self._client.chat.completions.create(model=self.model, messages=messages, **kwargs))
+            sent: Any = messages  # plain {"role", "content"} dicts, what ChatCompletionMessageParam types
+            resp = self._call(lambda: self._client.chat.completions.create(model=self.model, messages=sent, **kwargs))
             if not getattr(resp, "choices", None):
                 raise LLMError(f"{self._where()}: reply without choices")
             text = resp.choices[0].message.content or ""
@@ -371,8 +377,6 @@ def make_llm(spec: str, settings: Any) -> LLM:
     """
     from esrag import plugins
 
-    provider, model = parse_llm_spec(spec)
-    cls = plugins.load("esrag.llms", provider)
-    if hasattr(cls, "from_settings"):
-        return cls.from_settings(model, settings)
-    return cls(model)
+    parse_llm_spec(spec)  # an empty spec says how to configure one
+    llm: LLM = plugins.create("esrag.llms", spec, settings)
+    return llm

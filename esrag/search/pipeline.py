@@ -43,6 +43,8 @@ from esrag.stores.base import BranchQuery, Filters
 
 MAX_BUDGET_CANDIDATES = 1000
 """A budgeted single-branch search asks for more hits (x4) while the budget is unfilled, up to this."""
+FIRST_POOL_K = 50
+"""Hits :meth:`Pipeline.ranked_pool` asks for first (then x4 while the budget is unfilled)."""
 
 
 @dataclass
@@ -301,6 +303,49 @@ class Pipeline:
         out = expand_hits(hits, self.store, spec_for, self.settings.search.expand_max_tokens)
         timings["expand"] = _ms(t0)
         return out
+
+    # -- the evaluation's question ------------------------------------------------------------
+    def ranked_pool(
+        self, query: str, budget: int, mode: str | None = None, filters: Filters | None = None, *,
+        rerank: str | None = None, rerank_top_n: int | None = None, reformulate: int = 0,
+        min_sources: int = 0, first_k: int = FIRST_POOL_K, limit: int | None = None,
+    ) -> list[Hit]:
+        """The ranked hits that a budgeted search of ``query`` packs, before packing: what
+        ``esrag eval`` scores at every budget up to ``budget`` (cl100k tokens of source text).
+
+        The same stages as :meth:`search` with ``reformulate`` (LLM reformulations fused by
+        RRF) and ``rerank`` (a spec, or any label when the pipeline was built with a ready
+        reranker; it reorders the first ``rerank_top_n`` hits); no packing and no fan-out (the
+        settings' ``search.budget`` and ``search.expand`` are not applied; a ``[corpora.NAME]
+        expand`` of the corpus searched still is, as in :meth:`search`). It
+        asks for ``first_k`` hits, then 4x as many while the hits hold fewer than ``budget``
+        tokens (or come from fewer than ``min_sources`` distinct source paths) and the index
+        held as many as asked; ``limit`` (the number of chunks that can match, when known)
+        caps each ask.
+
+        Raises:
+            ConfigError, RerankError, ModelLoadError, NotIndexedError: as :meth:`search`.
+        """
+        s = self.settings.search
+        unpacked = self if s.budget is None else Pipeline(
+            self.settings.model_copy(update={"search": s.model_copy(update={"budget": None})}), self.store, self.searcher,
+            self._reranker, self._reformulator)
+        k = first_k
+        while True:
+            ask = min(k, max(limit, 1)) if limit is not None else k
+            hits = unpacked.search(query, k=ask, mode=mode, filters=filters, corpora=[], budget=None, expand="",
+                               reformulate=reformulate, rerank="", rerank_top_n=rerank_top_n).hits
+            enough = sum(h.chunk.tokens for h in hits) >= budget
+            if min_sources:
+                enough = enough and len({h.chunk.source_path for h in hits}) >= min_sources
+            if enough or len(hits) < ask or (limit is not None and k >= limit):
+                break
+            k *= 4
+        if rerank:
+            from esrag.search.rerank import DEFAULT_TOP_N, rerank_hits
+
+            hits = rerank_hits(query, hits, self.reranker(rerank), rerank_top_n or DEFAULT_TOP_N)
+        return hits
 
 
 def pack(hits: list[Hit], budget: int) -> list[Hit]:

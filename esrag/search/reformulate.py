@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esrag.llm.cache import CachedLLM
-from esrag.enrich.enrichment import RETRY_SEEDS, parse_json_object
-from esrag.llm.clients import LLMError, LLMOptions
-from esrag.enrich.prompts import load_prompt
+from esrag.llm.clients import LLMOptions
+from esrag.llm.json_reply import ask, parse_json_object
+from esrag.llm.prompts import REFORMULATE, load_prompt
 from esrag.search.fusion import Fused, rrf
 
-PROMPT = "reformulate_v1"
+PROMPT = REFORMULATE
 DEFAULT_N = 5
 
 
@@ -49,17 +49,14 @@ class Reformulator:
         prompt = load_prompt(PROMPT)
         text = prompt.render(n=self.n, query=query)
         options = LLMOptions(max_tokens=self.max_tokens, json=True)
-        self.last_error = None
-        for seed in (0, *RETRY_SEEDS):
-            try:
-                reply = self.llm.chat([{"role": "user", "content": text}], options.with_seed(seed), prompt.sha256, "reformulate")
-            except LLMError as exc:
-                self.last_error = str(exc)
-                return []
-            found = clean(parse_json_object(reply.text), query, self.n)
-            if found:
-                return found
-        self.last_error = f"{self.llm.spec} gave no usable reformulations (JSON with a 'reformulations' list)"
+        got = ask(self.llm, text, prompt.sha256, options, "reformulate",
+                  lambda reply: clean(parse_json_object(reply), query, self.n) or None,
+                  "no usable reformulations (JSON with a 'reformulations' list)")
+        if got.value is not None:
+            self.last_error = None
+            return got.value
+        self.last_error = got.error if got.transport else (
+            f"{self.llm.spec} gave no usable reformulations (JSON with a 'reformulations' list)")
         return []
 
 
@@ -112,16 +109,3 @@ def make_reformulator(settings: Any, n: int | None = None) -> Reformulator:
     llm = make_llm(settings.llm, settings)
     return Reformulator(CachedLLM(llm, LLMCache(settings.llm_cache_path)), n or settings.search.reformulate or DEFAULT_N)
 
-
-def search_reformulated(searcher: Any, query: str, k: int, mode: str, reformulate: Any) -> list[Any]:
-    """The first ``k`` hits of ``query`` and its reformulations (``reformulate(query) -> [str]``),
-    each searched with ``searcher.search`` and fused by :func:`fuse_queries` (the evaluation's
-    ``MODE+reformulate`` retrievers; the same fusion as ``esrag search --reformulate``)."""
-    from esrag.model import Hit
-
-    queries = [query] + list(reformulate(query))
-    lists = [searcher.search(q, k=k, mode=mode).hits for q in queries]
-    chunks = {h.chunk.id: h.chunk for hits in lists for h in hits}
-    fused = fuse_queries([[Fused(h.chunk.id, h.score, dict(h.legs)) for h in hits] for hits in lists],
-                         searcher.settings.rrf_k)
-    return [Hit(chunks[f.id], f.score, f.legs) for f in fused[:k]]

@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from esrag.errors import ConfigError, ModelLoadError, PluginError, RerankError
 from esrag.model import Hit, LegResult
+from esrag.stores.base import NativeRerank
 
 DEFAULT_TOP_N = 30
 
@@ -101,24 +102,69 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return name.strip().lower(), arg.strip()
 
 
-def make_reranker(spec: str, store: Any = None) -> Reranker:
-    """The reranker for ``spec`` from the ``esrag.rerankers`` registry. The class is built with
-    ``from_spec(argument, store=store)`` when it has it, else ``cls(argument)``.
+def make_reranker(spec: str, store: Any = None) -> Any:
+    """The reranker for ``spec``: the one loader of rerankers, for ``esrag search --rerank`` and
+    ``esrag eval`` alike.
+
+    * ``NAME:ARGUMENT`` (or a bare ``http(s)://`` URL) of the ``esrag.rerankers`` registry: the
+      class is built with ``from_spec(argument, store=store)`` when it has it, else
+      ``cls(argument)``;
+    * a bare registered ``NAME``: ``cls()``;
+    * ``module:attribute`` (an importable module that is not a registered name): the object, or
+      an instance when it is a class; it must be callable as ``rerank(query, texts) -> scores``
+      or have ``rerank(query, texts)``.
 
     Raises:
-        ConfigError: malformed spec. PluginError: unknown reranker name (lists the installed ones).
+        ConfigError: malformed spec, or a ``module:attribute`` that is not a reranker.
+        PluginError: unknown reranker name (lists the installed ones).
         RerankError: the reranker cannot work here (e.g. ``elastic:`` on the embedded store).
     """
     from esrag import plugins
 
+    registered = plugins.names("esrag.rerankers")
+    bare = (spec or "").strip()
+    if bare.lower() in registered:
+        return plugins.load("esrag.rerankers", bare.lower())()
+    module, sep, attr = bare.partition(":")
+    if sep and attr and module.strip().lower() not in registered and not bare.startswith(("http://", "https://")):
+        target = _import_target(module.strip(), attr.strip())
+        if target is not None:
+            return _as_reranker(bare, target)
     name, arg = parse_spec(spec)
     try:
         cls = plugins.load("esrag.rerankers", name)
     except PluginError as exc:
-        raise PluginError(f"{exc} (reranker spec {spec!r})") from None
+        raise PluginError(f"{exc} (reranker spec {spec!r}; or give module:attribute of a rerank(query, texts) callable)") from None
     if hasattr(cls, "from_spec"):
         return cls.from_spec(arg, store=store)
     return cls(arg)
+
+
+def _import_target(module: str, attr: str) -> Any:
+    """``module.attr`` when ``module`` imports (None when there is no such module).
+
+    Raises:
+        ConfigError: the module imports but has no ``attr``, or fails while importing.
+    """
+    import importlib
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec(module) is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"cannot import reranker {module}:{attr}: {exc}") from exc
+
+
+def _as_reranker(spec: str, obj: Any) -> Any:
+    obj = obj() if isinstance(obj, type) else obj
+    if not callable(obj) and not callable(getattr(obj, "rerank", None)):
+        raise ConfigError(f"reranker {spec!r} is not callable as rerank(query, texts) -> scores")
+    return obj
 
 
 class HTTPReranker:
@@ -269,7 +315,7 @@ class ElasticReranker:
     """
 
     def __init__(self, inference_id: str, store: Any = None, field: str = "text") -> None:
-        if store is None or not hasattr(store, "rerank_ids"):
+        if not isinstance(store, NativeRerank):
             raise RerankError(
                 f"elastic:{inference_id} reranks inside Elasticsearch and needs the Elasticsearch store (set ESRAG_ES_URL); "
                 "on the embedded store use --rerank http:URL or cross-encoder:MODEL"

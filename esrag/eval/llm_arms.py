@@ -1,7 +1,7 @@
 """The LLM arms of ``esrag eval`` (seed 000 §3, §4.6): E, E-K, CR, PF, the merge arms M, RM, SM,
 M-TP, and the retrieval-time add-ons E+KX and E+AX.
 
-Each is an :class:`esrag.eval.arms.Arm` over the seed's header-led chunks. Its chunker factory
+Each is an :class:`esrag.eval.base.Arm` over the seed's header-led chunks. Its chunker factory
 receives every document of the dataset, enriches them all up front (one worker per document,
 ``llm_concurrency`` documents at once, through the persistent LLM cache, so the arms that build
 on E — M, RM, SM, E+KX, E+AX — reuse E's outputs without new calls), applies the arm's merging,
@@ -34,10 +34,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from esrag.chunking.header import HeaderChunker
+from esrag.embedding import CachedEmbedder, EmbeddingCache, make_embedder
 from esrag.enrich.enrichment import ARM_INDEX_TEXT, Enricher, make_enricher
-from esrag.enrich.expand import expand_adjacent, expand_related, group_by_document
+from esrag.enrich.key_links import expand_adjacent, expand_related, group_by_document
 from esrag.enrich.merge import apply_key_mapping, consolidate_keys, merge_by_keys, merge_count, random_merges, similarity_merges
 from esrag.errors import ConfigError
+from esrag.eval.base import SEED_SEARCH, Arm, default_cache_path
+from esrag.indexed_text import embed_text
 from esrag.model import Chunk, Document, Hit
 
 #: LLM arm names, in the order of the seed's tables.
@@ -100,10 +103,6 @@ def enrich_documents(documents: Sequence[Document], settings: Any, mode: str) ->
 def _vectors_for(settings: Any, chunks: list[Chunk]):
     """Embeddings [len(chunks), dims] of the chunks' E passages with the configured embedder,
     through the evaluation's embedding cache."""
-    from esrag.embedding import CachedEmbedder, EmbeddingCache, make_embedder
-    from esrag.eval.harness import default_cache_path
-    from esrag.indexed_text import embed_text
-
     cache = EmbeddingCache(default_cache_path())
     try:
         model = CachedEmbedder(make_embedder(settings.embedder, settings), cache)
@@ -169,14 +168,12 @@ def _expander(name: str) -> Callable[[list[Hit], list[Chunk]], list[Hit]] | None
     return run
 
 
-def make_llm_arm(name: str, settings: Any):
-    """The LLM arm ``name`` (one of :data:`LLM_ARM_NAMES`) as an :class:`esrag.eval.arms.Arm`.
+def make_llm_arm(name: str, settings: Any) -> Arm:
+    """The LLM arm ``name`` (one of :data:`LLM_ARM_NAMES`) as an :class:`esrag.eval.base.Arm`.
 
     Raises:
         ConfigError: unknown name (lists the valid ones).
     """
-    from esrag.eval.arms import SEED_SEARCH, Arm
-
     if name not in LLM_ARM_NAMES:
         raise ConfigError(f"unknown LLM arm {name!r}; valid: {', '.join(LLM_ARM_NAMES)}")
     embed, bm25 = ARM_INDEX_TEXT[_mode(name)]

@@ -1,4 +1,5 @@
-"""Versioned prompt files (``esrag/prompts/NAME_vN.txt``) with their SHA-256.
+"""Versioned prompt files (``esrag/prompts/NAME_vN.txt``) with their SHA-256: the one place
+prompts are loaded, for enrichment, key consolidation, query reformulation and answers.
 
 Prompts are data: a change to a file changes its hash, every enriched chunk records the hash it
 was built with (``Enrichment.prompt_sha256``), and the LLM cache is keyed by it, so an edited
@@ -23,6 +24,8 @@ ENRICH = "enrich_v1"
 CONTEXT = "context_v1"
 FIELDS = {f: f"field_{f}_v1" for f in ("title", "summary", "keywords", "questions")}
 CONSOLIDATE = "consolidate_v1"
+REFORMULATE = "reformulate_v1"
+ANSWER = "answer_v1"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
-"""Retrieval-time expansion along related keys (KX, seed 000 App. N.4) and its adjacency
-control (AX), both cut by a token budget.
+"""Chunks linked by key or related keys (KX, seed 000 App. N.4) and the adjacency control (AX),
+inserted after retrieved chunks by the evaluation's E+KX / E+AX arms, both cut by a token budget
+(not :mod:`esrag.search.expand`, the context expansion of `esrag search --expand`).
 
 * :func:`expand_related` (E+KX): after each retrieved chunk, insert the not-yet-included chunks
   of the same document that share its key or are linked to it through related keys (either
