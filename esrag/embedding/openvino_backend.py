@@ -31,6 +31,7 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -169,7 +170,11 @@ def _export(model_dir: Path, out: Path) -> None:
     inputs = (ids, (ids > 0).long(), torch.zeros_like(ids))
     names = ["input_ids", "attention_mask", "token_type_ids"]
     onnx_path = out / "model.onnx"
-    with torch.no_grad():
+    # the tracer warns about Python booleans it freezes (transformers' causal/padding checks): with
+    # an attention mask always given and as long as the inputs, they are constant for every shape
+    # (tests/test_embed_backends.py checks the vectors against torch at many lengths)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         torch.onnx.export(Pooled(model), inputs, str(onnx_path), input_names=names, output_names=["sentence_embedding"],
                           dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, "sentence_embedding": {0: "batch"}},
                           opset_version=17, dynamo=False)
