@@ -217,17 +217,25 @@ class OpenVINOEncoder:
 
     def token_counts(self, texts: list[str]) -> list[int]:
         """Wordpieces per text after truncation to the window (special tokens included)."""
-        return [len(e.ids) for e in self._tokenizer.encode_batch(texts)]
+        return [len(ids) for ids in self.tokenize(texts)]
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Token ids per text, cut to the window (``max_seq_length``), not padded."""
+        return [e.ids for e in self._tokenizer.encode_batch(texts)]
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Array [len(texts), dims] float32: one forward pass over the padded batch."""
-        encodings = self._tokenizer.encode_batch(texts)
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        return self.encode_ids(self.tokenize(texts))
+
+    def encode_ids(self, batch: list[list[int]]) -> np.ndarray:
+        """Array [len(batch), dims] float32 for token-id lists (from :meth:`tokenize`), padded to
+        the longest of the batch: one forward pass."""
+        width = max(len(ids) for ids in batch)
+        ids = np.zeros((len(batch), width), dtype=np.int64)
         mask = np.zeros_like(ids)
-        for row, e in enumerate(encodings):
-            ids[row, : len(e.ids)] = e.ids
-            mask[row, : len(e.ids)] = 1
+        for row, seq in enumerate(batch):
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
         result = self._request.infer({"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
         return np.asarray(result[self._compiled.output(0)], dtype=np.float32)
 
