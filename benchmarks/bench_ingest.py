@@ -206,18 +206,21 @@ def main() -> None:
         common = ["--docs", str(args.docs), "--sample", str(sample_path)]
         ref = Path(tmp) / "ref.npy"
         run_arm(["--arm", "reference", *common, "--vectors", str(ref)], {})
+        print("reference vectors done", file=sys.stderr, flush=True)
         reference = np.load(ref)
         results: dict[str, dict] = {}
         for cls in args.classes.split(","):
             env = CLASSES[cls]
             res: dict[str, dict] = {}
-            if not args.skip_baseline:
-                res["baseline"] = run_arm(["--arm", "baseline", *common], env)
             for backend in args.backends.split(","):
                 vec = Path(tmp) / f"{cls}-{backend}.npy"
                 r = run_arm(["--arm", "esrag", "--backend", backend, *common, "--vectors", str(vec)], env)
                 r["cosine_mean"], r["cosine_min"] = cosine(np.load(vec), reference)
                 res[backend] = r
+                print(f"[{cls}] esrag {backend}: {json.dumps(r)}", file=sys.stderr, flush=True)
+            if not args.skip_baseline:
+                res["baseline"] = run_arm(["--arm", "baseline", *common], env)
+                print(f"[{cls}] baseline: {json.dumps(res['baseline'])}", file=sys.stderr, flush=True)
             results[cls] = res
     report(args, files, chunking, export_s, results, cpu_features(), cpu_has_fast_bf16(), len(reference))
     out = HERE / "results"
