@@ -104,9 +104,14 @@ class SentenceTransformerEmbedder:
         self._ov: Any = None
         self._ov_query: Any = None
         if self.backend == "openvino":
-            self._ov = _load_openvino(model, "bf16" if self.bf16 else "f32", None)
-            self.dims = int(self._ov.dims)
-        else:
+            try:
+                self._ov = _load_openvino(model, "bf16" if self.bf16 else "f32", None)
+                self.dims = int(self._ov.dims)
+            except ModelLoadError:
+                if backend == "openvino":
+                    raise
+                self.backend = "torch"  # auto: an export or compile that fails falls back to torch
+        if self.backend == "torch":
             self._st = _load_sentence_transformer(model, self.device)
             self.dims = int(_dimension(self._st))
 
