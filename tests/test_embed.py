@@ -82,7 +82,7 @@ def test_one_query_runs_in_fp32_on_one_thread_and_restores_torch(monkeypatch):
 
     import esrag.embedding as embed
 
-    e = SentenceTransformerEmbedder(precision="bf16")
+    e = SentenceTransformerEmbedder(precision="bf16", backend="torch")  # the torch path
     seen = []
     encode = e._st.encode
     monkeypatch.setattr(e._st, "encode", lambda *a, **k: (seen.append((torch.get_num_threads(), torch.is_autocast_enabled("cpu"))),
@@ -92,7 +92,7 @@ def test_one_query_runs_in_fp32_on_one_thread_and_restores_torch(monkeypatch):
     assert seen == [(1, False)] and torch.get_num_threads() == 2  # one thread, no autocast, then restored
     e.embed_documents(["Queue workers run until restarted."])
     assert seen[-1] == (2, True)  # batches keep every thread and bf16
-    fp32 = SentenceTransformerEmbedder(precision="fp32", query_threads=None).embed_query("how do I restart queue workers")
+    fp32 = SentenceTransformerEmbedder(precision="fp32", query_threads=None, backend="torch").embed_query("how do I restart queue workers")
     assert np.allclose(q, fp32, atol=1e-5)  # the same fp32 vector, whatever the thread count
     embed.release_freed_memory()  # glibc malloc_trim here; a no-op where there is none
 

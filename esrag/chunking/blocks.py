@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import normalizeReference
@@ -174,18 +175,18 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False) -> list
     return blocks
 
 
-def _top_level_spans(text: str, autorefs: bool = False, icons: bool = False) -> list[tuple[BlockKind, int, int, object]]:
+def _top_level_spans(text: str, autorefs: bool = False, icons: bool = False) -> list[tuple[BlockKind, int, int, Any]]:
     """(kind, start, end, extra) for each top-level markdown-it block; 0-based [start, end)."""
     env: dict = {}
     tokens = _block_parser().parse(text, env)
-    spans: list[tuple[BlockKind, int, int, object]] = []
+    spans: list[tuple[BlockKind, int, int, Any]] = []
     for i, tok in enumerate(tokens):
         if tok.level != 0 or tok.nesting == -1 or tok.map is None:
             continue
         kind = _TOKEN_KIND.get(tok.type)
         if kind is None:
             continue
-        extra: object = None
+        extra: Any = None  # HEADER: (level, title, anchor); PARAGRAPH: its inline source
         if kind is BlockKind.HEADER:
             source, attr_id = split_header_attrs(tokens[i + 1].content)
             inline = anchor_names(source) if "<" in source else []

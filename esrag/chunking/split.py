@@ -138,10 +138,12 @@ def _mend_fences(pieces: list[list[Line]]) -> list[list[Line]]:
                 opening = (text, (0, 0))
             else:
                 om = _FENCE_OPEN.match(opening[0])
+                assert om is not None  # opening[0] is a line that matched _FENCE_OPEN
                 if m.group(2)[0] == om.group(2)[0] and len(m.group(2)) >= len(om.group(2)) and not text.strip().strip(m.group(2)[0]):
                     opening = None
         if opening is not None:
             om = _FENCE_OPEN.match(opening[0])
+            assert om is not None  # as above
             cur.append((om.group(1) + om.group(2), piece[-1][1]))
         out.append(cur)
     return out

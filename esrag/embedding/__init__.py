@@ -21,6 +21,8 @@ from esrag.embedding.base import (
 from esrag.embedding.cache import CachedEmbedder, EmbeddingCache
 from esrag.embedding.local import (
     SentenceTransformerEmbedder,
+    choose_backend,
+    cpu_features,
     cpu_has_fast_bf16,
     hub_reachable,
     release_freed_memory,
@@ -29,7 +31,7 @@ from esrag.embedding.local import (
 
 __all__ = [
     "DEFAULT_MODEL", "CachedEmbedder", "Embedder", "EmbeddingCache", "Progress", "Prompts",
-    "SentenceTransformerEmbedder", "cpu_has_fast_bf16", "hub_reachable", "l2_normalise",
+    "SentenceTransformerEmbedder", "choose_backend", "cpu_features", "cpu_has_fast_bf16", "hub_reachable", "l2_normalise",
     "make_embedder", "normalize_spec", "parse_spec", "prompt_flags", "prompts_for",
     "release_freed_memory", "resolve_model_path",
 ]

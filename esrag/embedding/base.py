@@ -12,7 +12,7 @@ import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -53,7 +53,7 @@ class Prompts:
 
 
 @functools.cache
-def _prompt_table() -> list[dict[str, str]]:
+def _prompt_table() -> list[dict[str, Any]]:  # name, match, query, passage: str; flags: bool
     data = (resources.files("esrag") / "data" / "model_prompts.toml").read_text(encoding="utf-8")
     return tomllib.loads(data)["family"]
 

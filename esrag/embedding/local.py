@@ -14,6 +14,7 @@ import socket
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
@@ -22,6 +23,7 @@ from esrag.embedding.base import DEFAULT_MODEL, Progress, l2_normalise, prompts_
 from esrag.errors import ModelLoadError
 
 _MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+BACKENDS = ("auto", "openvino", "torch")
 
 
 def resolve_model_path(model: str) -> str:
@@ -53,13 +55,22 @@ class SentenceTransformerEmbedder:
             faster on CPU (all-MiniLM-L6-v2 on 2 cores: p50 7 ms against 12 ms under bf16, since
             bf16 kernels are built per new sequence length) and its vector is at cosine >= 0.9999
             to a bf16 one, so it meets bf16 passage vectors as well as an fp32 one does.
+        backend: ``"auto"`` (default), ``"openvino"`` or ``"torch"``. ``openvino`` runs the model
+            exported to OpenVINO IR (:mod:`esrag.embedding.openvino_backend`: cached on disk, no
+            torch at run time) with inference precision bf16 where ``bf16`` is in force, else
+            fp32; ``auto`` takes it on CPU for any model of the shape Transformer -> mean Pooling
+            [-> Normalize] when the ``openvino`` package is installed, else torch. Its vectors are
+            at cosine >= 0.9999 to torch fp32's (fp32) and as close as torch bf16's (bf16), so
+            they share the spec and the embedding cache with the torch backend's.
         query_threads: CPU threads for one query (default 1; None: torch's setting, one per
             core). A search box usually shares its cores with the search engine: with two torch
             threads spinning against Elasticsearch on 2 cores the query embedding's p95 was 30-75
             ms, with one 16 ms (``benchmarks/bench_elastic.py``). Batches keep every thread.
 
     Raises:
-        ModelLoadError: the model cannot be loaded (the message names the offline alternative).
+        ModelLoadError: the model cannot be loaded (the message names the offline alternative),
+            or ``backend="openvino"`` was asked for a model or machine that cannot run it.
+        ValueError: an unknown ``precision`` or ``backend``.
     """
 
     def __init__(
@@ -71,9 +82,12 @@ class SentenceTransformerEmbedder:
         device: str | None = None,
         precision: str = "auto",
         query_threads: int | None = 1,
+        backend: str = "auto",
     ) -> None:
         if precision not in ("auto", "fp32", "bf16"):
             raise ValueError(f"precision must be auto, fp32 or bf16, got {precision!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         self.model_name = model
         self.spec = f"st:{model}"
         self.batch_size = batch_size
@@ -82,17 +96,31 @@ class SentenceTransformerEmbedder:
         self.cache_tag = "" if (self.prompts.query, self.prompts.passage) == (table.query, table.passage) else \
             f"|q={self.prompts.query!r}|p={self.prompts.passage!r}"
         self.device = device or "cpu"
-        self._st = _load_sentence_transformer(model, self.device)
         self.bf16 = precision == "bf16" or (precision == "auto" and self.device == "cpu" and cpu_has_fast_bf16())
-        self.dims = int(_dimension(self._st))
+        self.backend = choose_backend(backend, model, self.device)
         self.query_threads = query_threads
         self._lock = threading.Lock()
+        self._st: Any = None
+        self._ov: Any = None
+        self._ov_query: Any = None
+        if self.backend == "openvino":
+            try:
+                self._ov = _load_openvino(model, "bf16" if self.bf16 else "f32", None)
+                self.dims = int(self._ov.dims)
+            except ModelLoadError:
+                if backend == "openvino":
+                    raise
+                self.backend = "torch"  # auto: an export or compile that fails falls back to torch
+        if self.backend == "torch":
+            self._st = _load_sentence_transformer(model, self.device)
+            self.dims = int(_dimension(self._st))
 
     @classmethod
     def from_settings(cls, model: str, settings, **options) -> SentenceTransformerEmbedder:
         """An embedder for ``model`` with batch size and precision from ``Settings``; ``options``
         (``query_prefix``, ``passage_prefix``) are passed on."""
-        return cls(model, batch_size=settings.ingest.embed_batch_size, precision=settings.embedder_precision, **options)
+        return cls(model, batch_size=settings.ingest.embed_batch_size, precision=settings.embedder_precision,
+                   backend=getattr(settings, "embedder_backend", "auto"), **options)
 
     def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         """See :class:`Embedder`."""
@@ -101,6 +129,11 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """See :class:`Embedder`. Always fp32, on ``query_threads`` CPU threads (see the class
         docstring: faster and steadier for one text)."""
+        if self._ov is not None:
+            with self._lock:
+                if self._ov_query is None:
+                    self._ov_query = _load_openvino(self.model_name, "f32", self.query_threads)
+                return l2_normalise(self._ov_query.encode([self.prompts.query + text]))[0]
         with _torch_threads(self.query_threads if self.device == "cpu" else None):
             return self._encode([self.prompts.query + text], None, autocast=False)[0]
 
@@ -110,25 +143,33 @@ class SentenceTransformerEmbedder:
 
     def _encode(self, texts: list[str], progress: Progress | None, autocast: bool = True) -> np.ndarray:
         unique = list(dict.fromkeys(texts))
-        order = sorted(range(len(unique)), key=lambda i: len(unique[i]))
         out = np.zeros((len(unique), self.dims), dtype=np.float32)
+        if self._ov is not None:
+            # sorted by wordpieces, not characters: batches then carry almost no padding (Laravel
+            # docs at batch 16: 0.1 % padded positions against 18.5 % by characters;
+            # benchmarks/bench_tokens.py), and each text is tokenized once
+            ids = self._ov.tokenize(unique)
+            order = sorted(range(len(unique)), key=lambda i: len(ids[i]))
+        else:
+            order = sorted(range(len(unique)), key=lambda i: len(unique[i]))
         step = self.batch_size * 4
         with self._lock, (self._precision() if autocast else contextlib.nullcontext()):
             for start in range(0, len(order), step):
                 idx = order[start : start + step]
-                vecs = self._st.encode(
-                    [unique[i] for i in idx], batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
-                )
-                out[idx] = vecs
+                if self._ov is not None:
+                    out[idx] = np.concatenate([self._ov.encode_ids([ids[i] for i in idx[b : b + self.batch_size]])
+                                               for b in range(0, len(idx), self.batch_size)])
+                else:
+                    out[idx] = self._st.encode([unique[i] for i in idx], batch_size=self.batch_size, convert_to_numpy=True,
+                                               show_progress_bar=False)
                 release_freed_memory()
                 if progress:
                     progress(len(idx))
         where = {t: i for i, t in enumerate(unique)}
         return l2_normalise(out[[where[t] for t in texts]]) if texts else out
 
-
     def _precision(self) -> contextlib.AbstractContextManager:
-        if not self.bf16:
+        if not self.bf16 or self._st is None:
             return contextlib.nullcontext()
         import torch
 
@@ -187,9 +228,39 @@ def _dimension(st) -> int:
     return get()
 
 
+_FEATURE_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
+
+
+@functools.cache
+def cpu_features() -> tuple[str, ...]:
+    """The CPU flags that decide the embedding path (of :data:`_FEATURE_FLAGS`), as Linux's
+    ``/proc/cpuinfo`` lists them; ``()`` where there is no such file (macOS, Windows)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    have = set(line.partition(":")[2].split())
+                    return tuple(f for f in _FEATURE_FLAGS if f in have)
+    except OSError:
+        pass
+    return ()
+
+
 @functools.cache
 def cpu_has_fast_bf16() -> bool:
-    """True when this CPU multiplies bf16 matrices natively (Intel AMX or AVX512-BF16)."""
+    """True when this CPU multiplies bf16 matrices natively (Intel AMX or AVX512-BF16).
+
+    ``ESRAG_CPU_BF16=0`` (or ``1``) overrides the probe: how the no-bf16 path is forced and
+    measured on a bf16 machine. The probe reads ``/proc/cpuinfo`` (no torch import) and falls
+    back to torch's own probes elsewhere. Cached: call ``cpu_has_fast_bf16.cache_clear()``
+    after changing the variable.
+    """
+    forced = os.environ.get("ESRAG_CPU_BF16", "").strip().lower()
+    if forced in ("0", "1", "true", "false", "yes", "no"):
+        return forced in ("1", "true", "yes")
+    flags = cpu_features()
+    if flags:
+        return bool({"amx_bf16", "avx512_bf16"} & set(flags))
     try:
         import torch
 
@@ -199,10 +270,39 @@ def cpu_has_fast_bf16() -> bool:
         return False
 
 
-@functools.cache
-def _load_sentence_transformer(model: str, device: str):
-    path = resolve_model_path(model)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+def choose_backend(backend: str, model: str, device: str = "cpu") -> str:
+    """``"openvino"`` or ``"torch"`` for ``backend`` (``auto`` | ``openvino`` | ``torch``).
+
+    ``auto`` is ``openvino`` on CPU when the package is installed and the model is a local
+    folder of the exportable shape (:func:`esrag.embedding.openvino_backend.exportable`), else
+    ``torch``.
+
+    Raises:
+        ModelLoadError: ``openvino`` asked for where it cannot run (the message says why).
+    """
+    if backend == "torch":
+        return "torch"
+    from esrag.embedding import openvino_backend as ovb
+
+    reason = ""
+    path = Path(resolve_model_path(model))
+    if device != "cpu":
+        reason = f"it runs on CPU only, not {device!r}"
+    elif not ovb.available():
+        reason = "the PyPI package openvino is not installed (pip install openvino)"
+    else:
+        try:
+            ovb.exportable(path)
+        except ovb.NotExportable as exc:
+            reason = str(exc)
+    if not reason:
+        return "openvino"
+    if backend == "openvino":
+        raise ModelLoadError(f"embedder backend openvino cannot run {model!r}: {reason}; use embedder_backend = \"torch\"")
+    return "torch"
+
+
+def _cap_kernel_caches() -> None:
     # oneDNN keeps up to 1,024 compiled kernels with their scratch buffers, one per input shape;
     # length-sorted batches have many shapes, and the cache alone grew RSS by ~0.5 GB on the
     # Laravel docs. A small cache costs no measurable speed (benchmarks/bench_memory.py).
@@ -211,6 +311,25 @@ def _load_sentence_transformer(model: str, device: str):
     # (``LRU_CACHE_CAPACITY``): on the Laravel docs it held ~150 MB more after embedding (peak 1,431
     # -> 1,272 MB with 8, same 57-58 s).
     os.environ.setdefault("LRU_CACHE_CAPACITY", "8")
+
+
+@functools.cache
+def _load_openvino(model: str, precision: str, threads: int | None) -> Any:
+    from esrag.embedding.openvino_backend import OpenVINOEncoder
+
+    _cap_kernel_caches()
+    try:
+        return OpenVINOEncoder(Path(resolve_model_path(model)), precision=precision, threads=threads)
+    except Exception as exc:  # export (torch) or compile (OpenVINO) failures
+        raise ModelLoadError(f"cannot run {model!r} on OpenVINO ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
+                             "use embedder_backend = \"torch\"") from exc
+
+
+@functools.cache
+def _load_sentence_transformer(model: str, device: str):
+    path = resolve_model_path(model)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    _cap_kernel_caches()
     local = Path(path).exists()
     offline = local or not hub_reachable()
     try:

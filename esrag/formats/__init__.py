@@ -54,7 +54,7 @@ def _parse_markdown(text: str, doc: Document) -> Parsed:
     if doc.path.lower().endswith(".mdx"):
         text = blank_code_lines(text)
     file = source_file(doc)
-    ctx = context_for(file, Path(doc.root)) if file is not None else None
+    ctx = context_for(file, Path(doc.root)) if file is not None and doc.root else None  # source_file: both set
     res = resolve(text, ctx)
     blocks = parse_blocks("\n".join(res.lines), autorefs=ctx.autorefs if ctx is not None else False,
                           icons=ctx.icons if ctx is not None else False)

@@ -292,7 +292,7 @@ def _rust_hidden(line: str) -> bool:
     """True for a line mdBook's HTML renderer hides in Rust code (``# x``, ``#``), per
     ``hide_lines_rust``; ``##`` and ``#[attr]`` stay visible."""
     m = _RUST_BORING.match(line)
-    return bool(m) and m.group(2) in ("", " ")
+    return m is not None and m.group(2) in ("", " ")
 
 
 # --- pymdownx.snippets --------------------------------------------------------------------
@@ -323,8 +323,8 @@ def _snippets(lines: list[str], src: list[int], ctx: IncludeContext, file: Path,
             new.append(line)
             new_src.append(n)
             continue
-        space = re.match(r"[ \t]*", line).group(0).expandtabs(4)
-        path = m.group("snippet")[1:-1].strip() if inline else line.strip()
+        space = line[: len(line) - len(line.lstrip(" \t"))].expandtabs(4)  # the leading [ \t]*
+        path = m.group("snippet")[1:-1].strip() if inline and m is not None else line.strip()
         if not inline and not path:
             new.append("")
             new_src.append(n)
@@ -348,6 +348,8 @@ def _snippets(lines: list[str], src: list[int], ctx: IncludeContext, file: Path,
 
 def _snippet_lines(path: str, ctx: IncludeContext, file: Path, stack: tuple[Path, ...]) -> tuple[list[str], Path]:
     m = _SNIPPET_FILE.match(path)
+    if m is None:  # the pattern's parts are all optional: it matches any path
+        raise IncludeError(f"cannot read the snippet path {path!r}")
     name = m.group(1).strip()
     if not name:
         raise IncludeError("no file name")

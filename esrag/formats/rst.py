@@ -237,7 +237,7 @@ class _Include(_DocutilsInclude):
         self.arguments[0] = str(target)
         state["stack"].add(target)
         try:
-            return super().run()
+            return list(super().run())  # docutils types it as a Sequence
         finally:
             state["stack"].discard(target)
 
@@ -317,13 +317,14 @@ def _register(text: str) -> None:
     from docutils.parsers.rst.languages import en
 
     for name in set(_DIRECTIVE_NAME.findall(text)):
-        known = name in directives._directives or name in directives._directive_registry or name in en.directives
+        # docutils' own registries (private, stable since 0.x; no public lookup without side effects)
+        known = name in directives._directives or name in directives._directive_registry or name in en.directives  # type: ignore[attr-defined]
         if not known and name not in _REGISTERED:
             directives.register_directive(name, _Fallback)
             _REGISTERED.add(name)
     for name in set(_ROLE_NAME.findall(text)):
         key = "role:" + name
-        known = name in roles._roles or name in roles._role_registry or name in en.roles
+        known = name in roles._roles or name in roles._role_registry or name in en.roles  # type: ignore[attr-defined]  # as above
         if not known and key not in _REGISTERED:
             roles.register_local_role(name, _fallback_role)
             _REGISTERED.add(key)
@@ -388,7 +389,8 @@ class _Renderer:
             if isinstance(child, nodes.section):
                 title = child[0].astext() if child.children and isinstance(child[0], nodes.title) else ""
                 title = " ".join(title.split())
-                line = self._title_start(child[0]) if title else self._line(child)
+                first = child[0]
+                line = self._title_start(first) if title and isinstance(first, nodes.title) else self._line(child)
                 sub = (*path, title) if title else path
                 anchor = section_anchor(child)
                 self.items.append((BlockKind.HEADER, ["#" * min(depth + 1, 6) + " " + title], line, sub, depth + 1, anchor))
