@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from esrag.config import SEARCH_MODES, SearchSettings
 from esrag.embedding import Embedder
 from esrag.errors import ConfigError
-from esrag.model import Hit, LegResult
+from esrag.model import Chunk, Hit, LegResult
 from esrag.search.fusion import Fused
 from esrag.search.legs import fuse, hybrid, one_round_trip
 from esrag.stores.base import Filters, Store
@@ -106,7 +106,7 @@ class Searcher:
 
     def _fused(
         self, query: str, k: int, mode: str, filters: Filters, window: int, timings: dict[str, float]
-    ) -> tuple[list[Fused], str, Callable[[list[str]], dict]]:
+    ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]]]:
         """The fused list, the fusion's description, and a function giving the chunks the
         store's response already held (by id)."""
         s = self.settings
@@ -140,7 +140,7 @@ class Searcher:
             return answer.fused, answer.how, answer.chunks
         if mode in ("bm25", "hybrid") and early is None:
             legs["bm25"], timings["bm25"] = self._bm25_leg(query, window if mode == "hybrid" else k, filters)
-        if mode in ("dense", "hybrid"):
+        if mode in ("dense", "hybrid") and vector is not None:
             t0 = time.perf_counter()
             legs["dense"] = self.store.knn(vector, window if mode == "hybrid" else k, filters, max(s.num_candidates, window))
             timings["knn"] = _ms(t0)
@@ -164,7 +164,7 @@ class Searcher:
         return self.store.bm25(query, k, filters, self.bm25_fields), _ms(t0)
 
 
-def _nothing(ids: list[str]) -> dict:
+def _nothing(ids: list[str]) -> dict[str, Chunk]:
     return {}
 
 

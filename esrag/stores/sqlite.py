@@ -381,7 +381,8 @@ class SQLiteStore:
                 rows = self._db.execute(
                     "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by, doc_version FROM chunks"
                 ).fetchall()
-                self._matrix = _VectorMatrix(rows, self.meta().dims if self.meta() else 0)
+                meta = self.meta()
+                self._matrix = _VectorMatrix(rows, meta.dims if meta else 0)
             return self._matrix
 
 

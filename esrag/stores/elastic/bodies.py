@@ -9,9 +9,14 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from esrag.analysis import es_analysis
 from esrag.stores.base import BranchQuery, Filters, IndexMeta
 from esrag.stores.elastic.assets import IndexNames, load_asset
+
+#: a query vector [dims]: a float array or a sequence of floats.
+Vector = Sequence[float] | np.ndarray
 
 #: kNN limit of Elasticsearch: ``num_candidates`` (and so ``k``) at most 10,000.
 MAX_NUM_CANDIDATES = 10_000
@@ -127,7 +132,7 @@ def bm25_body(query: str, k: int, filters: Filters, fields: dict[str, float], so
     return {"size": k, "_source": source, "track_total_hits": False, "query": bm25_query(query, fields, filters)}
 
 
-def knn_clause(vector: Sequence[float], k: int, filters: Filters, num_candidates: int) -> dict[str, Any]:
+def knn_clause(vector: Vector, k: int, filters: Filters, num_candidates: int) -> dict[str, Any]:
     """A kNN section (top-level ``knn`` or ``knn`` retriever): ``num_candidates`` is raised to
     ``k`` and both are capped at 10,000; filters go inside (applied during the search)."""
     k = max(1, min(int(k), MAX_NUM_CANDIDATES))
@@ -143,7 +148,7 @@ def knn_clause(vector: Sequence[float], k: int, filters: Filters, num_candidates
     return clause
 
 
-def knn_body(vector: Sequence[float], k: int, filters: Filters, num_candidates: int, source: bool = False) -> dict[str, Any]:
+def knn_body(vector: Vector, k: int, filters: Filters, num_candidates: int, source: bool = False) -> dict[str, Any]:
     """``_search`` body of the kNN leg (top-level ``knn``; hits' ``_source`` when ``source``)."""
     clause = knn_clause(vector, k, filters, num_candidates)
     return {"size": clause["k"], "_source": source, "track_total_hits": False, "knn": clause}
@@ -151,7 +156,7 @@ def knn_body(vector: Sequence[float], k: int, filters: Filters, num_candidates: 
 
 def rrf_body(
     query: str,
-    vector: Sequence[float],
+    vector: Vector,
     k: int,
     filters: Filters,
     fields: dict[str, float],
@@ -190,7 +195,7 @@ def rrf_body(
 
 
 def msearch_body(
-    query: str, vector: Sequence[float], window: int, filters: Filters, fields: dict[str, float], num_candidates: int,
+    query: str, vector: Vector, window: int, filters: Filters, fields: dict[str, float], num_candidates: int,
     source: bool = False,
 ) -> list[dict[str, Any]]:
     """``_msearch`` searches (header, body pairs) running both legs in one round trip (each hit
@@ -240,7 +245,7 @@ def text_similarity_reranker_body(query: str, ids: Sequence[str], inference_id: 
 
 def retriever_probe_body(name: str) -> dict[str, Any]:
     """A no-hit ``_search`` that only parses when the ``rrf`` or ``linear`` retriever exists and is licensed."""
-    none = {"standard": {"query": {"match_none": {}}}}
+    none: dict[str, Any] = {"standard": {"query": {"match_none": {}}}}
     if name == "rrf":
         return {"size": 0, "retriever": {"rrf": {"retrievers": [none, copy.deepcopy(none)]}}}
     if name == "linear":

@@ -8,6 +8,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -102,7 +103,7 @@ class _Orjson:
         return orjson.loads(data)
 
 
-_ORJSON_SERIALIZERS = tuple(
+_ORJSON_SERIALIZERS: tuple[type[Any], ...] = tuple(
     type(f"Orjson{kind.__name__}", (_Orjson, kind), {"__doc__": f"{kind.__name__} on orjson."})
     for kind in (JsonSerializer, NdjsonSerializer, CompatibilityModeJsonSerializer, CompatibilityModeNdjsonSerializer)
 )
@@ -205,7 +206,8 @@ class Connected:
 
 def _warn(message: str) -> None:
     """A :class:`ClusterWarning` attributed to the first caller outside this package."""
-    frame, level = sys._getframe(1), 2
+    frame: FrameType | None = sys._getframe(1)
+    level = 2
     while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     warnings.warn(ClusterWarning(message), stacklevel=level)

@@ -36,6 +36,31 @@ class Lifecycle(ClusterFacts):
     _rebuild: bool
     _rebuild_index: str | None
 
+    def assets(self) -> dict[str, Any]:
+        """State of esrag's objects for this alias: templates, pipeline, alias target, pending rebuild."""
+        self._ready()
+        n = self.names
+
+        def exists(what: str, fn: Callable[..., Any], **kw: Any) -> bool:
+            try:
+                fn(**kw)
+                return True
+            except NotFoundError:
+                return False
+            except (ApiError, TransportError) as exc:
+                raise self._fail(exc, f"read {what}") from None
+
+        return {
+            "index_template": exists("the index template", self._es.indices.get_index_template, name=n.template),
+            "component_templates": {
+                c: exists("a component template", self._es.cluster.get_component_template, name=c) for c in (n.settings, n.mappings)
+            },
+            "pipeline": exists("the ingest pipeline", self._es.ingest.get_pipeline, id=n.pipeline),
+            "alias": self.alias,
+            "index": self._alias_index(),
+            "pending_rebuild": self._pending_rebuild(),
+        }
+
     def _alias_index(self) -> str | None:
         """The concrete index behind the alias (its write index), or None."""
         try:
