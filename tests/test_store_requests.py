@@ -128,3 +128,28 @@ def test_a_refused_native_rrf_falls_back_and_is_learned(make_store, es_url):  # 
         assert _paths(standin, mark) == [f"GET /{store.alias}/_mapping", f"POST /{store.alias}/_msearch"]
         assert "unknown retriever [rrf]" in how
         fresh.close()
+
+
+def test_one_store_answers_concurrent_searches_each_with_its_own_result(make_store, es_url):  # noqa: F811 (the imported fixture)
+    """The HTTP server shares one store between threads: every result carries its own hits,
+    records and timings, exactly what the same search alone returns."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = make_store()
+    ensure_quietly(store, meta())
+    _hybrid_corpus(store)
+    asks = [("schedule task every minute", unit(0)), ("queues workers", unit(1)), ("templates views", unit(0, 2)),
+            ("cache drivers", unit(4))] * 4
+
+    def run(ask):
+        answer = hybrid(store, ask[0], ask[1], k=3, filters=Filters(), fields=FIELDS, rank_window_size=10,
+                        num_candidates=20, rrf_k=60)
+        ids = [f.id for f in answer.fused]
+        return ids, answer.chunks(ids), answer.took_ms
+
+    alone = [run(a) for a in asks[:4]]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        together = list(pool.map(run, asks))
+    for i, (ids, chunks, took) in enumerate(together):
+        assert ids == alone[i % 4][0] and chunks == alone[i % 4][1] and isinstance(took, int)
+    assert len({tuple(t[0]) for t in together}) == 4

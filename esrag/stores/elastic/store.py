@@ -13,10 +13,17 @@ Layout on the cluster, for the alias ``A`` (``ESRAG_INDEX``, default ``esrag``):
 The JSON assets live in ``mappings/`` and ``ingest_pipelines/`` (shipped in the wheel as
 ``esrag/assets/...``) and can be applied by hand from Kibana Dev Tools.
 
-Requests are built by pure functions (``*_body``/``*_request`` below, unit-tested as exact
-JSON) and executed by :class:`ElasticStore`, the only object that talks to the cluster. This is
-the only module of esrag that imports ``elasticsearch`` (the 8.x client, which talks to 8.x and
-9.x servers).
+Requests are built by pure functions (:mod:`esrag.stores.elastic.bodies`, unit-tested as exact
+JSON) and executed by :class:`ElasticStore`, the only object that talks to the cluster. This
+package is the only part of esrag that imports ``elasticsearch`` (the 8.x client, which talks
+to 8.x and 9.x servers).
+
+Searches: the store answers legs (:meth:`ElasticStore.search_legs`: every BM25/kNN leg of one
+or many searches in ONE ``_msearch``) or, where the cluster has the ``rrf`` retriever and the
+legs are unweighted, the natively fused list (:meth:`ElasticStore.native_rrf`). Client-side
+fusion is not here: the search package fuses the legs with its one RRF. What the cluster can
+do is learned at setup/ingest into ``_meta.capabilities`` (:mod:`esrag.stores.elastic.capabilities`),
+so a fresh process searches with one ``GET <alias>/_mapping`` and the search itself.
 
 Why ``vector_bin``: the mapping leaves ``vector`` out of ``_source`` (Kibana Discover stays
 readable on 8.x, where ``_source`` would otherwise carry every float). On 8.x a partial
@@ -475,7 +482,7 @@ class ElasticStore(Lifecycle):
             for b in sorted(resp.body["aggregations"]["corpora"]["buckets"], key=lambda b: b["key"])
         }
         meta = state["meta"]
-        concrete = self._alias_index() if not self._rebuild else state["index"]
+        concrete = state["concrete"]
         return {
             **base, "index": concrete, "chunks": resp.body["hits"]["total"]["value"],
             "sources": sum(v["sources"] for v in corpora.values()), "corpora": corpora,
