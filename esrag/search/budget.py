@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from esrag.tokens import decode, encode
 
@@ -45,7 +45,7 @@ class Taken(Generic[T]):
 
 
 def take_budget(
-    items: Iterable[T], budget_tokens: int, tokens: Callable[[T], int] = lambda c: c.tokens
+    items: Iterable[T], budget_tokens: int, tokens: Callable[[T], int] = lambda c: _own(c).tokens
 ) -> list[Taken[T]]:
     """Items in rank order until ``budget_tokens`` cl100k tokens of source text are filled.
 
@@ -90,7 +90,12 @@ def cut_text(text: str, n_tokens: int) -> str:
     return decode(ids[: max(n_tokens, 0)]).rstrip("\ufffd")
 
 
-def taken_text(taken: Taken, text: Callable[[object], str] = lambda c: c.text) -> str:
+def taken_text(taken: Taken[Any], text: Callable[[Any], str] = lambda c: c.text) -> str:
     """The source text a :class:`Taken` item contributes: whole, or cut to its ``tokens``."""
     value = text(taken.item)
     return cut_text(value, taken.tokens) if taken.truncated else value
+
+
+def _own(item: Any) -> Any:
+    """``item`` as Any: the default ``tokens`` reads the item's own ``tokens`` attribute."""
+    return item

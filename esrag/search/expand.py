@@ -119,7 +119,7 @@ class SourceCache:
 
     def __init__(self, store: Any) -> None:
         self.store = store
-        self._all: dict[tuple[str, str], list[Chunk]] = {}
+        self._all: dict[tuple[str, str, str], list[Chunk]] = {}
 
     def all(self, seed: Chunk) -> list[Chunk]:
         """Every chunk of ``seed``'s source, by position."""
@@ -215,7 +215,7 @@ def expand_hits(
     units = [_Unit(i, h, [h.chunk], [(i, h.chunk.id)]) for i, h in enumerate(hits)]
     merging = [u for u, s in zip(units, specs) if s is not None and s.kind == "auto-merge"]
     if merging:
-        merged = _auto_merge(merging, {id(u): s for u, s in zip(units, specs)}, cache, max_tokens)
+        merged = _auto_merge(merging, {id(u): s for u, s in zip(units, specs) if s is not None}, cache, max_tokens)
         units = [u for u, s in zip(units, specs) if not (s is not None and s.kind == "auto-merge")] + merged
     for u in units:
         s = specs[u.rank] if u.section is None else None
@@ -223,10 +223,9 @@ def expand_hits(
             continue
         seed = u.hit.chunk
         if s.kind == "neighbours":
-            run = _run_around(cache.around(seed, s.n), seed, lambda c: True)
+            run = _run_around(cache.around(seed, s.n), seed, _anywhere)
         else:
-            section = parent_path(seed.section_path)
-            run = _run_around(cache.all(seed), seed, lambda c, sec=section: within(c.section_path, sec))
+            run = _run_around(cache.all(seed), seed, _in_section(parent_path(seed.section_path)))
         u.members, u.kind = grow(run, seed, max_tokens), s.kind
     return _dedupe(sorted(units, key=lambda u: u.rank))
 
@@ -317,3 +316,12 @@ def _to_hit(u: _Unit) -> Hit:
     )
     covered = [cid for _, cid in sorted(dict.fromkeys(u.covered))]
     return Hit(chunk, hit.score, dict(hit.legs), covered)
+
+
+def _anywhere(chunk: Chunk) -> bool:
+    return True
+
+
+def _in_section(section: str) -> Callable[[Chunk], bool]:
+    """A test of whether a chunk lies within ``section`` (a section path)."""
+    return lambda chunk: within(chunk.section_path, section)

@@ -1,7 +1,7 @@
 """Fan-out over corpora of different shapes (seed 001): one branch per corpus with its own k,
 filters and selection (MMR over a wide pool, a per-source cap), all branches run concurrently
-(ONE ``_msearch`` on Elasticsearch; a thread per branch on the embedded store), fused by rank
-with :func:`esrag.search.fusion.rrf` — never by comparing scores, which from two corpora "are
+(ONE ``_msearch`` on Elasticsearch; a thread per branch on the embedded store, both through
+:func:`esrag.search.legs.run_legs`), fused by rank with :func:`esrag.search.fusion.rrf` — never by comparing scores, which from two corpora "are
 not on a common scale". An optional router skews the per-corpus k by the query's predicted
 intent but never to zero, and a diagnostic counts results with zero passages from a corpus
 ("the cheapest alarm for a misconfigured index").
@@ -13,7 +13,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -22,8 +21,9 @@ import numpy as np
 
 from esrag.errors import ConfigError
 from esrag.model import Chunk
-from esrag.search.fusion import Fused, rrf
-from esrag.stores.base import BranchQuery, Filters
+from esrag.search.fusion import Fused
+from esrag.search.legs import fuse, run_legs
+from esrag.stores.base import BranchLists, BranchQuery, Filters, Store
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 ROUTER_TEMPERATURE = 0.1
@@ -75,31 +75,20 @@ class Branch:
         return max(self.k, self.pool if (self.mmr_lambda is not None or self.cap) else self.k)
 
 
-def run_branches(store: Any, branches: Sequence[BranchQuery], fields: dict[str, float], rrf_k: int = 60,
-                 weights: Mapping[str, float] | None = None) -> list[list[Fused]]:
-    """Every branch's legs, each branch fused by RRF over its window. Elasticsearch runs them
-    all in one ``_msearch`` (``store.hybrid_many``); other stores run one thread per branch
-    (at most 4) over ``store.bm25``/``store.knn``. The lists are identical either way.
+def run_branches(store: Store, branches: Sequence[BranchQuery], fields: dict[str, float], rrf_k: int = 60,
+                 weights: Mapping[str, float] | None = None) -> BranchLists:
+    """Every branch's legs (:func:`esrag.search.legs.run_legs`: ONE ``_msearch`` on
+    Elasticsearch, one thread per branch, at most 4, on other stores), each branch fused by RRF
+    over its window. The lists are identical either way.
 
     Returns:
-        one fused list per branch (best first, per-leg ranks and raw scores).
+        one fused list per branch (best first, per-leg ranks and raw scores), with the request's
+        ``took_ms``/``round_trip_ms`` when the store reports them.
     """
-    many = getattr(store, "hybrid_many", None)
-    if many is not None:
-        return many(branches, fields, rrf_k, dict(weights) if weights else None)
-
-    def one(b: BranchQuery) -> list[Fused]:
-        legs: dict[str, list[tuple[str, float]]] = {}
-        if b.query.strip() and any(w > 0 for w in fields.values()):
-            legs["bm25"] = store.bm25(b.query, b.window, b.filters, fields)
-        if b.vector is not None:
-            legs["dense"] = store.knn(b.vector, b.window, b.filters, max(b.num_candidates, b.window))
-        return rrf(legs, k=rrf_k, weights=weights, rank_window_size=b.window)
-
-    if len(branches) <= 1:
-        return [one(b) for b in branches]
-    with ThreadPoolExecutor(max_workers=min(4, len(branches)), thread_name_prefix="esrag-branch") as pool:
-        return list(pool.map(one, branches))
+    got = run_legs(store, branches, fields)
+    out = BranchLists(fuse(legs, rrf_k, weights, b.window) for legs, b in zip(got.legs, branches))
+    out.took_ms, out.round_trip_ms = got.took_ms, got.round_trip_ms
+    return out
 
 
 def _field(chunk: Chunk, name: str) -> Any:

@@ -39,7 +39,7 @@ from esrag.search.fanout import Branch, ZeroPassageCounter, corpus_filters, rout
 from esrag.search.fusion import rrf
 from esrag.search.reformulate import fuse_queries
 from esrag.search.searcher import SearchResult, Searcher
-from esrag.stores.base import BranchQuery, Filters
+from esrag.stores.base import BranchQuery, Filters, MultiLeg
 
 MAX_BUDGET_CANDIDATES = 1000
 """A budgeted single-branch search asks for more hits (x4) while the budget is unfilled, up to this."""
@@ -250,9 +250,8 @@ class Pipeline:
                                             max(s.num_candidates, window)))
         lists = run_branches(self.store, requests, self.searcher.bm25_fields, s.rrf_k, s.weights if mode == "hybrid" else None)
         timings["search"] = _ms(t0)
-        took = getattr(lists, "took_ms", None)
-        if took is not None:
-            timings["cluster_took"] = float(took)
+        if lists.took_ms is not None:
+            timings["cluster_took"] = float(lists.took_ms)
         per_branch = []
         for i, b in enumerate(branches):
             own = lists[i * len(queries) : (i + 1) * len(queries)]
@@ -267,7 +266,7 @@ class Pipeline:
             vecs = self.store.vectors([f.id for f in lst]) if b.mmr_lambda is not None and lst else {}
             selected.append(select([f for f in lst if f.id in chunks], b, chunks, vecs))
         timings["select"] = _ms(t0)
-        where = "one _msearch" if hasattr(self.store, "hybrid_many") else "concurrent branches"
+        where = "one _msearch" if isinstance(self.store, MultiLeg) else "concurrent branches"
         how = f"rrf (client-side over {where}; {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}"
         if not fanout:
             return [Hit(chunks[f.id], f.score, dict(f.legs)) for f in selected[0]], how + ")"

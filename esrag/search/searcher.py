@@ -1,8 +1,10 @@
 """The searcher: query -> legs (BM25, kNN) -> RRF -> hits with per-leg ranks and timings.
 
 Modes: ``hybrid`` (both legs fused by :func:`esrag.search.fusion.rrf`), ``bm25``, ``dense``.
-A store that can fuse natively (Elasticsearch with the ``rrf`` retriever) exposes
-``hybrid(...)``; otherwise both legs run here and are fused client-side by the same function.
+A store that answers a hybrid search in one round trip (Elasticsearch: native ``rrf`` or one
+``_msearch``; :func:`esrag.search.legs.one_round_trip`) gets the whole search through
+:func:`esrag.search.legs.hybrid`; on any other store the BM25 leg runs while the query is
+embedded, then the kNN leg, fused client-side by the same function.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from dataclasses import dataclass, field
 from esrag.config import SEARCH_MODES, SearchSettings
 from esrag.embedding import Embedder
 from esrag.errors import ConfigError
-from esrag.model import Hit, LegResult
-from esrag.search.fusion import Fused, rrf
+from esrag.model import Chunk, Hit, LegResult
+from esrag.search.fusion import Fused
+from esrag.search.legs import fuse, hybrid, one_round_trip
 from esrag.stores.base import Filters, Store
 
 
@@ -103,15 +106,15 @@ class Searcher:
 
     def _fused(
         self, query: str, k: int, mode: str, filters: Filters, window: int, timings: dict[str, float]
-    ) -> tuple[list[Fused], str, Callable[[list[str]], dict]]:
+    ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]]]:
         """The fused list, the fusion's description, and a function giving the chunks the
         store's response already held (by id)."""
         s = self.settings
         legs: dict[str, list[tuple[str, float]]] = {}
         vector = None
-        native = getattr(self.store, "hybrid", None)
+        native = one_round_trip(self.store)
         early = None
-        if mode == "hybrid" and native is None and self._embedder is not None:
+        if mode == "hybrid" and not native and self._embedder is not None:
             # the BM25 leg does not need the vector: run it while the query is embedded (SQLite
             # and torch both release the GIL; measured on the Laravel docs: total ~ max(bm25, embed))
             early = _pool().submit(self._bm25_leg, query, window, filters)
@@ -123,24 +126,21 @@ class Searcher:
             t0 = time.perf_counter()
             vector = self.embed_query(query)
             timings["embed"] = _ms(t0)
-        if mode == "hybrid" and native is not None:
+        if mode == "hybrid" and native:
             t0 = time.perf_counter()
-            answer = native(
-                query, vector, k=k, filters=filters, fields=self.bm25_fields, rank_window_size=window,
+            answer = hybrid(
+                self.store, query, vector, k=k, filters=filters, fields=self.bm25_fields, rank_window_size=window,
                 num_candidates=max(s.num_candidates, window), rrf_k=s.rrf_k, weights=s.weights,
             )
             timings["search"] = _ms(t0)
-            fused, how = answer
-            took = getattr(answer, "took_ms", None)
-            if took is not None:
-                timings["cluster_took"] = float(took)
-            round_trip = getattr(answer, "round_trip_ms", None)
-            if round_trip is not None:
-                timings["round_trip"] = float(round_trip)
-            return fused, how, getattr(answer, "chunks", _nothing)
+            if answer.took_ms is not None:
+                timings["cluster_took"] = float(answer.took_ms)
+            if answer.round_trip_ms is not None:
+                timings["round_trip"] = float(answer.round_trip_ms)
+            return answer.fused, answer.how, answer.chunks
         if mode in ("bm25", "hybrid") and early is None:
             legs["bm25"], timings["bm25"] = self._bm25_leg(query, window if mode == "hybrid" else k, filters)
-        if mode in ("dense", "hybrid"):
+        if mode in ("dense", "hybrid") and vector is not None:
             t0 = time.perf_counter()
             legs["dense"] = self.store.knn(vector, window if mode == "hybrid" else k, filters, max(s.num_candidates, window))
             timings["knn"] = _ms(t0)
@@ -149,7 +149,7 @@ class Searcher:
             legs = {"bm25": legs["bm25"], "dense": legs["dense"]}
         t0 = time.perf_counter()
         if mode == "hybrid":
-            fused = rrf(legs, k=s.rrf_k, weights=s.weights, rank_window_size=window)
+            fused = fuse(legs, s.rrf_k, s.weights, window)
             how = "rrf (client-side)"
         else:
             fused = [Fused(cid, score, {mode: LegResult(rank, score)}) for rank, (cid, score) in enumerate(legs[mode], 1)]
@@ -164,7 +164,7 @@ class Searcher:
         return self.store.bm25(query, k, filters, self.bm25_fields), _ms(t0)
 
 
-def _nothing(ids: list[str]) -> dict:
+def _nothing(ids: list[str]) -> dict[str, Chunk]:
     return {}
 
 

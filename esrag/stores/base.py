@@ -8,7 +8,7 @@ reports per-source manifests so that ingest can be incremental. The shared test 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -54,9 +54,40 @@ class Filters:
 
 
 
+#: a ranked list of one leg: ``(chunk_id, score)`` best first (BM25 score, cosine, fused score).
+Ranking = list[tuple[str, float]]
+
+
+@dataclass(slots=True)
+class LegHits:
+    """What a store answers for a search of legs in one round trip (:class:`MultiLeg`,
+    :class:`NativeFusion`), owned by the caller: nothing of it is kept on the store, so
+    concurrent searches over one store never see each other's results.
+
+    Attributes:
+        legs: one dict per query asked, leg name (``bm25``, ``dense``) -> :data:`Ranking`
+            (raw scores: BM25, cosine). Empty when the store fused natively.
+        how: the path, for the fusion's description (``one _msearch``, ``native Elasticsearch
+            retriever``).
+        took_ms: the cluster's own ``took`` (milliseconds), or None.
+        round_trip_ms: the HTTP exchange that carried it (milliseconds), or None.
+        sources: raw stored records of the hits, by chunk id (asked with ``source``).
+        decode: ``(chunk_id, record) -> Chunk`` for :attr:`sources`.
+        fused: the store's own fused ranking (native RRF), best first, or None.
+    """
+
+    legs: list[dict[str, Ranking]]
+    how: str = ""
+    took_ms: int | None = None
+    round_trip_ms: float | None = None
+    sources: dict[str, Any] = field(default_factory=dict)
+    decode: Callable[[str, dict[str, Any]], Chunk] | None = None
+    fused: Ranking | None = None
+
+
 class StoreHits(tuple):
-    """What a store's one-round-trip hybrid search returns, owned by the caller (never kept on
-    the store, so concurrent searches over one store cannot see each other's results).
+    """What a one-round-trip hybrid search returns (built by :func:`esrag.search.legs.hybrid`
+    from a store's :class:`LegHits`), owned by the caller.
 
     Unpacks as ``(fused, how)``: the fused hits best first (``esrag.search.fusion.Fused``) and a
     description of the path taken. Also carries:
@@ -73,9 +104,11 @@ class StoreHits(tuple):
     took_ms: int | None
     round_trip_ms: float | None
     sources: dict[str, Any]
+    _decode: Callable[[str, dict[str, Any]], Chunk] | None
 
     def __new__(cls, fused: list[Any], how: str, took_ms: int | None = None, round_trip_ms: float | None = None,
-                sources: dict[str, Any] | None = None, decode: Any = None) -> StoreHits:
+                sources: dict[str, Any] | None = None,
+                decode: Callable[[str, dict[str, Any]], Chunk] | None = None) -> StoreHits:
         self = super().__new__(cls, (fused, how))
         self.took_ms, self.round_trip_ms = took_ms, round_trip_ms
         self.sources = sources or {}
@@ -99,8 +132,9 @@ class StoreHits(tuple):
 
 
 class BranchLists(list):
-    """``hybrid_many``'s answer: one fused list per branch, plus the request's ``took_ms`` and
-    ``round_trip_ms`` (milliseconds, None when unknown), owned by the caller."""
+    """A fan-out's answer (:func:`esrag.search.fanout.run_branches`): one fused list per branch,
+    plus the request's ``took_ms`` and ``round_trip_ms`` (milliseconds, None when unknown),
+    owned by the caller."""
 
     took_ms: int | None = None
     round_trip_ms: float | None = None
@@ -330,4 +364,39 @@ class NativeRerank(Protocol):
 
     def rerank_ids(self, query: str, ids: Sequence[str], inference_id: str, field: str = "text") -> dict[str, float]:
         """Relevance score per chunk id of ``ids`` for ``query`` (higher is better)."""
+        ...
+
+
+@runtime_checkable
+class MultiLeg(Protocol):
+    """A store that runs every leg of several searches in one round trip (Elasticsearch: one
+    ``_msearch``). Checked with ``isinstance`` by :mod:`esrag.search.legs`; other stores answer
+    leg by leg (``bm25``/``knn``) and the searches run concurrently."""
+
+    def search_legs(self, queries: Sequence[BranchQuery], fields: dict[str, float], source: bool = False) -> LegHits:
+        """Per query of ``queries`` its BM25 leg (when it has text and a field of weight > 0)
+        and its kNN leg (when it has a vector), each of ``window`` hits with the query's filters
+        inside; with ``source`` the hits' stored records too.
+
+        Raises:
+            StoreError: unreachable store, or a failed leg (named). NotIndexedError: empty index.
+        """
+        ...
+
+
+@runtime_checkable
+class NativeFusion(Protocol):
+    """A store whose server can fuse BM25 + kNN by RRF itself (Elasticsearch's ``rrf``
+    retriever, where the licence and version allow). It must rank as
+    :func:`esrag.search.fusion.rrf` ranks the same legs with unit weights. Checked with
+    ``isinstance`` by :func:`esrag.search.legs.hybrid`."""
+
+    def native_rrf_support(self) -> tuple[bool, str]:
+        """``(available, reason)``, from what the store learned (no request once learned)."""
+        ...
+
+    def native_rrf(self, query: BranchQuery, fields: dict[str, float], k: int, rrf_k: int) -> LegHits | None:
+        """The fused top ``k`` (``LegHits.fused``) of ``query``'s two legs (``rank_window_size`` =
+        ``query.window``, ``rank_constant`` = ``rrf_k``), or None when the server refused (the
+        store then reports unavailable and the caller fuses the legs itself)."""
         ...

@@ -26,7 +26,8 @@ import numpy as np
 
 from esrag.analysis import query_terms, sqlite_tokenizer
 from esrag.errors import EmbedderMismatch, NotIndexedError, StoreError
-from esrag.model import Chunk, Enrichment
+from esrag.model import Chunk
+from esrag.stores.records import LIST_FIELDS, chunk_from_record, chunk_record
 from esrag.stores.base import TEXT_FIELDS, Filters, IndexMeta, StoredEntry, WriteReport, check_compatible
 
 _SCALAR_COLUMNS = (
@@ -380,7 +381,8 @@ class SQLiteStore:
                 rows = self._db.execute(
                     "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by, doc_version FROM chunks"
                 ).fetchall()
-                self._matrix = _VectorMatrix(rows, self.meta().dims if self.meta() else 0)
+                meta = self.meta()
+                self._matrix = _VectorMatrix(rows, meta.dims if meta else 0)
             return self._matrix
 
 
@@ -519,16 +521,15 @@ def _now() -> str:
 
 
 def _row(c: Chunk, meta_hash: str, now: str) -> tuple:
-    e = c.enrichment or Enrichment()
-    md = dict(c.metadata)
-    return (
-        c.corpus, c.source_path, c.section_path, c.doc_title, c.text, c.start_line, c.end_line, c.position,
-        c.n_chunks, c.tokens, c.content_hash, meta_hash, c.parent_id, c.context, md.pop("language", None),
-        md.pop("authority", None), md.pop("effective_date", None), md.pop("superseded_by", None), e.title,
-        e.summary, "\n".join(e.keywords), "\n".join(e.questions), "\n".join(e.entities), e.key,
-        "\n".join(e.related_keys), e.model or None, e.prompt_sha256 or None, json.dumps(md, sort_keys=True), now,
-        c.anchor, c.url, c.doc_version,
-    )
+    """The row of ``c`` in :data:`_SCALAR_COLUMNS` order: its record (:func:`esrag.stores.records.chunk_record`)
+    with list fields joined by newlines, ``metadata`` as JSON and an empty enrich model as NULL."""
+    rec = chunk_record(c, meta_hash, now)
+    for name in LIST_FIELDS:
+        rec[name] = "\n".join(rec[name])
+    rec["enrich_model"] = rec["enrich_model"] or None
+    rec["prompt_sha256"] = rec["prompt_sha256"] or None
+    rec["metadata"] = json.dumps(rec["metadata"], sort_keys=True)
+    return tuple(rec[name] for name in _SCALAR_COLUMNS)
 
 
 def _split(value: str) -> list[str]:
@@ -536,22 +537,9 @@ def _split(value: str) -> list[str]:
 
 
 def _chunk(row: tuple) -> Chunk:
+    """The chunk of a row (``id`` then :data:`_SCALAR_COLUMNS`), through the shared record mapping."""
     r = dict(zip(("id", *_SCALAR_COLUMNS), row))
-    metadata = json.loads(r["metadata"] or "{}")
-    for name in ("language", "authority", "effective_date", "superseded_by"):
-        if r[name] is not None:
-            metadata[name] = r[name]
-    enrichment = None
-    if r["enrich_model"] or r["title"] or r["summary"] or r["key"] or r["entities"]:
-        enrichment = Enrichment(
-            title=r["title"], summary=r["summary"], keywords=_split(r["keywords"]), questions=_split(r["questions"]),
-            entities=_split(r["entities"]), key=r["key"], related_keys=_split(r["related_keys"]),
-            model=r["enrich_model"] or "", prompt_sha256=r["prompt_sha256"] or "",
-        )
-    return Chunk(
-        id=r["id"], text=r["text"], corpus=r["corpus"], source_path=r["source_path"], section_path=r["section_path"],
-        start_line=r["start_line"], end_line=r["end_line"], position=r["position"], n_chunks=r["n_chunks"],
-        tokens=r["tokens"], content_hash=r["content_hash"], doc_title=r["doc_title"], parent_id=r["parent_id"],
-        context=r["context"], enrichment=enrichment, metadata=metadata, anchor=r["anchor"] or "", url=r["url"] or "",
-        doc_version=r["doc_version"] or "",
-    )
+    r["metadata"] = json.loads(r["metadata"] or "{}")
+    for name in LIST_FIELDS:
+        r[name] = _split(r[name])
+    return chunk_from_record(r["id"], r)

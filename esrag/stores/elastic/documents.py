@@ -1,0 +1,66 @@
+"""Chunk <-> indexed document, over the shared record mapping (:mod:`esrag.stores.records`).
+
+The document of a chunk is its record with empty fields and None values left out (Kibana's
+Discover shows only what is there), plus the vector twice: ``vector`` (the ``dense_vector``
+searched by kNN, kept out of ``_source``) and ``vector_bin`` (the float32 vector, little-endian,
+base64, a *stored* binary field read back by metadata updates; see
+:mod:`esrag.stores.elastic.store`).
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from esrag.model import Chunk
+from esrag.stores.records import chunk_from_record, chunk_record
+
+#: Fields replaced by :meth:`ElasticStore.update_meta` (what ``esrag.ingest.meta_hash`` covers).
+META_FIELDS = (
+    "start_line", "end_line", "position", "n_chunks", "doc_title", "parent_id", "language", "authority",
+    "effective_date", "superseded_by", "metadata", "meta_hash", "indexed_at", "url", "anchor",
+)
+
+
+def encode_vector(vector: np.ndarray) -> str:
+    """float32 little-endian bytes of ``vector``, base64 (the ``vector_bin`` stored field)."""
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vector(data: str) -> np.ndarray:
+    """Inverse of :func:`encode_vector`: array [dims] float32."""
+    return np.frombuffer(base64.b64decode(data), dtype="<f4").astype(np.float32)
+
+
+def chunk_document(chunk: Chunk, vector: np.ndarray, meta_hash: str, indexed_at: str | None) -> dict[str, Any]:
+    """The indexed document of ``chunk``: its record (separate fields, labels pulled out of
+    ``metadata``) without None and empty values (``text`` and ``metadata`` always kept), and the
+    vector as ``vector`` [dims] and ``vector_bin`` (:func:`encode_vector`)."""
+    doc = {k: v for k, v in chunk_record(chunk, meta_hash, indexed_at).items()
+           if v is not None and (k in ("text", "metadata") or v not in ("", []))}
+    doc["vector"] = [float(x) for x in np.asarray(vector, dtype=np.float32)]
+    doc["vector_bin"] = encode_vector(vector)
+    return doc
+
+
+def chunk_from_source(doc_id: str, src: dict[str, Any]) -> Chunk:
+    """Rebuild a :class:`Chunk` from a stored ``_source`` (see :func:`chunk_document`)."""
+    return chunk_from_record(doc_id, src)
+
+
+def cosines(hits: list[dict[str, Any]]) -> list[tuple[str, float]]:
+    """``(id, cosine)`` of kNN hits: Elasticsearch's cosine ``_score`` is ``(1 + cos) / 2``."""
+    return [(h["_id"], 2.0 * float(h["_score"]) - 1.0) for h in hits]
+
+
+def scored(hits: list[dict[str, Any]]) -> list[tuple[str, float]]:
+    """``(id, _score)`` of BM25 hits, best first."""
+    return [(h["_id"], float(h["_score"])) for h in hits]
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second (``indexed_at`` without an ingest pipeline)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,519 @@
+"""The Elasticsearch store (``elastic``): chunks in a versioned index behind an alias.
+
+Layout on the cluster, for the alias ``A`` (``ESRAG_INDEX``, default ``esrag``):
+
+* component templates ``A-mappings`` (the fields of DESIGN.md "Index fields"; ``vector`` is a
+  ``dense_vector`` with cosine similarity and pinned ``int8_hnsw`` options) and ``A-settings``;
+* the composable index template ``A`` for the indices ``A-0*`` (``A-000001``, ``A-000002``…);
+* the ingest pipeline ``A-chunks`` (stamps ``indexed_at``), when the cluster has ingest
+  processors; otherwise esrag stamps ``indexed_at`` itself and says so once;
+* the alias ``A`` on the live index. A rebuild (e.g. a new embedder) fills the next versioned
+  index and swaps the alias in one atomic ``_aliases`` call when the ingest into it completes.
+
+The JSON assets live in ``mappings/`` and ``ingest_pipelines/`` (shipped in the wheel as
+``esrag/assets/...``) and can be applied by hand from Kibana Dev Tools.
+
+Requests are built by pure functions (:mod:`esrag.stores.elastic.bodies`, unit-tested as exact
+JSON) and executed by :class:`ElasticStore`, the only object that talks to the cluster. This
+package is the only part of esrag that imports ``elasticsearch`` (the 8.x client, which talks
+to 8.x and 9.x servers).
+
+Searches: the store answers legs (:meth:`ElasticStore.search_legs`: every BM25/kNN leg of one
+or many searches in ONE ``_msearch``) or, where the cluster has the ``rrf`` retriever and the
+legs are unweighted, the natively fused list (:meth:`ElasticStore.native_rrf`). Client-side
+fusion is not here: the search package fuses the legs with its one RRF. What the cluster can
+do is learned at setup/ingest into ``_meta.capabilities`` (:mod:`esrag.stores.elastic.capabilities`),
+so a fresh process searches with one ``GET <alias>/_mapping`` and the search itself.
+
+Why ``vector_bin``: the mapping leaves ``vector`` out of ``_source`` (Kibana Discover stays
+readable on 8.x, where ``_source`` would otherwise carry every float). On 8.x a partial
+``_update`` rebuilds the document from ``_source`` and silently drops the vector, and 8.x cannot
+return an indexed vector any other way (``docvalue_fields`` refuses ``dense_vector``, no
+synthetic vectors before 9.x). So each document also carries ``vector_bin``: the float32 vector,
+little-endian, base64, as a *stored* binary field (not in ``_source``, not searchable, invisible
+to Discover). :meth:`ElasticStore.update_meta` reads it back with ``stored_fields`` and
+re-indexes the whole document (guarded by ``if_seq_no``/``if_primary_term``), identically on
+8.15 and 9.2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+from elasticsearch import ApiError, TransportError
+from elasticsearch.helpers import scan
+
+from esrag.errors import ConfigError, EmbedderMismatch, NotIndexedError, RerankError, StoreError
+from esrag.model import Chunk
+from esrag.stores.base import BranchQuery, Filters, LegHits, StoredEntry, WriteReport
+from esrag.stores.elastic.assets import IndexNames
+from esrag.stores.elastic.bodies import (
+    bm25_body,
+    branches_msearch_body,
+    knn_body,
+    rrf_body,
+    text_similarity_reranker_body,
+    version_clause,
+    weighted_fields,
+)
+from esrag.stores.elastic.bulk import Action, BulkItem, bulk_stream, report as bulk_report
+from esrag.stores.elastic.capabilities import Capabilities
+from esrag.stores.elastic.connection import classify_reranker_error, classify_retriever_probe, error_reason, make_client, redact_url
+from esrag.stores.elastic.documents import META_FIELDS, chunk_document, chunk_from_source, cosines, decode_vector, now, scored
+from esrag.stores.elastic.lifecycle import Lifecycle
+
+
+class ElasticStore(Lifecycle):
+    """The Elasticsearch store (``elastic``). Talks to the cluster only when first used.
+
+    Args:
+        url: ``http(s)://host:port`` of the cluster (credentials in the URL are accepted and
+            never printed).
+        index: the alias (``ESRAG_INDEX``); versioned indices are ``<index>-000001``…
+        api_key: an encoded API key (``ESRAG_ES_API_KEY``); wins over user/password.
+        user, password: basic auth (``ESRAG_ES_USER``/``ESRAG_ES_PASSWORD``).
+        ca_certs: CA bundle (PEM) to verify the cluster's TLS certificate (``ESRAG_ES_CA_CERTS``).
+        request_timeout: seconds per request.
+        batch_size: documents per ``_bulk`` request.
+        max_retries, initial_backoff, max_backoff: bulk retries on 429/503 (seconds, doubling).
+
+    Raises:
+        ConfigError: bad URL, alias name or incomplete credentials.
+    """
+
+    name = "elastic"
+
+    def __init__(
+        self,
+        url: str,
+        index: str = "esrag",
+        *,
+        api_key: str | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        ca_certs: str | Path | None = None,
+        request_timeout: float = 30.0,
+        batch_size: int = 500,
+        max_retries: int = 5,
+        initial_backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        text_languages: Sequence[str] = (),
+        language_candidates: Sequence[str] = (),
+    ) -> None:
+        parts = urlsplit(url or "")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"ESRAG_ES_URL={redact_url(url or '')!r} is not an http(s)://host:port URL")
+        if (user is None) != (password is None) and not api_key:
+            raise ConfigError("set both ESRAG_ES_USER and ESRAG_ES_PASSWORD (or ESRAG_ES_API_KEY instead)")
+        self.names = IndexNames(index)
+        self.alias = index
+        self.url = redact_url(url)
+        self._secrets = [s for s in (api_key, password, parts.password) if s]
+        self.auth = "api_key" if api_key else "basic" if (user or parts.username) else "none"
+        self.batch_size, self.max_retries = batch_size, max_retries
+        self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
+        self._es = make_client(url, request_timeout, api_key, user, password, ca_certs, self.url, self._redact)
+        self._checked = False
+        self._capabilities: Capabilities | None = None
+        self._retrievers: dict[str, tuple[bool, str]] = {}
+        self._info: dict[str, Any] | None = None
+        self._rebuild = False
+        self._rebuild_index: str | None = None
+        self._stemming: bool | None = None
+        #: languages that get a subfield text.<code> in a new index (``[language] fields``), and
+        #: the detector's candidates for a query's language (``[language] candidates``)
+        self.text_languages, self.language_candidates = list(text_languages), list(language_candidates)
+        self._analyzers: dict[str, bool] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ElasticStore:
+        """The store for ``settings`` (``es_url``, ``index``, ``es_api_key``, ``es_user``,
+        ``es_password``, ``es_ca_certs``).
+
+        Raises:
+            ConfigError: ``ESRAG_ES_URL`` is not set, or the settings are unusable.
+        """
+        if not settings.es_url:
+            raise ConfigError("the elastic store needs ESRAG_ES_URL (e.g. http://127.0.0.1:9200); unset ESRAG_STORE to use the embedded store")
+
+        def secret(value: Any) -> str | None:
+            return value.get_secret_value() if value is not None else None
+
+        return cls(
+            settings.es_url, settings.index, api_key=secret(settings.es_api_key), user=settings.es_user,
+            password=secret(settings.es_password), ca_certs=settings.es_ca_certs,
+            text_languages=settings.language.fields, language_candidates=settings.language.candidates,
+        )
+
+    def __repr__(self) -> str:
+        return f"ElasticStore(url={self.url!r}, index={self.alias!r}, auth={self.auth!r})"
+
+    __str__ = __repr__
+
+    def _bulk(self, actions: Sequence[Action]) -> Iterator[BulkItem]:
+        """``actions`` through :func:`~esrag.stores.elastic.bulk.bulk_stream` (its retries in place
+        of the transport's: ``max_retries=0`` on this client)."""
+        client = self._es.options(max_retries=0, retry_on_status=())
+        return bulk_stream(client, actions, self.batch_size, self.max_retries, self.initial_backoff, self.max_backoff,
+                           self._fail)
+
+    def _require(self) -> dict[str, Any]:
+        state = self._state()
+        if state is None:
+            raise NotIndexedError(
+                f"nothing is indexed in {self.alias!r} on Elasticsearch at {self.url} yet; run `esrag ingest PATH` first"
+            )
+        return state
+
+    def write(self, chunks: Sequence[Chunk], vectors: np.ndarray, meta_hashes: Sequence[str]) -> WriteReport:
+        """See :class:`esrag.stores.base.Store`. Bulk ``index`` by id in batches of
+        ``batch_size``; a document the cluster rejects is reported in ``failed`` (id -> reason)
+        and never stops the others.
+
+        Raises:
+            ValueError: lengths differ. EmbedderMismatch: vectors of another dimension.
+            StoreError: the cluster is unreachable.
+        """
+        state = self._require()
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if len(chunks) != len(vectors) or len(chunks) != len(meta_hashes):
+            raise ValueError(f"{len(chunks)} chunks, {len(vectors)} vectors, {len(meta_hashes)} meta hashes")
+        if len(vectors) and vectors.shape[1] != state["meta"].dims:
+            raise EmbedderMismatch(f"vectors have {vectors.shape[1]} dims; the index {state['index']} at {self.url} holds {state['meta'].dims}")
+        stamp = None if state["pipeline"] else now()
+        actions = [Action("index", state["index"], c.id, chunk_document(c, v, h, stamp)) for c, v, h in zip(chunks, vectors, meta_hashes)]
+        return bulk_report(self._bulk(actions))
+
+    def update_meta(self, chunks: Sequence[Chunk], meta_hashes: Sequence[str]) -> WriteReport:
+        """See :class:`esrag.stores.base.Store`. Re-indexes each whole document with its
+        metadata replaced and its vector restored from the stored ``vector_bin`` (a partial
+        ``_update`` would drop the vector on 8.x; see the module docstring), guarded by
+        ``if_seq_no``/``if_primary_term`` so a concurrent write is reported, never lost."""
+        state = self._require()
+        report = WriteReport()
+        stamp = None if state["pipeline"] else now()
+        actions: list[Action] = []
+        for start in range(0, len(chunks), 1000):
+            part = list(zip(chunks[start : start + 1000], meta_hashes[start : start + 1000]))
+            resp = self._call("read chunks to update", self._es.mget, index=state["index"], ids=[c.id for c, _ in part],
+                              stored_fields=["vector_bin"], source=True)
+            for (chunk, mhash), doc in zip(part, resp.body["docs"]):
+                binary = (doc.get("fields") or {}).get("vector_bin")
+                if not doc.get("found"):
+                    report.failed[chunk.id] = "not in the index"
+                elif not binary:
+                    report.failed[chunk.id] = "no stored vector copy (vector_bin); re-ingest the file"
+                else:
+                    vector = decode_vector(binary[0])
+                    fresh = chunk_document(chunk, vector, mhash, stamp)
+                    merged = {k: v for k, v in doc["_source"].items() if k not in META_FIELDS}
+                    merged.update({k: v for k, v in fresh.items() if k in META_FIELDS})
+                    merged["vector"], merged["vector_bin"] = fresh["vector"], fresh["vector_bin"]
+                    actions.append(Action("index", doc["_index"], chunk.id, merged, doc["_seq_no"], doc["_primary_term"]))
+        bulk = bulk_report(self._bulk(actions))
+        report.written = bulk.written
+        report.failed.update(bulk.failed)
+        return report
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """See :class:`esrag.stores.base.Store`. Bulk ``delete`` by id (no ``_delete_by_query``)."""
+        if not ids:
+            return 0
+        state = self._state()
+        if state is None:
+            return 0
+        deleted = 0
+        failed: dict[str, str] = {}
+        for item in self._bulk([Action("delete", state["index"], i) for i in dict.fromkeys(ids)]):
+            if item.ok:
+                deleted += item.result == "deleted"
+            else:
+                failed[item.id] = item.error
+        if failed:
+            raise StoreError(f"Elasticsearch at {self.url} did not delete {len(failed)} chunk(s), e.g. {next(iter(failed.items()))}; run the ingest again")
+        return deleted
+
+    def _target(self) -> str | None:
+        """The index reads go to (cached with the index state), or None before the first ingest."""
+        state = self._state()
+        return state["index"] if state else None
+
+    def refresh(self) -> None:
+        """See :class:`esrag.stores.base.Store`: ``POST <index>/_refresh``."""
+        target = self._target()
+        if target is not None:
+            self._call("refresh the index", self._es.indices.refresh, index=target)
+
+    def manifest(self, corpus: str, doc_version: str | None = None) -> dict[str, dict[str, StoredEntry]]:
+        """See :class:`esrag.stores.base.Store`. Scrolls over every chunk of ``corpus``."""
+        out: dict[str, dict[str, StoredEntry]] = {}
+        target = self._target()
+        if target is None:
+            return out
+        clauses = [{"term": {"corpus": corpus}}] + ([version_clause(doc_version)] if doc_version is not None else [])
+        query = {"query": {"bool": {"filter": clauses}}, "_source": ["source_path", "content_hash", "meta_hash"]}
+        try:
+            for hit in scan(self._es, query=query, index=target, size=2000, scroll="2m"):
+                src = hit["_source"]
+                out.setdefault(src["source_path"], {})[hit["_id"]] = StoredEntry(src.get("content_hash", ""), src.get("meta_hash", ""))
+        except (ApiError, TransportError) as exc:
+            raise self._fail(exc, f"read the manifest of corpus {corpus!r}") from None
+        return out
+
+    def get(self, ids: Sequence[str]) -> list[Chunk]:
+        """See :class:`esrag.stores.base.Store`."""
+        target = self._target() if ids else None
+        if target is None:
+            return []
+        found: dict[str, Chunk] = {}
+        missing = list(ids)
+        for start in range(0, len(missing), 1000):
+            part = list(dict.fromkeys(missing[start : start + 1000]))
+            resp = self._call("read chunks", self._es.mget, index=target, ids=part)
+            for doc in resp.body["docs"]:
+                if doc.get("found"):
+                    found[doc["_id"]] = chunk_from_source(doc["_id"], doc["_source"])
+        return [found[i] for i in ids if i in found]
+
+    def neighbours(self, corpus: str, source_path: str, positions: Sequence[int], doc_version: str = "") -> list[Chunk]:
+        """See :class:`esrag.stores.base.Store`."""
+        target = self._target() if positions else None
+        if target is None:
+            return []
+        body = {
+            "size": len(positions), "sort": [{"position": "asc"}],
+            "query": {"bool": {"filter": [
+                {"term": {"corpus": corpus}}, {"term": {"source_path": source_path}}, {"terms": {"position": list(positions)}},
+                version_clause(doc_version),
+            ]}},
+        }
+        resp = self._call("read neighbouring chunks", self._es.search, index=target, body=body)
+        return [chunk_from_source(h["_id"], h["_source"]) for h in resp.body["hits"]["hits"]]
+
+    def source_chunks(self, source_path: str, corpus: str | None = None, doc_version: str | None = None) -> list[Chunk]:
+        """See :class:`esrag.stores.base.Store` (one search, at most 10,000 chunks)."""
+        target = self._target()
+        if target is None:
+            return []
+        clauses: list[dict[str, Any]] = [{"term": {"source_path": source_path}}]
+        clauses += [{"term": {"corpus": corpus}}] if corpus is not None else []
+        clauses += [version_clause(doc_version)] if doc_version is not None else []
+        body = {"size": 10_000, "sort": [{"corpus": "asc"}, {"position": "asc"}], "query": {"bool": {"filter": clauses}}}
+        resp = self._call("read the chunks of a page", self._es.search, index=target, body=body)
+        chunks = [chunk_from_source(h["_id"], h["_source"]) for h in resp.body["hits"]["hits"]]
+        return sorted(chunks, key=lambda c: (c.corpus, c.doc_version, c.position))
+
+    def bm25(self, query: str, k: int, filters: Filters, fields: dict[str, float]) -> list[tuple[str, float]]:
+        """See :class:`esrag.stores.base.Store`: ``multi_match`` over the weighted fields."""
+        state = self._require()
+        if k <= 0 or not query.strip() or not weighted_fields(fields):
+            return []
+        fields = self.query_fields(query, fields)
+        resp = self._call("run the BM25 search", self._es.search, index=state["index"], body=bm25_body(query, k, filters, fields))
+        return scored(resp.body["hits"]["hits"])
+
+    def knn(self, vector: np.ndarray, k: int, filters: Filters, num_candidates: int = 100) -> list[tuple[str, float]]:
+        """See :class:`esrag.stores.base.Store`. Scores are cosines (Elasticsearch's cosine
+        ``_score`` is ``(1 + cos) / 2``)."""
+        state = self._require()
+        if k <= 0:
+            return []
+        resp = self._call("run the kNN search", self._es.search, index=state["index"], body=knn_body(vector, k, filters, num_candidates))
+        return cosines(resp.body["hits"]["hits"])[:k]
+
+    def search_legs(self, queries: Sequence[BranchQuery], fields: dict[str, float], source: bool = False) -> LegHits:
+        """See :class:`esrag.stores.base.MultiLeg`: every leg of every query in ONE ``_msearch``
+        (:func:`branches_msearch_body`): per query a BM25 leg (when it has text and fields;
+        ``text.<lang>`` added for its language, :meth:`query_fields`) and a kNN leg (when it has
+        a vector; scores are cosines). With ``source`` the hits come with their ``_source``
+        (``LegHits.chunks`` reads them without an ``mget``).
+
+        Raises:
+            StoreError: unreachable cluster, or a failed leg (named).
+        """
+        state = self._require()
+        searches = branches_msearch_body(queries, fields, self.query_fields, source=source)
+        if not searches:
+            return LegHits([{} for _ in queries], "one _msearch")
+        resp = self._call("run the hybrid search" if len(queries) == 1 else "run the fan-out searches", self._es.msearch,
+                          index=state["index"], searches=searches)
+        answers = iter(resp.body["responses"])
+        lists: list[dict[str, list[tuple[str, float]]]] = []
+        sources: dict[str, Any] = {}
+        for q in queries:
+            legs: dict[str, list[tuple[str, float]]] = {}
+            names = (["bm25"] if q.query.strip() and weighted_fields(fields) else []) + (["dense"] if q.vector is not None else [])
+            for name in names:
+                answer = next(answers)
+                if "error" in answer:
+                    where = "" if len(queries) == 1 else " of a fan-out branch"
+                    raise StoreError(f"Elasticsearch at {self.url} failed the {name} leg{where}: {error_reason(answer)}")
+                hits = answer["hits"]["hits"]
+                legs[name] = scored(hits) if name == "bm25" else cosines(hits)
+                sources.update((h["_id"], h["_source"]) for h in hits if "_source" in h)
+            lists.append(legs)
+        took, round_trip = _times(resp)
+        return LegHits(lists, "one _msearch", took, round_trip, sources, chunk_from_source)
+
+    def native_rrf_support(self) -> tuple[bool, str]:
+        """See :class:`esrag.stores.base.NativeFusion`: whether the native ``rrf`` retriever works
+        here, with the reason. What this connection probed wins (:meth:`retriever_support`), else
+        what the index learned (``_meta.capabilities``, no request); an index made before esrag
+        kept it is probed once per connection."""
+        known = self._retrievers.get("rrf")
+        if known is not None:
+            return known
+        learned = self._require()["learned"]
+        if learned is not None:
+            return learned.rrf
+        return self.retriever_support("rrf")
+
+    def native_rrf(self, query: BranchQuery, fields: dict[str, float], k: int, rrf_k: int) -> LegHits | None:
+        """See :class:`esrag.stores.base.NativeFusion`: BM25 + kNN fused by the ``rrf`` retriever in
+        one ``_search`` (:func:`rrf_body`, the fused top ``k`` with their ``_source``). None when
+        the cluster refused it (4xx): the refusal is kept for this connection and, when it says
+        the retriever is unknown or unlicensed, recorded in ``_meta.capabilities``; the caller
+        then fuses the legs itself.
+
+        Raises:
+            StoreError: unreachable cluster or a server error (5xx).
+        """
+        state = self._require()
+        if query.vector is None:
+            raise ValueError("native rrf needs a query vector")
+        fields = self.query_fields(query.query, fields)
+        body = rrf_body(query.query, query.vector, k, query.filters, fields, query.window, query.num_candidates, rrf_k, source=True)
+        try:
+            resp = self._es.search(index=state["index"], body=body)
+        except ApiError as exc:
+            if exc.meta.status >= 500:
+                raise self._fail(exc, "run the hybrid search") from None
+            why = f"the rrf request was refused ({error_reason(exc.body)})"
+            self._retrievers["rrf"] = (False, why)
+            if not classify_retriever_probe("rrf", exc.meta.status, exc.body)[1].startswith("the rrf retriever was refused"):
+                self.relearn((False, why))  # unknown retriever or licence: learned, not probed again
+            return None
+        except TransportError as exc:
+            raise self._fail(exc, "run the hybrid search") from None
+        hits = resp.body["hits"]["hits"]
+        took, round_trip = _times(resp)
+        sources = {h["_id"]: h["_source"] for h in hits if "_source" in h}
+        return LegHits([], "native Elasticsearch retriever", took, round_trip, sources, chunk_from_source, fused=scored(hits))
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """See :class:`esrag.stores.base.Store`: the stored ``vector_bin`` copies (one ``mget``)."""
+        target = self._target() if ids else None
+        if target is None:
+            return {}
+        resp = self._call("read chunk vectors", self._es.mget, index=target, ids=list(dict.fromkeys(ids)),
+                          stored_fields=["vector_bin"], source=False)
+        out: dict[str, np.ndarray] = {}
+        for doc in resp.body["docs"]:
+            binary = (doc.get("fields") or {}).get("vector_bin")
+            if doc.get("found") and binary:
+                out[doc["_id"]] = decode_vector(binary[0])
+        return out
+
+    def rerank_ids(self, query: str, ids: Sequence[str], inference_id: str, field: str = "text") -> dict[str, float]:
+        """Scores of the chunks ``ids`` for ``query`` from the ``text_similarity_reranker``
+        retriever with the inference endpoint ``inference_id`` (:func:`text_similarity_reranker_body`).
+        A cluster that cannot do it is detected on the first call and refused at once afterwards.
+
+        Raises:
+            RerankError: no such retriever or inference endpoint, licence refusal (the message says which).
+        """
+        state = self._require()
+        if not ids:
+            return {}
+        known = self._retrievers.get("text_similarity_reranker")
+        if known is not None and not known[0]:
+            raise RerankError(f"elastic:{inference_id} reranker: {known[1]}")
+        body = text_similarity_reranker_body(query, ids, inference_id, field)
+        try:
+            resp = self._es.search(index=state["index"], body=body)
+        except ApiError as exc:
+            why = classify_reranker_error(inference_id, exc.meta.status, exc.body)
+            if "no text_similarity_reranker" in why or "licence" in why:
+                self._retrievers["text_similarity_reranker"] = (False, why)
+            raise RerankError(f"elastic:{inference_id} reranker: {why}") from None
+        except TransportError as exc:
+            raise self._fail(exc, "rerank with the text_similarity_reranker retriever") from None
+        self._retrievers["text_similarity_reranker"] = (True, "text_similarity_reranker retriever available")
+        return {h["_id"]: float(h["_score"]) for h in resp.body["hits"]["hits"]}
+
+    def inference_rerank(self, inference_id: str, query: str, texts: Sequence[str]) -> list[float]:
+        """``POST _inference/rerank/<inference_id>`` with ``query`` and ``input`` = ``texts``;
+        one relevance score per text, in input order.
+
+        Raises:
+            RerankError: the cluster has no inference API or no such endpoint (the message says which).
+        """
+        if not texts:
+            return []
+        try:
+            resp = self._es.inference.inference(inference_id=inference_id, task_type="rerank", query=query, input=list(texts))
+        except ApiError as exc:
+            raise RerankError(f"elastic:{inference_id} reranker: {classify_reranker_error(inference_id, exc.meta.status, exc.body)}") from None
+        except TransportError as exc:
+            raise self._fail(exc, "call the inference API") from None
+        scores = [0.0] * len(texts)
+        for item in resp.body.get("rerank", []):
+            scores[int(item["index"])] = float(item["relevance_score"])
+        return scores
+
+    def stats(self) -> dict[str, Any]:
+        """See :class:`esrag.stores.base.Store`; adds url, alias, concrete index, embedder."""
+        base: dict[str, Any] = {"store": self.name, "url": self.url, "alias": self.alias}
+        state = self._state()
+        if state is None:
+            return {**base, "index": None, "chunks": 0, "sources": 0, "corpora": {}}
+        body = {
+            "size": 0, "track_total_hits": True,
+            "aggs": {"corpora": {"terms": {"field": "corpus", "size": 10_000},
+                                 "aggs": {"sources": {"cardinality": {"field": "source_path", "precision_threshold": 40_000}}}}},
+        }
+        resp = self._call("count chunks", self._es.search, index=state["index"], body=body)
+        corpora = {
+            b["key"]: {"chunks": b["doc_count"], "sources": b["sources"]["value"]}
+            for b in sorted(resp.body["aggregations"]["corpora"]["buckets"], key=lambda b: b["key"])
+        }
+        meta = state["meta"]
+        concrete = state["concrete"]
+        return {
+            **base, "index": concrete, "chunks": resp.body["hits"]["total"]["value"],
+            "sources": sum(v["sources"] for v in corpora.values()), "corpora": corpora,
+            "embedder": meta.embedder, "dims": meta.dims, "pipeline": state["pipeline"], "rebuilding": self._rebuild,
+        }
+
+    def query_fields(self, query: str, fields: dict[str, float]) -> dict[str, float]:
+        """The BM25 fields for ``query``: ``fields`` plus ``text.<lang>`` when the index has a
+        subfield for the query's detected language (``_meta.text_languages``)."""
+        state = self._state()
+        subfields = (state or {}).get("raw", {}).get("text_languages") or {}
+        if not subfields or not query.strip():
+            return fields
+        from esrag.language import detect_query, with_language_field
+
+        return with_language_field(fields, detect_query(query, self.language_candidates), subfields)
+
+    def remove_corpus(self, corpus: str, doc_version: str | None = None) -> int:
+        """Delete every chunk of ``corpus`` (of ``doc_version`` only when given): the ids come
+        from a scroll (:meth:`manifest`), the deletes go by ``_bulk`` — every cluster has both,
+        unlike ``_delete_by_query`` (absent from the 8.x integ-test build). Refreshes, so
+        searches no longer see them. Returns the number deleted."""
+        ids = [i for entries in self.manifest(corpus, doc_version).values() for i in entries]
+        deleted = self.delete(ids)
+        self.refresh()
+        return deleted
+
+
+def _times(resp: Any) -> tuple[int | None, float | None]:
+    """A search response's ``took`` and HTTP round trip (ms: request sent to response read)."""
+    took = resp.body.get("took")
+    duration = getattr(getattr(resp, "meta", None), "duration", None)
+    round_trip = round(duration * 1000, 3) if isinstance(duration, (int, float)) else None
+    return took, round_trip
