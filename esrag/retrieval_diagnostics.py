@@ -107,7 +107,8 @@ def diagnose_queries(
     out = QueryDiagnostics(name)
     for qid, text in queries.items():
         cands = list(retrieve(text))[:depth]
-        out.add(qid, rescore(embed_query(text), embed_candidates(cands)) if cands else [])
+        cosines: Sequence[float] = [float(c) for c in rescore(embed_query(text), embed_candidates(cands))] if cands else []
+        out.add(qid, cosines)
     return out
 
 
