@@ -92,8 +92,8 @@ _TESTS = str(Path(__file__).resolve().parent)
 
 
 def _own_source(obj) -> str:
-    """The code of a function or class defined under tests/, without its comments and
-    docstrings (what it does, not what it mentions); '' for anything else."""
+    """The code of a function or class defined under tests/, without its comments, docstrings
+    and decorators (what it does, not what it mentions); '' for anything else."""
     try:
         path = inspect.getsourcefile(obj)
         if not path or not str(Path(path).resolve()).startswith(_TESTS):
@@ -102,6 +102,8 @@ def _own_source(obj) -> str:
     except (OSError, TypeError, SyntaxError):
         return ""
     for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node.decorator_list = []  # parametrize data and fixture options are not what the test runs
         body = getattr(node, "body", None)
         if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body
                 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
