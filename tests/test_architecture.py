@@ -49,6 +49,7 @@ def _resolve(name: str, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+@cache
 def imports(name: str) -> list[tuple[str, int]]:
     """``(imported module, line)`` for every import statement of module ``name``, at any depth
     (inside functions and ``if TYPE_CHECKING`` blocks too). ``from pkg import sub`` counts as
@@ -78,6 +79,7 @@ def _owner(target: str) -> str | None:
     return None
 
 
+@cache
 def graph() -> dict[str, dict[str, int]]:
     """esrag module -> {esrag module it imports: first line}. A package's ``__init__`` importing
     its own submodules is left out (that is how a package exposes its parts)."""
