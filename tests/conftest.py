@@ -69,6 +69,7 @@ def es_url(request, es_nodes) -> str:
 # subprocess or in process, or chromium. `pytest -m "not integration"` runs the rest — pure
 # functions and the embedded store on small inputs — in seconds; CI runs everything.
 import ast  # noqa: E402
+import functools  # noqa: E402
 import inspect  # noqa: E402
 import textwrap  # noqa: E402
 import re  # noqa: E402
@@ -91,6 +92,7 @@ HEAVY = re.compile(
 _TESTS = str(Path(__file__).resolve().parent)
 
 
+@functools.cache
 def _own_source(obj) -> str:
     """The code of a function or class defined under tests/, without its comments, docstrings
     and decorators (what it does, not what it mentions); '' for anything else."""
