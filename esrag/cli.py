@@ -9,25 +9,24 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, Task, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from esrag import __version__, plugins
-from esrag.app import make_chunker, make_ingester, make_site, open_store
-from esrag.config import SEARCH_MODES, Settings, load_settings
-from esrag.errors import EmbedderMismatch, EsragError
+from esrag import __version__, app, plugins
+from esrag.app import open_store
+from esrag.config import SEARCH_MODES, load_settings
+from esrag.errors import EsragError
 from esrag.ingest import Failure, IngestSummary, Observer
-from esrag.model import Document
 from esrag.cli_common import handle_errors, install_warning_hook, json_option, print_json as _print_json
-from esrag.service import hit_json, result_json  # noqa: F401  (hit_json: esrag.cli's public name before esrag.service)
-from esrag.sources import project_root, read_text
+from esrag.service import SearchService, hit_json, result_json  # (hit_json: esrag.cli's public name before esrag.service)
 from esrag.stores.base import Filters
 
 err = Console(stderr=True)
@@ -69,26 +68,13 @@ def main() -> None:
 def setup(as_json: bool) -> None:
     """Create the index (embedded store file, or Elasticsearch templates and pipelines)."""
     settings = load_settings()
-    store = open_store(settings)
-    try:
-        report = store.setup(settings) if hasattr(store, "setup") else _setup_generic(settings, store)
-    finally:
-        store.close()
+    with open_store(settings) as store:
+        report = app.setup_index(settings, store)
     if as_json:
         _print_json(report)
     else:
         for key, value in report.items():
             out.print(f"{key}: {value}")
-
-
-def _setup_generic(settings: Settings, store: Any) -> dict[str, Any]:
-    from esrag.app import embedder_factory
-    from esrag.stores.base import IndexMeta
-
-    emb = embedder_factory(settings)()
-    store.ensure(IndexMeta(emb.spec, emb.dims, list(settings.index_text.embed_fields), dict(settings.index_text.bm25_fields),
-                           __version__, analyzer=settings.index_text.analyzer))
-    return {"store": store.name, "embedder": emb.spec, "dims": emb.dims, **{k: v for k, v in store.stats().items() if k in ("path",)}}
 
 
 class _RichObserver(Observer):
@@ -120,9 +106,7 @@ class _RateColumn(TextColumn):
     def __init__(self) -> None:
         super().__init__("")
 
-    def render(self, task):  # type: ignore[override]
-        from rich.text import Text
-
+    def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
         return Text(f"{speed:,.1f}/s" if speed else "   -/s", style="cyan")
 
@@ -170,68 +154,24 @@ def ingest(path: Path, corpus: str | None, include: tuple[str, ...], exclude: tu
     re-embedding."""
     settings = load_settings(embedder=embedder, enrich=enrich and enrich.lower(), llm=llm_spec, llm_url=llm_url,
                              embedder_url=embedder_url, entities=entities_spec)
-    corpus = corpus or _default_corpus(path)
-    where = make_site(settings, path, corpus, site, base_url, url_template, doc_version)
-    includes = list(include) or (["*.jsonl", "*.ndjson", "*.csv", "*.tsv"] if records else settings.ingest.include)
-    excludes = settings.ingest.exclude + list(exclude)
-    store = open_store(settings)
-    swap = None
-    try:
+    corpus = corpus or app.default_corpus(path)
+    where = app.make_site(settings, path, corpus, site, base_url, url_template, doc_version)
+    with open_store(settings) as store:
         if rebuild:
-            _begin_rebuild(store)
-        with Progress(
-            TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(), _RateColumn(), TimeElapsedColumn(),
-            console=err, disable=as_json and not err.is_terminal,
-        ) as progress:
-            ingester = make_ingester(settings, store, _corpus_chunker(settings, corpus, chunker, records), _RichObserver(progress),
-                                     corpus=corpus, site=None if records else where, doc_version=where.doc_version)
-            summary = _run_ingest(ingester, store, path, corpus, includes, excludes)
-        if rebuild:
-            swap = store.finish_rebuild() if not summary.failures else {"swapped": False, "reason": "failures: fix them and run again"}
-    finally:
-        store.close()
+            app.rebuildable(store)  # fails before any progress is drawn
+        with Progress(TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
+                      TimeElapsedColumn(), console=err, disable=as_json and not err.is_terminal) as progress:
+            result = app.ingest_tree(settings, store, path, corpus=corpus, include=include, exclude=exclude, chunker=chunker,
+                                     records=records, rebuild=rebuild, site=where, observer=_RichObserver(progress))
+    summary = result.summary
     if as_json:
-        _print_json(summary.to_dict() | ({"rebuild": swap} if rebuild else {}))
+        _print_json(result.to_dict())
     else:
         _print_summary(summary)
         if rebuild:
-            err.print(f"rebuild: {swap}")
+            err.print(f"rebuild: {result.rebuild}")
     if summary.failures:
         sys.exit(1)
-
-
-def _corpus_chunker(settings: Settings, corpus: str, name: str | None, records: bool) -> Any:
-    """The chunker for ``corpus``: ``--records`` (records chunker with the corpus's field names),
-    ``--chunker``, or ``[corpora.NAME] chunker``; labelled with the corpus's authority."""
-    from esrag.records import LabelledChunker, RecordsChunker
-
-    cs = settings.corpora.get(corpus)
-    if records or (not name and cs is not None and cs.chunker == "records"):
-        inner = RecordsChunker(cs.records if cs else None, cs.authority if cs else None)
-    else:
-        inner = make_chunker(settings, name or (cs.chunker if cs else None))
-    return LabelledChunker(inner, {"authority": cs.authority}) if cs is not None and cs.authority else inner
-
-
-def _begin_rebuild(store: Any) -> None:
-    if not hasattr(store, "begin_rebuild"):
-        raise click.ClickException("--rebuild needs the Elasticsearch store (ESRAG_ES_URL); for the embedded store ingest into a new ESRAG_DB")
-    store.begin_rebuild()
-
-
-def _run_ingest(ingester: Any, store: Any, *args: Any) -> IngestSummary:
-    try:
-        return ingester.run(*args)
-    except EmbedderMismatch as exc:
-        if hasattr(store, "begin_rebuild") and "--rebuild" not in str(exc):
-            raise EmbedderMismatch(f"{exc} On Elasticsearch, `esrag ingest --rebuild PATH` builds a new versioned index with "
-                                   "the configured embedder and swaps the alias to it when complete.") from exc
-        raise
-
-
-def _default_corpus(path: Path) -> str:
-    resolved = path.resolve()
-    return (resolved if resolved.is_dir() else resolved.parent).name or "default"
 
 
 def _print_summary(s: IngestSummary) -> None:
@@ -282,16 +222,14 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
     Two or more --corpus fan out (one branch per corpus with its [corpora.NAME] k, filters and
     selection, fused by rank); --rerank reorders the top candidates before --expand grows them;
     --budget packs hits up to N cl100k tokens of source text."""
-    from esrag.service import SearchRequest, SearchService
+    from esrag.service import SearchRequest
 
     settings = load_settings(llm=llm_spec, llm_url=llm_url, embedder_url=embedder_url)
-    service = SearchService(settings, open_store(settings), embedder)
-    try:
-        result = service.search(SearchRequest(query, k=k, mode=mode, corpora=list(corpora), path_prefix=path_prefix,
-                                              languages=list(langs), doc_version=doc_version, budget=budget, expand=expand, rerank=rerank,
-                                              rerank_top_n=rerank_top_n, reformulate=reformulate))
-    finally:
-        service.close()
+    with open_store(settings) as store:
+        result = SearchService(settings, store, embedder).search(SearchRequest(
+            query, k=k, mode=mode, corpora=list(corpora), path_prefix=path_prefix, languages=list(langs),
+            doc_version=doc_version, budget=budget, expand=expand, rerank=rerank, rerank_top_n=rerank_top_n,
+            reformulate=reformulate))
     for note in result.notes:
         err.print(f"[yellow]note[/yellow]: {escape(note)}")
     if as_json:
@@ -330,15 +268,10 @@ def ask(question: str, corpora: tuple[str, ...], as_json: bool, budget: int | No
     """Answer QUESTION from the index only: retrieve, group sources with their labels, and have the
     LLM answer in the question's language citing section paths, or abstain when the sources do not
     hold the answer (the higher-authority source governs conflicts)."""
-    from esrag.service import SearchService
-
     settings = load_settings(llm=llm_spec, llm_url=llm_url)
-    service = SearchService(settings, open_store(settings))
-    try:
-        answer = service.ask(question, list(corpora), budget, expand=expand, rerank=rerank, rerank_top_n=rerank_top_n,
-                             reformulate=reformulate)
-    finally:
-        service.close()
+    with open_store(settings) as store:
+        answer = SearchService(settings, store).ask(question, list(corpora), budget, expand=expand, rerank=rerank,
+                                                    rerank_top_n=rerank_top_n, reformulate=reformulate)
     if as_json:
         _print_json(answer.to_dict())
         return
@@ -363,11 +296,10 @@ def page(path: str, corpus: str | None, doc_version: str | None, as_json: bool) 
     with its anchor, reassembled from its chunks in order."""
     from esrag.pages import get_page
 
-    store = open_store(load_settings())
-    try:
+    with open_store(load_settings()) as store:
         found = get_page(store, path, corpus, doc_version)
-    finally:
-        store.close()
+    if found is None:  # a store that cannot tell (get_page raises PageNotFound for an unknown path)
+        raise click.ClickException(f"no indexed page {path!r}")
     if as_json:
         _print_json(found.to_dict())
         return
@@ -401,19 +333,20 @@ def _announce(as_json: bool, url: str, store: str, key: str | None) -> None:
         err.print(f"esrag serving {store} on {url}" + (" (API key required)" if key else ""))
 
 
-def _service() -> Any:
-    """The process's warm :class:`esrag.service.SearchService` (model loaded before listening
-    when the index exists; an unreachable store is reported and served anyway)."""
-    from esrag.service import SearchService
-
+@contextmanager
+def _service() -> Iterator[SearchService]:
+    """``with _service() as service:`` the process's warm :class:`esrag.service.SearchService`
+    (model loaded before listening when the index exists; an unreachable store is reported and
+    served anyway); its store is closed when the block ends."""
     settings = load_settings()
-    service = SearchService(settings, open_store(settings))
-    try:
-        if service.store.meta() is not None:
-            service.warm()
-    except EsragError as exc:  # serve anyway: /health and the tools say why, and it recovers with the store
-        err.print(f"[yellow]warning[/yellow]: {escape(str(exc))}")
-    return service
+    with open_store(settings) as store:
+        service = SearchService(settings, store)
+        try:
+            if store.meta() is not None:
+                service.warm()
+        except EsragError as exc:  # serve anyway: /health and the tools say why, and it recovers with the store
+            err.print(f"[yellow]warning[/yellow]: {escape(str(exc))}")
+        yield service
 
 
 @main.command()
@@ -430,12 +363,9 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
     from esrag.serve.security import resolve_api_key
 
     key = resolve_api_key(host, api_key)
-    service = _service()
-    try:
+    with _service() as service:
         _announce(as_json, f"http://{host}:{port}/", service.store.name, key)
         run(create_app(service, api_key=key, cors_origins=list(cors_origins)), host, port)
-    finally:
-        service.close()
 
 
 @main.command()
@@ -454,8 +384,7 @@ def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: boo
         from esrag.serve.security import resolve_api_key
 
         key = resolve_api_key(host, api_key)
-    service = _service()
-    try:
+    with _service() as service:
         if not over_http:
             mcp_server.run_stdio(service)
             return
@@ -463,8 +392,6 @@ def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: boo
 
         _announce(as_json, f"http://{host}:{port}/mcp", service.store.name, key)
         run(mcp_server.http_app(service, host, key), host, port)
-    finally:
-        service.close()
 
 
 @main.command()
@@ -472,12 +399,8 @@ def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: boo
 @handle_errors
 def status(as_json: bool) -> None:
     """Show what is indexed: store, embedder, chunks and sources per corpus."""
-    settings = load_settings()
-    store = open_store(settings)
-    try:
+    with open_store(load_settings()) as store:
         stats = store.stats()
-    finally:
-        store.close()
     if as_json:
         _print_json(stats)
         return
@@ -500,10 +423,7 @@ def chunk(file: Path, chunker: str | None, as_json: bool, show_text: bool = Fals
     """Show FILE's chunks with section paths, line spans and token counts (--json: their text,
     with include directives resolved inside FILE's project: the nearest folder with book.toml,
     mkdocs.yml, conf.py or .git)."""
-    settings = load_settings()
-    doc = Document(path=file.name, text=read_text(file, str(file), settings.ingest.max_file_bytes),
-                   source=str(file.resolve()), root=str(project_root(file)))
-    chunks = make_chunker(settings, chunker).chunk(doc)
+    doc, chunks = app.chunk_file(load_settings(), file, chunker)
     for problem in doc.problems:
         err.print(f"[yellow]warning[/yellow] {escape(str(file))}: {escape(problem)}", soft_wrap=True)
     if as_json:
@@ -546,7 +466,7 @@ def plugins_cmd(as_json: bool) -> None:
 def doctor(as_json: bool) -> None:
     """Check the store: connectivity, version, licence, capabilities, templates and embedder, each problem with its way out."""
 
-    from esrag.doctor import run_checks, worst
+    from esrag.store_checks import run_checks, worst
 
     checks = run_checks(load_settings())
     if as_json:
@@ -599,7 +519,7 @@ def eval_cmd(config: Path | None, dataset: str | None, arms: str | None, retriev
         return _eval_xquad(config, dataset, _csv(retrievers), limit, out, as_json, _csv(embedder), embedder_url)
     cfg = harness.load_config(config) if config else harness.EvalConfig()
     try:
-        budget_list = [int(b) for b in _csv(budgets)] if budgets else None
+        budget_list = [int(b) for b in _csv(budgets) or []] if budgets else None
     except ValueError as exc:
         raise click.BadParameter(f"budgets are integers (cl100k tokens), got {budgets!r}", param_hint="--budgets") from exc
     cfg = harness.apply_overrides(cfg, parse_dataset_arg(dataset) if dataset else None, _csv(arms), _csv(retrievers),
@@ -656,17 +576,14 @@ def diagnose(queries: Path, modes: tuple[str, ...], scorer: str | None, depth: i
     id/query): Sim@1 and Sim@5 (mean cosine of each query with its top-1/top-5 candidates re-scored
     by --scorer), the top-1/top-2 gap, their paired contrast between two --mode configurations with
     BCa CIs, and the scorer's self-retrieval Sim@5 over the indexed chunks (embedder selection)."""
-    from esrag.diagnose import read_queries, run_store_diagnostics
+    from esrag.retrieval_diagnostics import read_queries, run_store_diagnostics
 
     settings = load_settings(embedder_url=embedder_url)
     qs = read_queries(queries)
     filters = Filters(corpora=list(corpora), languages=[c.lower() for c in langs])
-    store = open_store(settings)
-    try:
+    with open_store(settings) as store:
         report = run_store_diagnostics(settings, store, qs, list(modes) or ["dense"], scorer, depth, sample, filters,
                                        self_retrieval_too=not no_self_retrieval)
-    finally:
-        store.close()
     if as_json:
         _print_json(report)
         return

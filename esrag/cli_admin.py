@@ -48,13 +48,10 @@ def _where(settings: Settings) -> str:
 def remove(corpus: str, doc_version: str | None, yes: bool, as_json: bool) -> None:
     """Remove one corpus (or one --doc-version of it) from the index; the others stay searchable."""
     settings = load_settings()
-    store = open_store(settings)
-    try:
+    with open_store(settings) as store:
         what = f"corpus {corpus!r}" + (f" version {doc_version!r}" if doc_version is not None else "")
         confirm(yes, f"Remove {what} from {_where(settings)}?", "esrag remove")
         removed = remove_corpus(store, corpus, doc_version)
-    finally:
-        store.close()
     if as_json:
         print_json({"corpus": corpus, "doc_version": doc_version, "chunks": removed})
     else:
@@ -69,12 +66,9 @@ def drop(yes: bool, as_json: bool) -> None:
     """Delete the whole index: the SQLite store's tables, or the Elasticsearch alias, its versioned
     indices, templates and ingest pipeline. `esrag setup` or `esrag ingest` start afresh."""
     settings = load_settings()
-    store = open_store(settings)
-    try:
+    with open_store(settings) as store:
         confirm(yes, f"Drop the whole index {_where(settings)}?", "esrag drop")
         report = drop_index(store)
-    finally:
-        store.close()
     if as_json:
         print_json(report)
     else:

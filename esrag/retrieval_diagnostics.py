@@ -38,7 +38,7 @@ from esrag.eval.stats import RESAMPLES, cluster_bootstrap, compare
 METRICS = ("sim@1", "sim@5", "gap")
 
 
-def sim_at_k(cosines: Sequence[float]) -> dict[str, float]:
+def sim_at_k(cosines: Sequence[float] | np.ndarray) -> dict[str, float]:
     """``{"sim@1", "sim@5", "gap"}`` of one query from its candidates' cosines (any order).
 
     Raises:
@@ -67,7 +67,7 @@ class QueryDiagnostics:
     values: dict[str, dict[str, float]] = field(default_factory=lambda: {m: {} for m in METRICS})
     empty: list[str] = field(default_factory=list)
 
-    def add(self, qid: str, cosines: Sequence[float]) -> None:
+    def add(self, qid: str, cosines: Sequence[float] | np.ndarray) -> None:
         if len(cosines) == 0:
             self.empty.append(qid)
             return
@@ -107,7 +107,7 @@ def diagnose_queries(
     out = QueryDiagnostics(name)
     for qid, text in queries.items():
         cands = list(retrieve(text))[:depth]
-        out.add(qid, rescore(embed_query(text), embed_candidates(cands)) if cands else [])
+        out.add(qid, rescore(embed_query(text), embed_candidates(cands)) if cands else np.zeros(0))
     return out
 
 

@@ -1,4 +1,6 @@
-"""``esrag doctor``: what the configured store can do, and what to do about each problem.
+"""The checks table of ``esrag doctor``: what the configured store can do, and what to do
+about each problem. (Not to be confused with :mod:`esrag.retrieval_diagnostics`, the Sim@K
+diagnostics of ``esrag diagnose``.)
 
 :func:`run_checks` returns a list of :class:`Check` (status ``ok``, ``warn`` or ``fail``, a
 detail and the way out). With ``ESRAG_ES_URL`` set it reports on Elasticsearch: connectivity,
@@ -12,7 +14,7 @@ This module knows nothing of the ``elasticsearch`` package: it asks the store.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from esrag.config import Settings
 from esrag.embedding import normalize_spec
@@ -54,14 +56,34 @@ def worst(checks: list[Check]) -> str:
 
 
 # -- Elasticsearch ----------------------------------------------------------------------------
+@runtime_checkable
+class Inspectable(Protocol):
+    """What a cluster-backed store tells ``esrag doctor`` (:class:`esrag.stores.elastic.ElasticStore`)."""
+
+    url: str
+    alias: str
+    names: Any  # the index's asset names (alias, template, component templates, pipeline)
+
+    def health(self) -> dict[str, Any]: ...
+    def capabilities(self) -> Any: ...
+    def assets(self) -> dict[str, Any]: ...
+    def stemming_available(self) -> bool: ...
+    def meta(self) -> Any: ...
+    def close(self) -> None: ...
+
+
 def elastic_checks(settings: Settings) -> list[Check]:
     """Checks of the Elasticsearch store named by ``settings`` (see the module docstring)."""
-    from esrag.app import open_store
+    from esrag.app import connect
 
     try:
-        store = open_store(settings)
+        opened = connect(settings)
     except EsragError as exc:
         return [Check("settings", FAIL, str(exc), "fix ESRAG_ES_URL / ESRAG_INDEX / the credentials settings")]
+    if not isinstance(opened, Inspectable):
+        opened.close()
+        return [Check("store", FAIL, f"the {opened.name} store cannot report on a cluster", "unset ESRAG_STORE")]
+    store = opened
     checks = [Check("store", OK, f"Elasticsearch at {store.url}, alias {store.alias!r} (ESRAG_INDEX)")]
     try:
         try:
@@ -130,7 +152,7 @@ def _processors(processors: list[str]) -> Check:
                  "nothing needed; a full Elasticsearch distribution (ingest-common module) has them")
 
 
-def _stemming(store, settings) -> Check:
+def _stemming(store: Inspectable, settings: Settings) -> Check:
     meta = store.meta()
     analyzer = meta.analyzer if meta else settings.index_text.analyzer
     if analyzer != "english":
@@ -151,7 +173,7 @@ def _analyzers(analyzers: dict[str, bool]) -> Check:
                  "nothing needed; a full distribution (analysis-common module) has language analyzers")
 
 
-def _assets(state: dict[str, Any], store: Any) -> list[Check]:
+def _assets(state: dict[str, Any], store: Inspectable) -> list[Check]:
     names = store.names
     checks: list[Check] = []
     templates_ok = state["index_template"] and all(state["component_templates"].values())
@@ -202,11 +224,8 @@ def embedded_checks(settings: Settings) -> list[Check]:
     from esrag.app import open_store
 
     try:
-        store = open_store(settings)
-        try:
+        with open_store(settings) as store:
             stats, meta = store.stats(), store.meta()
-        finally:
-            store.close()
     except EsragError as exc:
         return checks + [Check("index", FAIL, str(exc), "point ESRAG_DB at an esrag database, or remove the file and ingest again")]
     except Exception as exc:  # a file that is not SQLite raises sqlite3.DatabaseError

@@ -1,0 +1,227 @@
+"""The rules of the house (DESIGN.md), checked on the source: an AST import graph of esrag/
+that counts imports inside functions too. Pure and fast: nothing is imported or run.
+
+(a) no import cycle between esrag modules (a package's ``__init__`` importing its own
+    submodules is fine); (b) no ``esrag.stores.*`` module imports ``esrag.search``; (c) only
+    ``esrag/stores/elastic`` (file or package) imports ``elasticsearch``; (d) no ``hasattr`` /
+    ``getattr`` probe of a store outside ``esrag/stores/`` (capabilities are typed protocols
+    checked with ``isinstance``); (e) no module in esrag/ over 700 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "esrag"
+MAX_LINES = 700
+
+
+def module_name(path: Path) -> str:
+    """``esrag/stores/sqlite.py`` -> ``esrag.stores.sqlite``; ``esrag/llm/__init__.py`` -> ``esrag.llm``."""
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    """Every module of the esrag package by dotted name."""
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+@cache
+def tree(name: str) -> ast.Module:
+    path = modules()[name]
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def _resolve(name: str, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from ... import`` names (relative imports resolved)."""
+    if not node.level:
+        return node.module or ""
+    is_package = modules()[name].name == "__init__.py"
+    base = name.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+@cache
+def imports(name: str) -> list[tuple[str, int]]:
+    """``(imported module, line)`` for every import statement of module ``name``, at any depth
+    (inside functions and ``if TYPE_CHECKING`` blocks too). ``from pkg import sub`` counts as
+    an import of ``pkg.sub`` when that is a module, else of ``pkg``."""
+    known = modules()
+    out: list[tuple[str, int]] = []
+    for node in ast.walk(tree(name)):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(name, node)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.append((sub if sub in known else base, node.lineno))
+    return out
+
+
+def _owner(target: str) -> str | None:
+    """The esrag module an imported name lives in (``esrag.stores.base.Filters`` -> ``esrag.stores.base``)."""
+    known = modules()
+    parts = target.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in known:
+            return candidate
+        parts.pop()
+    return None
+
+
+@cache
+def graph() -> dict[str, dict[str, int]]:
+    """esrag module -> {esrag module it imports: first line}. A package's ``__init__`` importing
+    its own submodules is left out (that is how a package exposes its parts)."""
+    edges: dict[str, dict[str, int]] = {}
+    for name in modules():
+        out = edges.setdefault(name, {})
+        is_package = modules()[name].name == "__init__.py"
+        for target, line in imports(name):
+            owner = _owner(target) if target.split(".")[0] == "esrag" else None
+            if owner is None or owner == name or (is_package and owner.startswith(name + ".")):
+                continue
+            out.setdefault(owner, line)
+    return edges
+
+
+def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each as one
+    cycle through it, every module named with the line of the import that leads on."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            strong(v)
+    return [_one_cycle(edges, set(c), c[0]) for c in found]
+
+
+def _one_cycle(edges: dict[str, dict[str, int]], members: set[str], start: str) -> list[str]:
+    """A shortest cycle from ``start`` back to itself inside ``members`` (breadth first)."""
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(edges.get(v, {})):
+                if w == start:
+                    return paths[v] + [start]
+                if w in members and w not in paths:
+                    paths[w] = paths[v] + [w]
+                    nxt.append(w)
+        frontier = nxt
+    return [start]
+
+
+def _where(name: str, line: int) -> str:
+    return f"{modules()[name].relative_to(PACKAGE.parent)}:{line}"
+
+
+def _describe(edges: dict[str, dict[str, int]], cycle: list[str]) -> str:
+    return " -> ".join(f"{a} ({_where(a, edges[a][b])})" for a, b in zip(cycle, cycle[1:])) + f" -> {cycle[-1]}"
+
+
+# -- the rules -----------------------------------------------------------------------------------
+def test_no_import_cycle_between_esrag_modules():
+    edges = graph()
+    found = [_describe(edges, c) for c in cycles(edges)]
+    assert not found, "import cycles (counting imports inside functions):\n" + "\n".join(found)
+
+
+def test_stores_never_import_search():
+    bad = sorted({f"{_where(name, line)} imports {target}" for name in modules() if name.startswith("esrag.stores")
+                  for target, line in imports(name) if target == "esrag.search" or target.startswith("esrag.search.")})
+    assert not bad, "a store imports esrag.search (a lower floor depending on a higher one):\n" + "\n".join(bad)
+
+
+def _is_elastic_home(name: str) -> bool:
+    return name == "esrag.stores.elastic" or name.startswith("esrag.stores.elastic.")
+
+
+def test_only_the_elastic_store_imports_elasticsearch():
+    bad = sorted({f"{_where(name, line)} imports {target}" for name in modules() if not _is_elastic_home(name)
+                  for target, line in imports(name) if target.split(".")[0] == "elasticsearch"})
+    assert not bad, "elasticsearch imported outside esrag/stores/elastic:\n" + "\n".join(bad)
+
+
+def _mentions_store(node: ast.expr) -> bool:
+    """The probed object is a name or attribute whose own name contains "store" (``store``,
+    ``self.store``, ``self._store``, ``run.store``)."""
+    if isinstance(node, ast.Name):
+        return "store" in node.id.lower()
+    if isinstance(node, ast.Attribute):
+        return "store" in node.attr.lower()
+    return False
+
+
+def store_probes(name: str) -> list[int]:
+    """Lines of ``hasattr(<store>, ...)`` / ``getattr(<store>, ...)`` calls in module ``name``."""
+    return [node.lineno for node in ast.walk(tree(name))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr")
+            and node.args and _mentions_store(node.args[0])]
+
+
+def test_no_duck_typed_store_probe_outside_the_stores():
+    bad = [_where(name, line) for name in modules() if not name.startswith("esrag.stores")
+           for line in store_probes(name)]
+    assert not bad, ("hasattr/getattr probes of a store (use the typed protocols of esrag/stores/base.py with "
+                     "isinstance):\n" + "\n".join(bad))
+
+
+def test_no_module_over_700_lines():
+    long = {str(p.relative_to(PACKAGE.parent)): n for p in modules().values()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+# -- the checker itself --------------------------------------------------------------------------
+def test_the_checker_sees_imports_inside_functions_and_finds_a_cycle():
+    """The rules above rest on these: an import inside a function is an edge, relative imports
+    resolve, and a two-module cycle is reported with both files and lines."""
+    edges = graph()
+    assert "esrag.stores.base" in edges["esrag.stores.sqlite"]  # a top-level import
+    # esrag.app imports esrag.enrich only inside a function (the ingester's builder)
+    assert any(target.startswith("esrag.enrich") for target, _ in imports("esrag.app"))
+    fake = {"esrag.a": {"esrag.b": 3}, "esrag.b": {"esrag.c": 5}, "esrag.c": {"esrag.a": 7}, "esrag.d": {"esrag.a": 1}}
+    assert cycles(fake) == [["esrag.a", "esrag.b", "esrag.c", "esrag.a"]]
+    assert cycles({"esrag.a": {"esrag.b": 1}, "esrag.b": {}}) == []
+    probe = ast.parse("hasattr(self.store, 'x')\ngetattr(store, 'y', None)\nhasattr(cls, 'from_settings')\n")
+    calls = [n for n in ast.walk(probe) if isinstance(n, ast.Call)]
+    assert [_mentions_store(c.args[0]) for c in sorted(calls, key=lambda c: c.lineno)] == [True, True, False]
