@@ -33,7 +33,7 @@ from esrag import plugins
 from esrag.chunking.base import Chunker
 from esrag.config import Settings
 from esrag.errors import ConfigError, EmbedderMismatch, PluginError
-from esrag.embedding import Embedder, make_embedder, normalize_spec
+from esrag.embedding import Embedder, embedder_factory, normalize_spec
 from esrag.ingest import Ingester, IngestSummary, Observer
 from esrag.model import Chunk, Document
 from esrag.search.pipeline import Pipeline
@@ -107,20 +107,6 @@ def default_corpus(path: Path) -> str:
     return (resolved if resolved.is_dir() else resolved.parent).name or "default"
 
 
-def embedder_factory(settings: Settings, spec: str | None = None, corpus: str | None = None) -> Callable[[], Embedder]:
-    """A zero-argument function building the embedder ``spec`` (default: settings.embedder),
-    with ``[corpora.NAME] query_prefix / passage_prefix`` of ``corpus`` when set (else the model
-    table's prefixes)."""
-    chosen = spec or settings.embedder
-    cs = settings.corpora.get(corpus) if corpus else None
-    prefixes = {"query_prefix": cs.query_prefix, "passage_prefix": cs.passage_prefix} if cs else {}
-
-    def build() -> Embedder:
-        return make_embedder(chosen, settings, **prefixes)
-
-    return build
-
-
 def _cached(build: Callable[[], Embedder], path: Path) -> Callable[[], Embedder]:
     """``build`` wrapped so that its embedder reads and fills the embedding cache at ``path``."""
     from esrag.embedding import CachedEmbedder, EmbeddingCache
@@ -148,14 +134,10 @@ def prepare_chunker(settings: Settings, chunker: Chunker) -> Chunker:
 
 
 def make_searcher(settings: Settings, store: Store, embedder_spec: str | None = None, corpus: str | None = None) -> Searcher:
-    """A searcher over ``store``. Queries are embedded with the model the index was built with
-    unless ``embedder_spec`` overrides it (with ``corpus``'s query prefix when it sets one)."""
-    meta = store.meta()
-    spec = embedder_spec or (meta.embedder if meta else settings.embedder)
-    bm25 = settings.index_text.bm25_fields
-    if meta is not None and "bm25_fields" not in settings.index_text.model_fields_set:
-        bm25 = meta.bm25_fields  # the index's own (e.g. an enriched arm's fields) unless configured
-    return Searcher(store, embedder_factory(settings, spec, corpus), settings.search, bm25)
+    """A searcher over ``store`` (:meth:`esrag.search.searcher.Searcher.from_settings`): queries
+    are embedded with the model the index was built with unless ``embedder_spec`` overrides it
+    (with ``corpus``'s query prefix when it sets one)."""
+    return Searcher.from_settings(settings, store, embedder_spec, corpus)
 
 
 def make_pipeline(settings: Settings, store: Store, embedder_spec: str | None = None, corpus: str | None = None) -> Pipeline:

@@ -6,6 +6,9 @@ group: ``st`` (:mod:`esrag.embedding.local`, in process), ``ollama``, ``openai``
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from esrag import plugins
 from esrag.embedding.base import (
     DEFAULT_MODEL,
@@ -32,7 +35,7 @@ from esrag.embedding.local import (
 __all__ = [
     "DEFAULT_MODEL", "CachedEmbedder", "Embedder", "EmbeddingCache", "Progress", "Prompts",
     "SentenceTransformerEmbedder", "choose_backend", "cpu_features", "cpu_has_fast_bf16", "hub_reachable", "l2_normalise",
-    "make_embedder", "normalize_spec", "parse_spec", "prompt_flags", "prompts_for",
+    "embedder_factory", "make_embedder", "normalize_spec", "parse_spec", "prompt_flags", "prompts_for",
     "release_freed_memory", "resolve_model_path",
 ]
 
@@ -48,3 +51,17 @@ def make_embedder(spec: str, settings=None, **options) -> Embedder:
     """
     options = {k: v for k, v in options.items() if v is not None}
     return plugins.create("esrag.embedders", spec, settings, **options)
+
+
+def embedder_factory(settings: Any, spec: str | None = None, corpus: str | None = None) -> Callable[[], Embedder]:
+    """A zero-argument function building the embedder ``spec`` (default: settings.embedder),
+    with ``[corpora.NAME] query_prefix / passage_prefix`` of ``corpus`` when set (else the model
+    table's prefixes)."""
+    chosen = spec or settings.embedder
+    cs = settings.corpora.get(corpus) if corpus else None
+    prefixes = {"query_prefix": cs.query_prefix, "passage_prefix": cs.passage_prefix} if cs else {}
+
+    def build() -> Embedder:
+        return make_embedder(chosen, settings, **prefixes)
+
+    return build

@@ -85,10 +85,9 @@ class Pipeline:
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Any, embedder_spec: str | None = None) -> Pipeline:
-        """The pipeline for ``store`` with the searcher :func:`esrag.app.make_searcher` builds."""
-        from esrag.app import make_searcher
-
-        return cls(settings, store, make_searcher(settings, store, embedder_spec))
+        """The pipeline for ``store`` with the searcher :meth:`Searcher.from_settings` builds
+        (what :func:`esrag.app.make_pipeline` returns)."""
+        return cls(settings, store, Searcher.from_settings(settings, store, embedder_spec))
 
     # -- parts ------------------------------------------------------------------------------
     def corpus(self, name: str) -> CorpusSettings:

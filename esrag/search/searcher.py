@@ -15,8 +15,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from esrag.config import SEARCH_MODES, SearchSettings
-from esrag.embedding import Embedder
+from esrag.config import SEARCH_MODES, SearchSettings, Settings
+from esrag.embedding import Embedder, embedder_factory
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Hit, LegResult
 from esrag.search.fusion import Fused
@@ -43,6 +43,19 @@ class Searcher:
         settings: search defaults (k, mode, RRF constant, windows, leg weights).
         bm25_fields: field -> weight for the BM25 leg.
     """
+
+    @classmethod
+    def from_settings(cls, settings: Settings, store: Store, embedder_spec: str | None = None, corpus: str | None = None) -> Searcher:
+        """A searcher over ``store`` configured by ``settings``: queries are embedded with the
+        model the index was built with (its meta) unless ``embedder_spec`` overrides it, with
+        ``[corpora.NAME] query_prefix`` of ``corpus`` when set; BM25 field weights are the
+        index's own unless ``[index_text] bm25_fields`` is configured."""
+        meta = store.meta()
+        spec = embedder_spec or (meta.embedder if meta else settings.embedder)
+        bm25 = settings.index_text.bm25_fields
+        if meta is not None and "bm25_fields" not in settings.index_text.model_fields_set:
+            bm25 = meta.bm25_fields  # the index's own (e.g. an enriched arm's fields) unless configured
+        return cls(store, embedder_factory(settings, spec, corpus), settings.search, bm25)
 
     def __init__(
         self,

@@ -366,6 +366,11 @@ class NativeRerank(Protocol):
         """Relevance score per chunk id of ``ids`` for ``query`` (higher is better)."""
         ...
 
+    def inference_rerank(self, inference_id: str, query: str, texts: Sequence[str]) -> list[float]:
+        """One relevance score per text of ``texts`` for ``query``, in input order (the
+        ``_inference/rerank`` API)."""
+        ...
+
 
 @runtime_checkable
 class MultiLeg(Protocol):
