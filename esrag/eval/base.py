@@ -51,7 +51,7 @@ class Arm:
         enricher: optional LLM step between chunking and indexing.
         description: one line for reports.
         expand: optional retrieval-time step ``expand(hits, pool_chunks) -> hits`` applied to
-            every ranking before the budget cut (arms E+KX, E+AX of :mod:`esrag.enrich.arms`).
+            every ranking before the budget cut (arms E+KX, E+AX of :mod:`esrag.eval.llm_arms`).
         analyzer: BM25 text analysis of the arm's index (:mod:`esrag.analysis`). Named arms use
             ``standard`` (plain BM25, the seed's protocol); ``default`` uses the configured one.
         section_context, section_context_depth: section-context vectors

@@ -203,7 +203,7 @@ class ClusterFacts(Connected):
         return self._analyzers[analyzer]
 
     def capabilities(self, analyzers: Sequence[str] = ("english", "german", "french")) -> Capabilities:
-        """Everything :mod:`esrag.doctor` reports, found once per connection."""
+        """Everything :mod:`esrag.store_checks` (``esrag doctor``) reports, found once per connection."""
         if self._capabilities is None:
             self._ready()
             self._capabilities = Capabilities(
