@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 from pydantic.dataclasses import dataclass
@@ -24,6 +24,8 @@ from esrag.errors import ConfigError
 from esrag.eval.arms import ARM_NAMES
 from esrag.eval.datasets import KINDS
 from esrag.eval.stats import RESAMPLES
+
+_M = TypeVar("_M", bound=BaseModel)
 
 DEFAULT_ARMS = ("S", "S+T", "F512c", "F256t", "P", "FL", "default", "lc-header", "lc-recursive-512t")
 DEFAULT_RETRIEVERS = ("bm25", "dense", "hybrid")
@@ -232,20 +234,30 @@ def one_line(path: Path | str, exc: ValidationError, model: type[BaseModel], pre
     return ConfigError(f"{path}: {where}: {msg.removeprefix('Value error, ')}")
 
 
-def load_config(path: Path) -> EvalConfig:
-    """Read and validate an eval TOML (see the module docstring) into an :class:`EvalConfig`.
+def read_validated(path: Path, model: type[_M]) -> _M:
+    """The TOML file at ``path`` validated by the pydantic ``model`` (the eval and XQuAD configs).
 
     Raises:
-        ConfigError: unreadable TOML, or a bad key or value (one line naming the file and key).
+        ConfigError: unreadable TOML, or a bad key or value (one line naming the file and key,
+            :func:`one_line`).
     """
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read eval config {path}: {exc}") from exc
     try:
-        f = EvalFile.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
-        raise one_line(path, exc, EvalFile) from None
+        raise one_line(path, exc, model) from None
+
+
+def load_config(path: Path) -> EvalConfig:
+    """Read and validate an eval TOML (see the module docstring) into an :class:`EvalConfig`.
+
+    Raises:
+        ConfigError: unreadable TOML, or a bad key or value (one line naming the file and key).
+    """
+    f = read_validated(path, EvalFile)
     base = path.resolve().parent
     arms: Any = f.arms if f.arms is not None else list(DEFAULT_ARMS)
     custom: dict[str, dict[str, Any]] = {}

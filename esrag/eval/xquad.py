@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 import numpy as np
-from pydantic import Field, PositiveInt, ValidationError
+from pydantic import Field, PositiveInt
 
 from esrag import __version__
 from esrag.config import Settings, load_settings
@@ -47,7 +47,7 @@ from esrag.eval.stats import RESAMPLES, cluster_bootstrap, compare
 from esrag.ingest import meta_hash
 from esrag.model import Chunk, chunk_id
 from esrag.eval.base import default_cache_path, pipeline_settings
-from esrag.eval.config import Table, one_line
+from esrag.eval.config import Table, read_validated
 from esrag.search.pipeline import Pipeline
 from esrag.search.searcher import Searcher
 from esrag.stores.base import IndexMeta
@@ -148,14 +148,7 @@ def load_config(path: Path) -> XQuADConfig:
     Raises:
         ConfigError: unreadable TOML or an unknown key.
     """
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read eval config {path}: {exc}") from exc
-    try:
-        f = XQuADFile.model_validate(data)
-    except ValidationError as exc:
-        raise one_line(path, exc, XQuADFile) from None
+    f = read_validated(path, XQuADFile)
     base, ds = path.resolve().parent, f.dataset
     cfg = XQuADConfig(path=base / ds.path if ds.path else None)
     cfg.questions = list(ds.questions or cfg.questions)
