@@ -4,7 +4,7 @@ Precedence (highest first): values passed in code (CLI flags), environment varia
 file, defaults. The TOML file is ``./esrag.toml`` unless ``ESRAG_CONFIG`` names another.
 Flat top-level names are the documented environment variables (``ESRAG_DB``, ``ESRAG_ES_URL``,
 ``ESRAG_INDEX``, ``ESRAG_EMBEDDER``…); nested sections (``[chunking]``, ``[search]``,
-``[index_text]``, ``[ingest]``) can also be set from the environment with ``__`` as separator,
+``[index_text]``, ``[ingest]``, ``[elasticsearch]``) can also be set from the environment with ``__`` as separator,
 e.g. ``ESRAG_SEARCH__RRF_K=30``.
 """
 
@@ -110,6 +110,12 @@ class IngestSettings(BaseModel):
     max_file_bytes: int = 5_000_000
     embed_batch_size: int = 16
     cache_embeddings: bool = True
+
+
+class ElasticsearchSettings(BaseModel):
+    """``[elasticsearch]``: index and cluster settings of the Elasticsearch store (env
+    ``ESRAG_ELASTICSEARCH__<NAME>``). Fields are added by the features that use them; README
+    "Elasticsearch" says what to choose for one node and for several."""
 
 
 class RecordFields(BaseModel):
@@ -227,6 +233,7 @@ class Settings(BaseSettings):
     index_text: IndexTextSettings = Field(default_factory=IndexTextSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    elasticsearch: ElasticsearchSettings = Field(default_factory=ElasticsearchSettings)  # [elasticsearch]
     corpora: dict[str, CorpusSettings] = Field(default_factory=dict)  # [corpora.NAME]
     answer: AnswerSettings = Field(default_factory=AnswerSettings)
     # LLM enrichment at index time (esrag.enrich): provider:model, server, key, limits.
