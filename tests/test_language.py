@@ -5,7 +5,6 @@ JSON (a full distribution's, and the fallback) and the live fallback on the test
 from __future__ import annotations
 
 import json
-import time
 import warnings
 
 import pytest
@@ -41,14 +40,12 @@ def test_xquad_paragraphs_and_questions_are_detected(lang):
     assert sum(detect_query(q) == lang for q in questions[:300]) / 300 >= 0.97
 
 
-def test_laravel_chunks_are_english_and_detection_is_fast():
+def test_laravel_chunks_are_english():
+    # detection speed (~0.4 ms a chunk) is measured by benchmarks/bench_language.py, not timed here
     chunker = HeaderChunker()
     chunks = [c for name in ("scheduling.md", "queues.md", "eloquent.md") for c in
               chunker.chunk(Document(path=name, text=(LARAVEL / name).read_text(encoding="utf-8")))]
-    t0 = time.perf_counter()
     found = [detect(c.text) for c in chunks]
-    per_chunk = (time.perf_counter() - t0) / len(chunks)
-    assert per_chunk < 0.005  # measured ~0.4 ms a chunk
     decided = [f for f in found if f]
     assert decided.count("en") / len(decided) >= 0.99
 

@@ -162,8 +162,8 @@ def test_sigterm_stops_the_server_gracefully_with_status_0(index_env):
     assert httpx.get(s.url + "/search", params={"q": "queues"}).status_code == 200
     t0 = time.monotonic()
     s.proc.send_signal(signal.SIGTERM)
-    assert s.proc.wait(15) == 0
-    assert time.monotonic() - t0 < 10
+    assert s.proc.wait(60) == 0
+    assert time.monotonic() - t0 < 30  # graceful, not hung on open connections (~1 s on a quiet machine)
     assert "Shutting down" in s.output() or "Finished server process" in s.output()
 
 
