@@ -1,12 +1,23 @@
 """Index lifecycle: the state of the index behind the alias (read once: one ``GET <alias>/_mapping``
 gives the concrete index, esrag's ``_meta`` and the learned capabilities), creating it with its
 templates and pipeline (all or nothing), setup, rebuild into a new versioned index with an atomic
-alias swap, and dropping everything.
+alias swap, and dropping everything; the index settings a cluster needs (shards, replicas,
+:class:`ClusterOptions`) and the bulk-load profile of a first ingest or a rebuild.
+
+Bulk-load profile (``[elasticsearch] bulk_load``, on by default): an index created by an ingest
+(the first one, or ``--rebuild``) starts with ``refresh_interval: -1`` and ``number_of_replicas:
+0`` (Elastic's "Tune for indexing speed": no refreshes and no replica writes during the initial
+load), and records that in its ``_meta.bulk_load``. When the ingest ends (:meth:`Lifecycle.end_bulk_load`,
+from the store's ``refresh``) both are restored, the index is refreshed and its health is
+waited for (green; yellow where the replicas can never be assigned: more replicas than data nodes
+minus one) before a rebuild swaps the alias. An ingest that died during the load leaves the
+marker behind; the next ingest or ``esrag setup`` restores the settings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from elasticsearch import ApiError, NotFoundError, TransportError
@@ -18,6 +29,75 @@ from esrag.stores.elastic.bodies import index_template_body, mappings_component_
 from esrag.stores.elastic.capabilities import META_KEY, ClusterFacts, Learned
 from esrag.stores.elastic.connection import _warn, error_reason
 from esrag.stores.elastic.documents import now
+
+#: key in an index's ``_meta`` while it is bulk-loaded: ``{"started_at", "restore"}``
+BULK_LOAD_KEY = "bulk_load"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterOptions:
+    """Index settings for the cluster and the node-failure budget (``[elasticsearch]``).
+
+    Attributes:
+        shards: primary shards of a new index (``number_of_shards``; fixed for its life).
+        replicas: copies of each shard (``number_of_replicas``, auto-expand off); None keeps the
+            shipped template's ``auto_expand_replicas`` ("0-1": 0 on one node, 1 from two nodes).
+        retry_seconds: how long a bulk batch is sent again while a node is lost (seconds).
+        bulk_load: the bulk-load profile of a first ingest / rebuild (module docstring).
+        health_timeout: seconds to wait for the loaded index's health before going on.
+    """
+
+    shards: int = 1
+    replicas: int | None = None
+    retry_seconds: float = 60.0
+    bulk_load: bool = True
+    health_timeout: float = 120.0
+
+    @classmethod
+    def from_settings(cls, es: Any) -> ClusterOptions:
+        """From :class:`esrag.config.ElasticsearchSettings` (``settings.elasticsearch``)."""
+        return cls(es.shards, es.replicas, es.retry_seconds, es.bulk_load, es.health_timeout)
+
+    def replica_settings(self) -> dict[str, Any]:
+        """The replica settings of a loaded index: ``replicas`` with auto-expand off, or the
+        shipped template's (``mappings/esrag-settings.json``)."""
+        if self.replicas is not None:
+            return {"number_of_replicas": self.replicas, "auto_expand_replicas": False}
+        shipped = _shipped_settings()
+        if shipped.get("auto_expand_replicas") not in (None, False, "false"):
+            return {"auto_expand_replicas": shipped["auto_expand_replicas"]}
+        return {"number_of_replicas": shipped.get("number_of_replicas", 1), "auto_expand_replicas": False}
+
+    def create_settings(self, bulk_load: bool) -> dict[str, Any]:
+        """``settings`` of ``PUT <index>`` (they win over the index template): the shards, the
+        replicas when set, and with ``bulk_load`` no refresh and no replica."""
+        index: dict[str, Any] = {"number_of_shards": self.shards}
+        if self.replicas is not None:
+            index |= self.replica_settings()
+        if bulk_load:
+            index |= {"refresh_interval": "-1", "number_of_replicas": 0, "auto_expand_replicas": False}
+        return {"index": index}
+
+    def restore_settings(self) -> dict[str, Any]:
+        """``PUT <index>/_settings`` that ends the bulk-load profile: the template's refresh
+        interval (default 1 s when it sets none) and the replica settings."""
+        return {"index": {"refresh_interval": _shipped_settings().get("refresh_interval"), **self.replica_settings()}}
+
+    def wanted_replicas(self, data_nodes: int) -> int:
+        """Replicas the loaded index asks for on a cluster of ``data_nodes`` data nodes."""
+        if self.replicas is not None:
+            return self.replicas
+        auto = str(_shipped_settings().get("auto_expand_replicas") or "")
+        if "-" in auto:
+            low, high = auto.split("-", 1)
+            top = data_nodes - 1 if high == "all" else int(high)
+            return max(int(low), min(top, data_nodes - 1))
+        return int(_shipped_settings().get("number_of_replicas", 1))
+
+
+def _shipped_settings() -> dict[str, Any]:
+    settings: dict[str, Any] = load_asset("mappings", "esrag-settings.json")["template"]["settings"]["index"]
+    return settings
 
 
 class Lifecycle(ClusterFacts):
@@ -32,7 +112,10 @@ class Lifecycle(ClusterFacts):
 
     names: IndexNames
     name: str
+    cluster: ClusterOptions
     _info: dict[str, Any] | None
+    #: the index this store is bulk-loading (created with the profile), until :meth:`end_bulk_load`
+    _bulk_load: str | None = None
     _rebuild: bool
     _rebuild_index: str | None
 
@@ -142,9 +225,16 @@ class Lifecycle(ClusterFacts):
                 names both and the way out (``esrag ingest --rebuild``).
             StoreError: the cluster is unreachable or rejects the templates (nothing is left behind).
         """
+        self._ensure(meta, None)
+
+    def _ensure(self, meta: IndexMeta, bulk_load: bool | None) -> None:
+        """:meth:`ensure`; a new index gets the bulk-load profile when ``bulk_load`` (None: the
+        ``[elasticsearch] bulk_load`` setting)."""
         state = self._state()
         if state is not None:
             self._check(state["meta"], meta, state["index"])
+            self._recover_bulk_load(state)
+            state = self._state() or state
             learned = state["learned"]
             version = self.server_version()
             if learned is None or learned.es_version != version:
@@ -158,11 +248,11 @@ class Lifecycle(ClusterFacts):
         self._info = None
         if self._rebuild:
             current = self._alias_index()
-            self._rebuild_index = self._install(meta, with_alias=current is None, rebuild_of=current)
+            self._rebuild_index = self._install(meta, with_alias=current is None, rebuild_of=current, bulk_load=bulk_load)
             if current is None:  # nothing to rebuild: a plain first index
                 self._rebuild, self._rebuild_index = False, None
         else:
-            self._install(meta, with_alias=True)
+            self._install(meta, with_alias=True, bulk_load=bulk_load)
 
     def relearn(self, rrf: tuple[bool, str]) -> None:
         """Record in ``_meta.capabilities`` that the native ``rrf`` retriever is (un)available,
@@ -219,11 +309,13 @@ class Lifecycle(ClusterFacts):
         """:meth:`setup` for a known ``meta``; returns the same report."""
         state = self._state()
         if state is None:
-            self.ensure(meta)
+            self._ensure(meta, False)  # an index made by setup is not being loaded
             state = self._state()
             status = "created"
         else:
             self._check(state["meta"], meta, state["index"])
+            self._recover_bulk_load(state)
+            state = self._state() or state
             _, learned = self._put_assets(state["meta"], [], rebuild_of=state["raw"].get("rebuild_of"))
             learned.default_pipeline = state["pipeline"]  # the index keeps the settings it was made with
             raw = {**state["raw"], META_KEY: learned.to_meta()}
@@ -288,8 +380,11 @@ class Lifecycle(ClusterFacts):
         undo.append((lambda: es.ingest.delete_pipeline(id=name)) if previous is None else (lambda: es.ingest.put_pipeline(id=name, body=previous)))
         return True
 
-    def _install(self, meta: IndexMeta, with_alias: bool, rebuild_of: str | None = None) -> str:
-        """Templates, pipeline and the next versioned index (+ alias); all or nothing."""
+    def _install(self, meta: IndexMeta, with_alias: bool, rebuild_of: str | None = None, bulk_load: bool | None = None) -> str:
+        """Templates, pipeline and the next versioned index (+ alias) with the cluster's shards
+        and replicas, and the bulk-load profile when ``bulk_load`` (None: the setting); all or
+        nothing."""
+        load = self.cluster.bulk_load if bulk_load is None else bulk_load
         if not meta.created_at:
             meta.created_at = now()
         undo: list[Callable[[], Any]] = []
@@ -298,7 +393,7 @@ class Lifecycle(ClusterFacts):
             pipeline, learned = self._put_assets(meta, undo, rebuild_of)
             aliases = {self.alias: {"is_write_index": True}} if with_alias else None
             try:
-                self._es.indices.create(index=index, aliases=aliases)
+                self._es.indices.create(index=index, aliases=aliases, settings=self.cluster.create_settings(load))
             except ApiError as exc:
                 if error_reason(exc.body).startswith("resource_already_exists_exception") and with_alias and self._alias_index():
                     return self._alias_index() or index  # another ingest created it first
@@ -312,6 +407,9 @@ class Lifecycle(ClusterFacts):
                     f"Elasticsearch at {self.url} created {index} without esrag's mapping: another index template with a "
                     f"higher priority than {self.names.priority} matches {self.names.pattern}; remove it or choose another ESRAG_INDEX"
                 )
+            if load:
+                got = {**got, BULK_LOAD_KEY: {"started_at": now(), "restore": self.cluster.restore_settings()["index"]}}
+                self._call(f"mark {index} as bulk-loading", self._es.indices.put_mapping, index=index, meta=got)
         except BaseException as exc:
             for step in reversed(undo):
                 try:
@@ -328,7 +426,86 @@ class Lifecycle(ClusterFacts):
         target = self.alias if with_alias else index
         self._info = {"index": target, "concrete": index, "meta": IndexMeta.from_dict(got), "pipeline": pipeline,
                       "raw": got, "learned": Learned.from_meta(got) or learned}
+        self._bulk_load = index if load else None
         return index
+
+    # -- bulk-load profile ------------------------------------------------------------------
+    def end_bulk_load(self) -> dict[str, Any] | None:
+        """End the bulk-load profile of the index this store created (module docstring):
+        restore its refresh interval and replicas, refresh it, wait for its health. A no-op
+        (None) when this store is not bulk-loading.
+
+        Returns:
+            the health report of :meth:`_wait_health`, or None.
+
+        Raises:
+            StoreError: the cluster refuses the settings, or the index is red after
+                ``health_timeout`` seconds (a primary shard has no copy on any node).
+        """
+        index, self._bulk_load = self._bulk_load, None
+        if index is None:
+            return None
+        return self._restore_after_load(index)
+
+    def _recover_bulk_load(self, state: dict[str, Any]) -> None:
+        """Restore the settings of an index whose bulk load another (dead) ingest began."""
+        if BULK_LOAD_KEY in state["raw"] and self._bulk_load != state["concrete"]:
+            self._restore_after_load(state["concrete"])
+
+    def _restore_after_load(self, index: str) -> dict[str, Any]:
+        """Restore, refresh and wait for the health of ``index``; then drop its ``_meta`` marker."""
+        self._call(f"restore the refresh interval and replicas of {index}", self._es.indices.put_settings, index=index,
+                   settings=self.cluster.restore_settings())
+        self._call(f"refresh {index}", self._es.indices.refresh, index=index)
+        health = self._wait_health(index)
+        raw = (self._mappings(index) or {}).get(index) or {}
+        if BULK_LOAD_KEY in raw:
+            raw = {k: v for k, v in raw.items() if k != BULK_LOAD_KEY}
+            self._call(f"clear the bulk-load mark of {index}", self._es.indices.put_mapping, index=index, meta=raw)
+        state = self._info
+        if state is not None and state.get("concrete") == index:
+            self._info = {**state, "raw": raw}
+        return health
+
+    def _wait_health(self, index: str) -> dict[str, Any]:
+        """Wait up to ``health_timeout`` seconds for ``index`` to be green — or yellow when its
+        replicas can never all be assigned (as many replicas as data nodes or more: one node
+        with replicas >= 1). Yellow after the timeout warns (searches are answered, failover
+        waits for the replicas); red raises.
+
+        Returns:
+            ``{"status", "wanted", "data_nodes", "unassigned_shards", "seconds"}``.
+
+        Raises:
+            StoreError: red after the timeout: a primary shard of ``index`` has no copy.
+        """
+        import time
+
+        t0 = time.monotonic()
+        first = self._call(f"check the health of {index}", self._es.cluster.health, index=index).body
+        nodes = int(first.get("number_of_data_nodes", 1))
+        replicas = self.cluster.wanted_replicas(nodes)
+        wanted = "yellow" if replicas >= nodes else "green"
+        timeout = self.cluster.health_timeout
+        es = self._es.options(request_timeout=timeout + 30, ignore_status=408)
+        body = self._call(f"wait for {index} to be {wanted}", es.cluster.health, index=index, wait_for_status=wanted,
+                          timeout=f"{max(1, round(timeout))}s").body
+        status, unassigned = body.get("status", "red"), int(body.get("unassigned_shards", 0))
+        report = {"status": status, "wanted": wanted, "data_nodes": nodes, "unassigned_shards": unassigned,
+                  "seconds": round(time.monotonic() - t0, 2)}
+        if status == "red":
+            raise StoreError(self._redact(
+                f"the index {index} on Elasticsearch at {self.url} is red after {timeout:.0f} s: {unassigned} shard "
+                f"copies unassigned, a primary shard has no copy on any node; bring the lost node back, see "
+                f"GET _cluster/allocation/explain, or lower [elasticsearch] replicas/shards"))
+        if status != "green" and (wanted == "green" or body.get("timed_out")):
+            _warn(f"the index {index} on Elasticsearch at {self.url} is {status} after {report['seconds']:.0f} s: "
+                  f"{unassigned} replica shards unassigned ({replicas} replicas wanted on {nodes} data nodes); searches "
+                  "are answered from the primaries, but a node lost now loses its shards")
+        elif status == "yellow":
+            _warn(f"the index {index} on Elasticsearch at {self.url} stays yellow: {replicas} replicas can never be "
+                  f"assigned on {nodes} data node(s) (set [elasticsearch] replicas below the number of data nodes)")
+        return report
 
     def _next_number(self) -> int:
         try:
@@ -384,6 +561,10 @@ class Lifecycle(ClusterFacts):
             self._rebuild, self._rebuild_index = False, None
             return {"swapped": False, "reason": "no rebuild in progress", "index": self._alias_index()}
         new, old = self._rebuild_index, self._alias_index()
+        if self._bulk_load == new:
+            self.end_bulk_load()  # restore, refresh and wait for the health before the swap
+        elif BULK_LOAD_KEY in ((self._mappings(new) or {}).get(new) or {}):
+            self._restore_after_load(new)  # a load another ingest began
         self._call("refresh the rebuilt index", self._es.indices.refresh, index=new)
         missing = sorted(set(self._corpora(old)) - set(self._corpora(new))) if old else []
         if missing and not force:
