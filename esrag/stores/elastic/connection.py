@@ -211,7 +211,8 @@ class Connected:
         """One clear :class:`StoreError` for a client exception: the URL, the cause, the way out."""
         where = f"Elasticsearch at {self.url}"
         if isinstance(exc, (ESConnectionError, ConnectionTimeout)) or (isinstance(exc, TransportError) and not isinstance(exc, ApiError)):
-            text = str(exc)
+            text = " ".join([str(exc), str(getattr(exc, "message", "")), *(str(e) for e in getattr(exc, "errors", ()) or ()),
+                             str(exc.__cause__ or "")])
             if "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in text or "TLS" in text:
                 hint = "set ESRAG_ES_CA_CERTS to the cluster's CA certificate (PEM), or check the URL's scheme"
                 cause = "TLS verification failed"
@@ -256,7 +257,8 @@ def _warn(message: str) -> None:
 
 def _short_cause(text: str) -> str:
     for needle in ("Connection refused", "timed out", "Name or service not known", "No route to host",
-                   "Temporary failure in name resolution", "Connection reset", "Remote end closed connection"):
+                   "Temporary failure in name resolution", "Connection reset", "Remote end closed connection",
+                   "RemoteDisconnected", "Connection aborted", "Broken pipe"):
         if needle in text:
-            return needle.lower()
+            return "remote end closed connection" if needle == "RemoteDisconnected" else needle.lower()
     return text[:200]
