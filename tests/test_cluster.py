@@ -88,34 +88,60 @@ def _settings(s: ElasticStore) -> dict:
     return s._es.indices.get_settings(index=index).body[index]["settings"]["index"]
 
 
-def test_a_new_index_has_the_shards_and_replicas_and_its_bulk_load_ends_green(store, es_cluster):
-    got = _settings(store)
-    assert got["number_of_shards"] == "3"
-    assert (got["refresh_interval"], got["number_of_replicas"]) == ("-1", "0")  # loading: no refresh, no replica
-    assert BULK_LOAD_KEY in store._state()["raw"]
-    StoreContract().write(store, [make_chunk(i, f"chunk {i} about queues") for i in range(6)], [unit(i % 8) for i in range(6)])
-    got = _settings(store)
+def _write(s: ElasticStore, n: int, start: int = 0) -> None:
+    chunks = [make_chunk(i, f"chunk {i} about queues") for i in range(start, start + n)]
+    report = s.write(chunks, np.stack([unit(i % 8) for i in range(start, start + n)]), ["m"] * n)
+    assert not report.failed, report.failed
+
+
+def test_a_first_load_runs_without_refresh_or_replica_and_ends_green(make_cluster_store, es_cluster):
+    s = make_cluster_store(batch_size=5)
+    quietly(s.ensure, meta())
+    got = _settings(s)
+    assert (got["number_of_shards"], got["number_of_replicas"], got["auto_expand_replicas"]) == ("3", "1", "false")
+    assert "refresh_interval" not in got
+    _write(s, 6)  # a first write of at least one batch into the empty index: the profile starts
+    got = _settings(s)
+    assert (got["refresh_interval"], got["number_of_replicas"]) == ("-1", "0")
+    assert BULK_LOAD_KEY in s._state()["raw"]
+    assert ElasticStore(",".join(es_cluster), s.alias).stats()["chunks"] == 0  # nothing visible before the end
+    _write(s, 4, start=6)  # later writes of the same load change nothing
+    quietly(s.refresh)  # the ingest's end: replicas and refresh back, green, then visible
+    got = _settings(s)
     assert got["number_of_replicas"] == "1" and "refresh_interval" not in got and got["auto_expand_replicas"] == "false"
-    health = store._es.cluster.health(index=store._state()["concrete"]).body
+    health = s._es.cluster.health(index=s._state()["concrete"]).body
     assert health["status"] == "green" and health["active_shards"] == 6  # 3 primaries + 3 replicas
-    fresh = ElasticStore(",".join(es_cluster), store.alias)
-    assert BULK_LOAD_KEY not in fresh._state()["raw"] and fresh.stats()["chunks"] == 6
+    fresh = ElasticStore(",".join(es_cluster), s.alias)
+    assert BULK_LOAD_KEY not in fresh._state()["raw"] and fresh.stats()["chunks"] == 10
+    _write(fresh, 6, start=10)  # the index is not empty any more: no profile for this store
+    assert _settings(fresh)["number_of_replicas"] == "1" and BULK_LOAD_KEY not in fresh._state()["raw"]
     fresh.close()
 
 
+def test_a_small_first_write_and_a_non_empty_index_keep_their_settings(make_cluster_store, es_cluster):
+    s = make_cluster_store()  # batch_size 500
+    quietly(s.ensure, meta())
+    _write(s, 6)
+    assert "refresh_interval" not in _settings(s) and BULK_LOAD_KEY not in s._state()["raw"]
+
+
 def test_an_ingest_that_died_mid_load_is_restored_by_the_next(make_cluster_store, es_cluster):
-    s = make_cluster_store()
-    quietly(s.ensure, meta())  # created with the profile; the process "dies" before its refresh
+    s = make_cluster_store(batch_size=5)
+    quietly(s.ensure, meta())
+    _write(s, 6)  # the profile starts; the process "dies" before its refresh
+    assert _settings(s)["refresh_interval"] == "-1"
     again = make_cluster_store(index=s.alias)
     quietly(again.ensure, meta())
     got = _settings(again)
     assert got["number_of_replicas"] == "1" and "refresh_interval" not in got
     assert BULK_LOAD_KEY not in again._state()["raw"]
+    assert BULK_LOAD_KEY not in ElasticStore(",".join(es_cluster), s.alias)._state()["raw"]
 
 
 def test_the_profile_can_be_turned_off_and_replicas_left_to_the_template(make_cluster_store):
-    s = make_cluster_store(cluster=ClusterOptions(shards=2, bulk_load=False))
+    s = make_cluster_store(cluster=ClusterOptions(shards=2, bulk_load=False), batch_size=5)
     quietly(s.ensure, meta())
+    _write(s, 6)
     got = _settings(s)
     assert (got["number_of_shards"], got["auto_expand_replicas"]) == ("2", "0-1") and "refresh_interval" not in got
     assert BULK_LOAD_KEY not in s._state()["raw"]

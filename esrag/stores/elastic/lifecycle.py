@@ -4,14 +4,18 @@ templates and pipeline (all or nothing), setup, rebuild into a new versioned ind
 alias swap, and dropping everything; the index settings a cluster needs (shards, replicas,
 :class:`ClusterOptions`) and the bulk-load profile of a first ingest or a rebuild.
 
-Bulk-load profile (``[elasticsearch] bulk_load``, on by default): an index created by an ingest
-(the first one, or ``--rebuild``) starts with ``refresh_interval: -1`` and ``number_of_replicas:
-0`` (Elastic's "Tune for indexing speed": no refreshes and no replica writes during the initial
-load), and records that in its ``_meta.bulk_load``. When the ingest ends (:meth:`Lifecycle.end_bulk_load`,
-from the store's ``refresh``) both are restored, the index is refreshed and its health is
-waited for (green; yellow where the replicas can never be assigned: more replicas than data nodes
-minus one) before a rebuild swaps the alias. An ingest that died during the load leaves the
-marker behind; the next ingest or ``esrag setup`` restores the settings.
+Bulk-load profile (``[elasticsearch] bulk_load``, on by default): the first write into an empty
+index (a first ingest, or ``--rebuild``) that carries at least one bulk batch (``batch_size``
+chunks; smaller loads gain nothing) switches the index to ``refresh_interval: -1`` and
+``number_of_replicas: 0`` (Elastic's "Tune for indexing speed": "Unset or increase the refresh
+interval", "Disable replicas for initial loads") and records that in its ``_meta.bulk_load``
+(:meth:`Lifecycle.begin_bulk_load`). When the ingest ends (:meth:`Lifecycle.end_bulk_load`, from
+the store's ``refresh``) both are restored and the index's health is waited for (green; yellow
+where the replicas can never be assigned: as many replicas as data nodes or more) before the
+refresh and, for a rebuild, the alias swap. An ingest that died during the load leaves the
+marker behind; the next ingest or ``esrag setup`` restores the settings. The price: while the
+load runs, a node lost loses the shards it held (no replica yet) and the ingest waits for it
+(``retry_seconds``); turn the profile off to keep failover during a first load.
 """
 
 from __future__ import annotations
@@ -68,15 +72,18 @@ class ClusterOptions:
             return {"auto_expand_replicas": shipped["auto_expand_replicas"]}
         return {"number_of_replicas": shipped.get("number_of_replicas", 1), "auto_expand_replicas": False}
 
-    def create_settings(self, bulk_load: bool) -> dict[str, Any]:
-        """``settings`` of ``PUT <index>`` (they win over the index template): the shards, the
-        replicas when set, and with ``bulk_load`` no refresh and no replica."""
+    def create_settings(self) -> dict[str, Any]:
+        """``settings`` of ``PUT <index>`` (they win over the index template): the shards, and
+        the replicas when set."""
         index: dict[str, Any] = {"number_of_shards": self.shards}
         if self.replicas is not None:
             index |= self.replica_settings()
-        if bulk_load:
-            index |= {"refresh_interval": "-1", "number_of_replicas": 0, "auto_expand_replicas": False}
         return {"index": index}
+
+    @staticmethod
+    def load_settings() -> dict[str, Any]:
+        """``PUT <index>/_settings`` that starts the bulk-load profile: no refresh, no replica."""
+        return {"index": {"refresh_interval": "-1", "number_of_replicas": 0, "auto_expand_replicas": False}}
 
     def restore_settings(self) -> dict[str, Any]:
         """``PUT <index>/_settings`` that ends the bulk-load profile: the template's refresh
@@ -114,8 +121,12 @@ class Lifecycle(ClusterFacts):
     name: str
     cluster: ClusterOptions
     _info: dict[str, Any] | None
-    #: the index this store is bulk-loading (created with the profile), until :meth:`end_bulk_load`
+    batch_size: int
+    #: the index this store is bulk-loading, until :meth:`end_bulk_load`
     _bulk_load: str | None = None
+    #: the index this store created (empty until written), and the index whose first write was seen
+    _created: str | None = None
+    _first_write_seen: str | None = None
     _rebuild: bool
     _rebuild_index: str | None
 
@@ -225,11 +236,6 @@ class Lifecycle(ClusterFacts):
                 names both and the way out (``esrag ingest --rebuild``).
             StoreError: the cluster is unreachable or rejects the templates (nothing is left behind).
         """
-        self._ensure(meta, None)
-
-    def _ensure(self, meta: IndexMeta, bulk_load: bool | None) -> None:
-        """:meth:`ensure`; a new index gets the bulk-load profile when ``bulk_load`` (None: the
-        ``[elasticsearch] bulk_load`` setting)."""
         state = self._state()
         if state is not None:
             self._check(state["meta"], meta, state["index"])
@@ -248,11 +254,11 @@ class Lifecycle(ClusterFacts):
         self._info = None
         if self._rebuild:
             current = self._alias_index()
-            self._rebuild_index = self._install(meta, with_alias=current is None, rebuild_of=current, bulk_load=bulk_load)
+            self._rebuild_index = self._install(meta, with_alias=current is None, rebuild_of=current)
             if current is None:  # nothing to rebuild: a plain first index
                 self._rebuild, self._rebuild_index = False, None
         else:
-            self._install(meta, with_alias=True, bulk_load=bulk_load)
+            self._install(meta, with_alias=True)
 
     def relearn(self, rrf: tuple[bool, str]) -> None:
         """Record in ``_meta.capabilities`` that the native ``rrf`` retriever is (un)available,
@@ -309,7 +315,7 @@ class Lifecycle(ClusterFacts):
         """:meth:`setup` for a known ``meta``; returns the same report."""
         state = self._state()
         if state is None:
-            self._ensure(meta, False)  # an index made by setup is not being loaded
+            self.ensure(meta)
             state = self._state()
             status = "created"
         else:
@@ -380,11 +386,9 @@ class Lifecycle(ClusterFacts):
         undo.append((lambda: es.ingest.delete_pipeline(id=name)) if previous is None else (lambda: es.ingest.put_pipeline(id=name, body=previous)))
         return True
 
-    def _install(self, meta: IndexMeta, with_alias: bool, rebuild_of: str | None = None, bulk_load: bool | None = None) -> str:
+    def _install(self, meta: IndexMeta, with_alias: bool, rebuild_of: str | None = None) -> str:
         """Templates, pipeline and the next versioned index (+ alias) with the cluster's shards
-        and replicas, and the bulk-load profile when ``bulk_load`` (None: the setting); all or
-        nothing."""
-        load = self.cluster.bulk_load if bulk_load is None else bulk_load
+        and replicas (``[elasticsearch] shards``/``replicas``); all or nothing."""
         if not meta.created_at:
             meta.created_at = now()
         undo: list[Callable[[], Any]] = []
@@ -393,7 +397,7 @@ class Lifecycle(ClusterFacts):
             pipeline, learned = self._put_assets(meta, undo, rebuild_of)
             aliases = {self.alias: {"is_write_index": True}} if with_alias else None
             try:
-                self._es.indices.create(index=index, aliases=aliases, settings=self.cluster.create_settings(load))
+                self._es.indices.create(index=index, aliases=aliases, settings=self.cluster.create_settings())
             except ApiError as exc:
                 if error_reason(exc.body).startswith("resource_already_exists_exception") and with_alias and self._alias_index():
                     return self._alias_index() or index  # another ingest created it first
@@ -407,9 +411,6 @@ class Lifecycle(ClusterFacts):
                     f"Elasticsearch at {self.url} created {index} without esrag's mapping: another index template with a "
                     f"higher priority than {self.names.priority} matches {self.names.pattern}; remove it or choose another ESRAG_INDEX"
                 )
-            if load:
-                got = {**got, BULK_LOAD_KEY: {"started_at": now(), "restore": self.cluster.restore_settings()["index"]}}
-                self._call(f"mark {index} as bulk-loading", self._es.indices.put_mapping, index=index, meta=got)
         except BaseException as exc:
             for step in reversed(undo):
                 try:
@@ -426,14 +427,43 @@ class Lifecycle(ClusterFacts):
         target = self.alias if with_alias else index
         self._info = {"index": target, "concrete": index, "meta": IndexMeta.from_dict(got), "pipeline": pipeline,
                       "raw": got, "learned": Learned.from_meta(got) or learned}
-        self._bulk_load = index if load else None
+        self._created = index
         return index
 
     # -- bulk-load profile ------------------------------------------------------------------
+    def begin_bulk_load(self, chunks: int) -> bool:
+        """Before a write of ``chunks`` chunks: start the bulk-load profile (module docstring)
+        when this is the first write into an empty index and it carries at least ``batch_size``
+        chunks (one ``PUT _settings`` and one ``PUT _mapping``; the emptiness of an index this
+        store did not create costs one ``_count``). Decided once per index.
+
+        Returns:
+            True when the profile started now.
+
+        Raises:
+            StoreError: the cluster refuses the settings.
+        """
+        state = self._info
+        if state is None or not self.cluster.bulk_load or self._first_write_seen == state["concrete"]:
+            return False
+        index = state["concrete"]
+        self._first_write_seen = index
+        if chunks < max(1, self.batch_size) or BULK_LOAD_KEY in state["raw"]:
+            return False
+        if self._created != index and self._call(f"count the chunks of {index}", self._es.count, index=index).body["count"]:
+            return False
+        self._call(f"start the bulk-load profile of {index}", self._es.indices.put_settings, index=index,
+                   settings=self.cluster.load_settings())
+        raw = {**state["raw"], BULK_LOAD_KEY: {"started_at": now(), "restore": self.cluster.restore_settings()["index"]}}
+        self._call(f"mark {index} as bulk-loading", self._es.indices.put_mapping, index=index, meta=raw)
+        self._info = {**state, "raw": raw}
+        self._bulk_load = index
+        return True
+
     def end_bulk_load(self) -> dict[str, Any] | None:
-        """End the bulk-load profile of the index this store created (module docstring):
-        restore its refresh interval and replicas, refresh it, wait for its health. A no-op
-        (None) when this store is not bulk-loading.
+        """End the bulk-load profile this store started (module docstring): restore the index's
+        refresh interval and replicas and wait for its health (the caller refreshes it). A
+        no-op (None) when this store is not bulk-loading.
 
         Returns:
             the health report of :meth:`_wait_health`, or None.
@@ -453,17 +483,17 @@ class Lifecycle(ClusterFacts):
             self._restore_after_load(state["concrete"])
 
     def _restore_after_load(self, index: str) -> dict[str, Any]:
-        """Restore, refresh and wait for the health of ``index``; then drop its ``_meta`` marker."""
+        """Restore the settings of ``index`` and wait for its health; then drop its ``_meta`` marker."""
         self._call(f"restore the refresh interval and replicas of {index}", self._es.indices.put_settings, index=index,
                    settings=self.cluster.restore_settings())
-        self._call(f"refresh {index}", self._es.indices.refresh, index=index)
         health = self._wait_health(index)
-        raw = (self._mappings(index) or {}).get(index) or {}
+        state = self._info
+        known = state is not None and state.get("concrete") == index
+        raw = state["raw"] if state is not None and known else (self._mappings(index) or {}).get(index) or {}
         if BULK_LOAD_KEY in raw:
             raw = {k: v for k, v in raw.items() if k != BULK_LOAD_KEY}
             self._call(f"clear the bulk-load mark of {index}", self._es.indices.put_mapping, index=index, meta=raw)
-        state = self._info
-        if state is not None and state.get("concrete") == index:
+        if state is not None and known:
             self._info = {**state, "raw": raw}
         return health
 
@@ -482,15 +512,21 @@ class Lifecycle(ClusterFacts):
         import time
 
         t0 = time.monotonic()
-        first = self._call(f"check the health of {index}", self._es.cluster.health, index=index).body
-        nodes = int(first.get("number_of_data_nodes", 1))
+        if self.cluster.replicas or "auto_expand_replicas" not in self.cluster.replica_settings():
+            # can they all be assigned? (auto-expanded replicas always can)
+            first = self._call(f"check the health of {index}", self._es.cluster.health, index=index).body
+            nodes = int(first.get("number_of_data_nodes", 1))
+        else:
+            nodes = 0
         replicas = self.cluster.wanted_replicas(nodes)
-        wanted = "yellow" if replicas >= nodes else "green"
+        wanted = "yellow" if nodes and replicas >= nodes else "green"
         timeout = self.cluster.health_timeout
         es = self._es.options(request_timeout=timeout + 30, ignore_status=408)
         body = self._call(f"wait for {index} to be {wanted}", es.cluster.health, index=index, wait_for_status=wanted,
                           timeout=f"{max(1, round(timeout))}s").body
         status, unassigned = body.get("status", "red"), int(body.get("unassigned_shards", 0))
+        nodes = int(body.get("number_of_data_nodes", nodes))
+        replicas = self.cluster.wanted_replicas(nodes)
         report = {"status": status, "wanted": wanted, "data_nodes": nodes, "unassigned_shards": unassigned,
                   "seconds": round(time.monotonic() - t0, 2)}
         if status == "red":
@@ -562,9 +598,7 @@ class Lifecycle(ClusterFacts):
             return {"swapped": False, "reason": "no rebuild in progress", "index": self._alias_index()}
         new, old = self._rebuild_index, self._alias_index()
         if self._bulk_load == new:
-            self.end_bulk_load()  # restore, refresh and wait for the health before the swap
-        elif BULK_LOAD_KEY in ((self._mappings(new) or {}).get(new) or {}):
-            self._restore_after_load(new)  # a load another ingest began
+            self.end_bulk_load()  # restore and wait for the health before the swap (the ingest's refresh did, usually)
         self._call("refresh the rebuilt index", self._es.indices.refresh, index=new)
         missing = sorted(set(self._corpora(old)) - set(self._corpora(new))) if old else []
         if missing and not force:

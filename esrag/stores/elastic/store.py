@@ -189,6 +189,7 @@ class ElasticStore(Lifecycle):
             raise EmbedderMismatch(f"vectors have {vectors.shape[1]} dims; the index {state['index']} at {self.url} holds {state['meta'].dims}")
         stamp = None if state["pipeline"] else now()
         actions = [Action("index", state["index"], c.id, chunk_document(c, v, h, stamp)) for c, v, h in zip(chunks, vectors, meta_hashes)]
+        self.begin_bulk_load(len(actions))  # a first load into an empty index: no refresh, no replica until the end
         return bulk_report(self._bulk(actions))
 
     def update_meta(self, chunks: Sequence[Chunk], meta_hashes: Sequence[str]) -> WriteReport:
