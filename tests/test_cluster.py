@@ -384,3 +384,28 @@ def test_one_node_ingest_waits_for_its_node_then_fails_clearly(lone_node, tmp_pa
     s.close()
     short.close()
     assert waited > 3
+
+
+def test_a_search_with_a_shard_left_without_any_copy_fails_clearly(make_cluster_store, es_cluster):
+    s = make_cluster_store(cluster=ClusterOptions(shards=3, replicas=0, bulk_load=False))
+    first = ingest(s, REQUESTS, "requests", HashEmbedder())
+    assert first.chunks_new > 50
+    searcher = Searcher(s, lambda: HashEmbedder(), SearchSettings(), BM25)
+    assert len(searcher.search("session cookies", k=5).hits) == 5
+    index = s._state()["concrete"]
+    holders = {row["node"] for row in s._es.cat.shards(index=index, format="json").body if row["prirep"] == "p"}
+    victim = next(u for u in es_cluster if f"esrag-9.2.8-{u.rsplit(':', 1)[1]}" in holders)
+    os.kill(node_pid(victim), 9)
+    try:
+        with pytest.raises(StoreError) as err:
+            for _ in range(20):  # until the cluster has noticed the node is gone
+                searcher.search("session cookies", k=5)
+                time.sleep(0.5)
+    finally:
+        restart = es_cluster_command("start", ES_KEEP_DATA="1")
+    message = str(err.value)
+    assert "answered the bm25 leg from only part of the index: 1 of 3 shards did not answer" in message, message
+    assert "bring the node back, or set [elasticsearch] replicas >= 1" in message and "\n" not in message
+    assert restart.returncode == 0, restart.stdout[-2000:]
+    wait_cluster(next(u for u in es_cluster if u != victim), 3)
+    assert len(searcher.search("session cookies", k=5).hits) == 5  # the node back with its data: whole again

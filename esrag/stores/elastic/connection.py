@@ -68,6 +68,20 @@ def error_reason(body: Any) -> str:
     return _clip(str(body))
 
 
+def shard_failure(answer: dict[str, Any]) -> str | None:
+    """Why a search answer came from only some of its shards (``_shards.failed`` > 0: a shard
+    with no live copy, e.g. its node is down and it has no replica), or None when every shard
+    answered. The text names the counts and the first failure's reason."""
+    shards = answer.get("_shards") or {}
+    failed = int(shards.get("failed") or 0)
+    if not failed:
+        return None
+    first = (shards.get("failures") or [{}])[0]
+    reason = error_reason({"error": first.get("reason") or {}}) if first.get("reason") else "no reason given"
+    return (f"{failed} of {shards.get('total', '?')} shards did not answer ({reason}): a shard has no live copy (its "
+            "node is down and it has no replica); bring the node back, or set [elasticsearch] replicas >= 1")
+
+
 def _clip(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 

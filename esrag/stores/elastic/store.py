@@ -62,7 +62,16 @@ from esrag.stores.elastic.bodies import (
 )
 from esrag.stores.elastic.bulk import Action, BulkItem, bulk_stream, report as bulk_report
 from esrag.stores.elastic.capabilities import Capabilities
-from esrag.stores.elastic.connection import classify_reranker_error, classify_retriever_probe, error_reason, make_client, node_urls, redact_url, url_secrets
+from esrag.stores.elastic.connection import (
+    classify_reranker_error,
+    classify_retriever_probe,
+    error_reason,
+    make_client,
+    node_urls,
+    redact_url,
+    shard_failure,
+    url_secrets,
+)
 from esrag.stores.elastic.documents import META_FIELDS, chunk_document, chunk_from_source, cosines, decode_vector, now, scored
 from esrag.stores.elastic.lifecycle import ClusterOptions, Lifecycle
 
@@ -358,6 +367,8 @@ class ElasticStore(Lifecycle):
                 if "error" in answer:
                     where = "" if len(queries) == 1 else " of a fan-out branch"
                     raise StoreError(f"Elasticsearch at {self.url} failed the {name} leg{where}: {error_reason(answer)}")
+                if (partial := shard_failure(answer)) is not None:  # a leg from only some shards is not an answer
+                    raise StoreError(self._redact(f"Elasticsearch at {self.url} answered the {name} leg from only part of the index: {partial}"))
                 hits = answer["hits"]["hits"]
                 legs[name] = scored(hits) if name == "bm25" else cosines(hits)
                 sources.update((h["_id"], h["_source"]) for h in hits if "_source" in h)
