@@ -123,8 +123,9 @@ class ElasticsearchSettings(BaseModel):
     # template's auto_expand_replicas "0-1" (0 on one node, 1 as soon as there are two)
     replicas: int | None = Field(default=None, ge=0, le=64)
     retry_seconds: float = Field(default=60.0, ge=0)  # ESRAG_ELASTICSEARCH__RETRY_SECONDS: bulk waits this long for a lost node
-    # ESRAG_ELASTICSEARCH__BULK_LOAD: a first ingest / --rebuild loads with refresh_interval -1 and 0 replicas
-    bulk_load: bool = True
+    # ESRAG_ELASTICSEARCH__BULK_LOAD: a first ingest / --rebuild loads with refresh_interval -1 and 0 replicas;
+    # off: it did not pay on the Laravel docs, one node or three (README "Running on a cluster")
+    bulk_load: bool = False
     health_timeout: float = Field(default=120.0, gt=0)  # seconds to wait for green after a bulk load
 
 class RecordFields(BaseModel):

@@ -40,6 +40,7 @@ BM25 = {"text": 1.0, "section_path": 1.0}
 LARAVEL = DATA / "corpora" / "laravel-docs"
 REQUESTS = DATA / "corpora" / "requests-docs"
 SHARDED = ClusterOptions(shards=3, replicas=1)
+LOADING = ClusterOptions(shards=3, replicas=1, bulk_load=True)
 
 
 def fresh_alias() -> str:
@@ -95,7 +96,7 @@ def _write(s: ElasticStore, n: int, start: int = 0) -> None:
 
 
 def test_a_first_load_runs_without_refresh_or_replica_and_ends_green(make_cluster_store, es_cluster):
-    s = make_cluster_store(batch_size=5)
+    s = make_cluster_store(batch_size=5, cluster=LOADING)
     quietly(s.ensure, meta())
     got = _settings(s)
     assert (got["number_of_shards"], got["number_of_replicas"], got["auto_expand_replicas"]) == ("3", "1", "false")
@@ -111,7 +112,7 @@ def test_a_first_load_runs_without_refresh_or_replica_and_ends_green(make_cluste
     assert got["number_of_replicas"] == "1" and "refresh_interval" not in got and got["auto_expand_replicas"] == "false"
     health = s._es.cluster.health(index=s._state()["concrete"]).body
     assert health["status"] == "green" and health["active_shards"] == 6  # 3 primaries + 3 replicas
-    fresh = ElasticStore(",".join(es_cluster), s.alias)
+    fresh = ElasticStore(",".join(es_cluster), s.alias, cluster=LOADING, batch_size=5)
     assert BULK_LOAD_KEY not in fresh._state()["raw"] and fresh.stats()["chunks"] == 10
     _write(fresh, 6, start=10)  # the index is not empty any more: no profile for this store
     assert _settings(fresh)["number_of_replicas"] == "1" and BULK_LOAD_KEY not in fresh._state()["raw"]
@@ -119,14 +120,14 @@ def test_a_first_load_runs_without_refresh_or_replica_and_ends_green(make_cluste
 
 
 def test_a_small_first_write_and_a_non_empty_index_keep_their_settings(make_cluster_store, es_cluster):
-    s = make_cluster_store()  # batch_size 500
+    s = make_cluster_store(cluster=LOADING)  # batch_size 500
     quietly(s.ensure, meta())
     _write(s, 6)
     assert "refresh_interval" not in _settings(s) and BULK_LOAD_KEY not in s._state()["raw"]
 
 
 def test_an_ingest_that_died_mid_load_is_restored_by_the_next(make_cluster_store, es_cluster):
-    s = make_cluster_store(batch_size=5)
+    s = make_cluster_store(batch_size=5, cluster=LOADING)
     quietly(s.ensure, meta())
     _write(s, 6)  # the profile starts; the process "dies" before its refresh
     assert _settings(s)["refresh_interval"] == "-1"
@@ -138,8 +139,9 @@ def test_an_ingest_that_died_mid_load_is_restored_by_the_next(make_cluster_store
     assert BULK_LOAD_KEY not in ElasticStore(",".join(es_cluster), s.alias)._state()["raw"]
 
 
-def test_the_profile_can_be_turned_off_and_replicas_left_to_the_template(make_cluster_store):
-    s = make_cluster_store(cluster=ClusterOptions(shards=2, bulk_load=False), batch_size=5)
+def test_the_profile_is_off_by_default_and_replicas_left_to_the_template(make_cluster_store):
+    assert ClusterOptions().bulk_load is False and Settings().elasticsearch.bulk_load is False
+    s = make_cluster_store(cluster=ClusterOptions(shards=2), batch_size=5)
     quietly(s.ensure, meta())
     _write(s, 6)
     got = _settings(s)
@@ -166,7 +168,7 @@ def test_a_malformed_url_in_the_list_is_named(es_cluster):
 
 def test_settings_reach_the_store(es_cluster, tmp_path):
     env = {"ESRAG_ES_URL": ",".join(es_cluster), "ESRAG_ELASTICSEARCH__SHARDS": "3", "ESRAG_ELASTICSEARCH__REPLICAS": "1",
-           "ESRAG_ELASTICSEARCH__RETRY_SECONDS": "15", "ESRAG_ELASTICSEARCH__BULK_LOAD": "false"}
+           "ESRAG_ELASTICSEARCH__RETRY_SECONDS": "15", "ESRAG_ELASTICSEARCH__BULK_LOAD": "true"}
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -174,7 +176,7 @@ def test_settings_reach_the_store(es_cluster, tmp_path):
     finally:
         for k, v in old.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
-    assert s.cluster == ClusterOptions(shards=3, replicas=1, retry_seconds=15.0, bulk_load=False)
+    assert s.cluster == ClusterOptions(shards=3, replicas=1, retry_seconds=15.0, bulk_load=True)
     assert len(s._es.transport.node_pool.all()) == 3
     s.close()
 

@@ -4,7 +4,8 @@ templates and pipeline (all or nothing), setup, rebuild into a new versioned ind
 alias swap, and dropping everything; the index settings a cluster needs (shards, replicas,
 :class:`ClusterOptions`) and the bulk-load profile of a first ingest or a rebuild.
 
-Bulk-load profile (``[elasticsearch] bulk_load``, on by default): the first write into an empty
+Bulk-load profile (``[elasticsearch] bulk_load``, off by default: measured, it did not pay at
+documentation scale — README "Running on a cluster"): the first write into an empty
 index (a first ingest, or ``--rebuild``) that carries at least one bulk batch (``batch_size``
 chunks; smaller loads gain nothing) switches the index to ``refresh_interval: -1`` and
 ``number_of_replicas: 0`` (Elastic's "Tune for indexing speed": "Unset or increase the refresh
@@ -47,14 +48,14 @@ class ClusterOptions:
         replicas: copies of each shard (``number_of_replicas``, auto-expand off); None keeps the
             shipped template's ``auto_expand_replicas`` ("0-1": 0 on one node, 1 from two nodes).
         retry_seconds: how long a bulk batch is sent again while a node is lost (seconds).
-        bulk_load: the bulk-load profile of a first ingest / rebuild (module docstring).
+        bulk_load: the bulk-load profile of a first ingest / rebuild (module docstring; off by default).
         health_timeout: seconds to wait for the loaded index's health before going on.
     """
 
     shards: int = 1
     replicas: int | None = None
     retry_seconds: float = 60.0
-    bulk_load: bool = True
+    bulk_load: bool = False
     health_timeout: float = 120.0
 
     @classmethod
@@ -479,13 +480,17 @@ class Lifecycle(ClusterFacts):
 
     def _recover_bulk_load(self, state: dict[str, Any]) -> None:
         """Restore the settings of an index whose bulk load another (dead) ingest began."""
-        if BULK_LOAD_KEY in state["raw"] and self._bulk_load != state["concrete"]:
-            self._restore_after_load(state["concrete"])
+        mark = state["raw"].get(BULK_LOAD_KEY)
+        if mark is not None and self._bulk_load != state["concrete"]:
+            restore = mark.get("restore") if isinstance(mark, dict) else None
+            self._restore_after_load(state["concrete"], restore if isinstance(restore, dict) else None)
 
-    def _restore_after_load(self, index: str) -> dict[str, Any]:
-        """Restore the settings of ``index`` and wait for its health; then drop its ``_meta`` marker."""
+    def _restore_after_load(self, index: str, restore: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Restore the settings of ``index`` (``restore``: those its marker recorded; else this
+        store's) and wait for its health; then drop its ``_meta`` marker."""
+        settings = {"index": restore} if restore else self.cluster.restore_settings()
         self._call(f"restore the refresh interval and replicas of {index}", self._es.indices.put_settings, index=index,
-                   settings=self.cluster.restore_settings())
+                   settings=settings)
         health = self._wait_health(index)
         state = self._info
         known = state is not None and state.get("concrete") == index
