@@ -411,3 +411,63 @@ def test_a_search_with_a_shard_left_without_any_copy_fails_clearly(make_cluster_
     assert restart.returncode == 0, restart.stdout[-2000:]
     wait_cluster(next(u for u in es_cluster if u != victim), 3)
     assert len(searcher.search("session cookies", k=5).hits) == 5  # the node back with its data: whole again
+
+
+# -- the bulk retry loop, request by request (a real node behind a stand-in that drops or refuses) --
+class Dropped(Exception):
+    """Raised by a stand-in rule: the connection closes without an answer (a node that died)."""
+
+
+def test_bulk_sends_a_batch_again_after_dropped_connections_and_refusals(es_cluster):
+    from test_store_elastic import StandIn
+
+    seen = {"bulk": 0}
+
+    def rule(method, path, body):
+        if "/_bulk" in path:
+            seen["bulk"] += 1
+            if seen["bulk"] in (2, 3):  # the second batch: two connections dropped mid-request
+                raise Dropped
+            if 5 <= seen["bulk"] <= 9:  # the third batch: refused with 429 beyond streaming_bulk's retries
+                return 429, {"error": {"type": "es_rejected_execution_exception", "reason": "queue full"}, "status": 429}
+        return None
+
+    with StandIn(es_cluster[0], rule) as standin:
+        s = ElasticStore(standin.url, fresh_alias(), batch_size=5, max_retries=2, initial_backoff=0.05, max_backoff=0.2,
+                         cluster=ClusterOptions(retry_seconds=30))
+        try:
+            quietly(s.ensure, meta())
+            chunks = [make_chunk(i, f"chunk {i} about retries") for i in range(15)]
+            report = s.write(chunks, np.stack([unit(i % 8) for i in range(15)]), ["m"] * 15)
+            s.refresh()
+            assert not report.failed and report.written == 15
+            assert s._es.count(index=s.alias).body["count"] == 15  # every chunk once
+            assert seen["bulk"] == 10  # 1 + (2 dropped + 1) + (3 refused + 2 refused again + 1) ... in order
+        finally:
+            ElasticStore(es_cluster[0], s.alias).drop()
+            s.close()
+
+
+def test_bulk_gives_up_on_items_refused_for_longer_than_retry_seconds(es_cluster):
+    from test_store_elastic import StandIn
+
+    def rule(method, path, body):
+        if "/_bulk" in path:
+            return 503, {"error": {"type": "unavailable_shards_exception", "reason": "primary shard is not active"}, "status": 503}
+        return None
+
+    with StandIn(es_cluster[0], rule) as standin:
+        s = ElasticStore(standin.url, fresh_alias(), batch_size=5, max_retries=1, initial_backoff=0.1, max_backoff=0.4,
+                         cluster=ClusterOptions(retry_seconds=1.5))
+        try:
+            quietly(s.ensure, meta())
+            t0 = time.monotonic()
+            report = s.write([make_chunk(i, f"chunk {i}") for i in range(3)], np.stack([unit(i) for i in range(3)]), ["m"] * 3)
+            took = time.monotonic() - t0
+            assert report.written == 0 and len(report.failed) == 3
+            reason = next(iter(report.failed.values()))
+            assert reason.startswith("gave up after 1 retries: 503 unavailable_shards_exception: primary shard is not active (and ")
+            assert reason.endswith(" s of retries)") and 1.0 <= took < 10
+        finally:
+            ElasticStore(es_cluster[0], s.alias).drop()
+            s.close()
