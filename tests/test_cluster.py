@@ -149,6 +149,33 @@ def test_the_profile_is_off_by_default_and_replicas_left_to_the_template(make_cl
     assert BULK_LOAD_KEY not in s._state()["raw"]
 
 
+def test_a_rebuild_loads_with_the_profile_and_swaps_only_when_green(make_cluster_store, es_cluster):
+    s = make_cluster_store(cluster=LOADING, batch_size=20)
+    ingest(s, REQUESTS, "requests", HashEmbedder(16))
+    first = s._state()["concrete"]
+    seen: list[dict] = []
+
+    def look(call: int) -> None:  # the second window of the rebuild: the new index is loading
+        if call == 2:
+            index = s._state()["concrete"]
+            seen.append({"index": index, **s._es.indices.get_settings(index=index).body[index]["settings"]["index"]})
+
+    s.begin_rebuild()
+    summary = ingest(s, REQUESTS, "requests", HashEmbedder(32, on_call=look), window=40)
+    assert not summary.failures
+    assert seen and seen[0]["index"] != first and (seen[0]["refresh_interval"], seen[0]["number_of_replicas"]) == ("-1", "0")
+    done = quietly(s.finish_rebuild)
+    assert done["swapped"] and done["previous"] == first
+    new = done["index"]
+    got = s._es.indices.get_settings(index=new).body[new]["settings"]["index"]
+    assert got["number_of_replicas"] == "1" and "refresh_interval" not in got
+    assert s._es.cluster.health(index=new).body["status"] == "green"
+    fresh = ElasticStore(",".join(es_cluster), s.alias)
+    assert fresh.meta().dims == 32 and BULK_LOAD_KEY not in fresh._state()["raw"]
+    assert fresh.stats()["chunks"] == summary.chunks_new
+    fresh.close()
+
+
 def test_the_client_fails_over_past_a_dead_node_url(make_cluster_store, es_cluster):
     dead = f"http://127.0.0.1:{free_port()}"
     s = make_cluster_store(url=",".join([dead, *es_cluster]))
@@ -346,6 +373,18 @@ def test_one_node_ingest_waits_for_its_node_then_fails_clearly(lone_node, tmp_pa
     for name in ("scheduling.md", "queues.md", "cache.md", "validation.md"):
         shutil.copy(LARAVEL / name, tree / name)
     expected = reference(tmp_path, tree, "laravel")
+
+    # one node, replicas 1 and the profile: the replicas can never be assigned; said at once, no wait
+    lonely = ElasticStore(url, fresh_alias(), batch_size=5, cluster=ClusterOptions(replicas=1, bulk_load=True))
+    quietly(lonely.ensure, meta())
+    _write(lonely, 6)
+    t0 = time.monotonic()
+    with pytest.warns(ClusterWarning, match=r"stays yellow: 1 replicas can never be assigned on 1 data node\(s\)"):
+        lonely.refresh()
+    assert time.monotonic() - t0 < 20 and _settings(lonely)["number_of_replicas"] == "1"
+    lonely.drop()
+    lonely.close()
+
     s = ElasticStore(url, fresh_alias(), batch_size=40, cluster=ClusterOptions(retry_seconds=240))
     back = threading.Event()
     restarted: list[subprocess.CompletedProcess] = []

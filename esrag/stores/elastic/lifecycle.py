@@ -21,6 +21,7 @@ load runs, a node lost loses the shards it held (no replica yet) and the ingest 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -514,8 +515,6 @@ class Lifecycle(ClusterFacts):
         Raises:
             StoreError: red after the timeout: a primary shard of ``index`` has no copy.
         """
-        import time
-
         t0 = time.monotonic()
         if self.cluster.replicas or "auto_expand_replicas" not in self.cluster.replica_settings():
             # can they all be assigned? (auto-expanded replicas always can)
