@@ -510,3 +510,16 @@ def test_bulk_gives_up_on_items_refused_for_longer_than_retry_seconds(es_cluster
         finally:
             ElasticStore(es_cluster[0], s.alias).drop()
             s.close()
+
+
+def test_node_urls_are_split_checked_and_redacted():
+    from esrag.stores.elastic.connection import node_urls, redact_url, url_secrets
+
+    urls = node_urls(" http://a:9200 , https://u:pw@b:9243 ")
+    assert urls == ["http://a:9200", "https://u:pw@b:9243"] and url_secrets(urls) == ["pw"]
+    assert redact_url("http://a:9200,https://u:pw@b:9243") == "http://a:9200,https://b:9243"
+    for bad, named in (("http://a:9200,", "''"), ("http://a:9200,b:9201", "'b:9201'"), ("http://a:99999", "'http://a:99999'"),
+                       ("http://a:9200,ftp://u:pw@c:21", "'ftp://c:21'")):
+        with pytest.raises(ConfigError) as err:
+            node_urls(bad)
+        assert f"entry {named}" in str(err.value) and "pw" not in str(err.value) and "\n" not in str(err.value)
