@@ -29,7 +29,7 @@ from pathlib import Path
 from esrag.app import ingest_tree
 from esrag.config import Settings
 from esrag.stores.elastic import ClusterWarning, ElasticStore
-from esrag.stores.elastic.lifecycle import ClusterOptions
+from esrag.stores.elastic.cluster import ClusterOptions
 from esrag.stores.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -28,7 +28,7 @@ from esrag.errors import ConfigError, StoreError
 from esrag.ingest import Ingester
 from esrag.search.searcher import Searcher
 from esrag.stores.elastic import ClusterWarning, ElasticStore
-from esrag.stores.elastic.lifecycle import BULK_LOAD_KEY, ClusterOptions
+from esrag.stores.elastic.cluster import BULK_LOAD_KEY, ClusterOptions
 from esrag.stores.sqlite import SQLiteStore
 from paths import DATA
 from store_suite import StoreContract, make_chunk, meta, unit

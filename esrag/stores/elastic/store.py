@@ -73,7 +73,8 @@ from esrag.stores.elastic.connection import (
     url_secrets,
 )
 from esrag.stores.elastic.documents import META_FIELDS, chunk_document, chunk_from_source, cosines, decode_vector, now, scored
-from esrag.stores.elastic.lifecycle import ClusterOptions, Lifecycle
+from esrag.stores.elastic.cluster import ClusterOptions
+from esrag.stores.elastic.lifecycle import Lifecycle
 
 
 class ElasticStore(Lifecycle):
