@@ -364,6 +364,8 @@ def lone_node(es_cluster):
         yield port
     finally:
         es_single("stop", port)
+        base = os.environ.get("ES_HOME_BASE") or ("/var/cache/esrag/es" if os.geteuid() == 0 else str(Path.home() / ".cache/esrag/es"))
+        shutil.rmtree(Path(base) / "nodes" / f"9.2.8-{port}", ignore_errors=True)  # its config, data and logs
 
 
 def test_one_node_ingest_waits_for_its_node_then_fails_clearly(lone_node, tmp_path):
