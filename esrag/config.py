@@ -117,6 +117,16 @@ class ElasticsearchSettings(BaseModel):
     ``ESRAG_ELASTICSEARCH__<NAME>``). Fields are added by the features that use them; README
     "Elasticsearch" says what to choose for one node and for several."""
 
+    # cluster, node failures, bulk-load profile (README "Running on a cluster")
+    shards: int = Field(default=1, ge=1, le=1024)  # ESRAG_ELASTICSEARCH__SHARDS: primaries of a new index
+    # ESRAG_ELASTICSEARCH__REPLICAS: copies of each shard in a new index; unset = the shipped
+    # template's auto_expand_replicas "0-1" (0 on one node, 1 as soon as there are two)
+    replicas: int | None = Field(default=None, ge=0, le=64)
+    retry_seconds: float = Field(default=60.0, ge=0)  # ESRAG_ELASTICSEARCH__RETRY_SECONDS: bulk waits this long for a lost node
+    # ESRAG_ELASTICSEARCH__BULK_LOAD: a first ingest / --rebuild loads with refresh_interval -1 and 0 replicas;
+    # off: it did not pay on the Laravel docs, one node or three (README "Running on a cluster")
+    bulk_load: bool = False
+    health_timeout: float = Field(default=120.0, gt=0)  # seconds to wait for green after a bulk load
 
 class RecordFields(BaseModel):
     """Field names of a record source (JSONL/CSV, :mod:`esrag.records`): which record field

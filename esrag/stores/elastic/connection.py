@@ -68,6 +68,20 @@ def error_reason(body: Any) -> str:
     return _clip(str(body))
 
 
+def shard_failure(answer: dict[str, Any]) -> str | None:
+    """Why a search answer came from only some of its shards (``_shards.failed`` > 0: a shard
+    with no live copy, e.g. its node is down and it has no replica), or None when every shard
+    answered. The text names the counts and the first failure's reason."""
+    shards = answer.get("_shards") or {}
+    failed = int(shards.get("failed") or 0)
+    if not failed:
+        return None
+    first = (shards.get("failures") or [{}])[0]
+    reason = error_reason({"error": first.get("reason") or {}}) if first.get("reason") else "no reason given"
+    return (f"{failed} of {shards.get('total', '?')} shards did not answer ({reason}): a shard has no live copy (its "
+            "node is down and it has no replica); bring the node back, or set [elasticsearch] replicas >= 1")
+
+
 def _clip(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
@@ -116,7 +130,10 @@ def fast_serializers() -> dict[str, Any]:
 
 
 def redact_url(url: str) -> str:
-    """``url`` without user:password (safe to print)."""
+    """``url`` without user:password (safe to print); for a comma-separated list of node URLs,
+    each of them."""
+    if "," in url:
+        return ",".join(redact_url(u.strip()) for u in url.split(","))
     parts = urlsplit(url)
     if parts.username or parts.password:
         host = parts.hostname or ""
@@ -125,16 +142,54 @@ def redact_url(url: str) -> str:
         return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
     return url
 
-def make_client(url: str, request_timeout: float, api_key: str | None, user: str | None, password: str | None,
+
+def node_urls(url: str) -> list[str]:
+    """The node URLs of ``ESRAG_ES_URL``: one ``http(s)://host[:port]`` URL or several,
+    comma-separated (blanks around the commas are ignored), in their order.
+
+    Raises:
+        ConfigError: the value is empty, or one entry is not an http(s)://host[:port] URL (the
+            message names it, redacted, and its position).
+    """
+    entries = [u.strip() for u in (url or "").split(",")]
+    if not any(entries):
+        raise ConfigError(f"ESRAG_ES_URL={redact_url(url or '')!r} is not an http(s)://host:port URL")
+    out: list[str] = []
+    for pos, entry in enumerate(entries, 1):
+        parts = urlsplit(entry)
+        try:
+            port_ok = parts.port is None or 0 < parts.port < 65536
+        except ValueError:
+            port_ok = False
+        if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+            where = f" (node {pos} of {len(entries)} in ESRAG_ES_URL={redact_url(url)!r})" if len(entries) > 1 else ""
+            raise ConfigError(f"ESRAG_ES_URL entry {redact_url(entry)!r}{where} is not an http(s)://host:port URL")
+        out.append(entry)
+    return out
+
+
+def url_secrets(urls: list[str]) -> list[str]:
+    """The passwords written into ``urls`` (``user:password@host``), to redact from messages."""
+    return [p for p in (urlsplit(u).password for u in urls) if p]
+
+
+def make_client(url: str | list[str], request_timeout: float, api_key: str | None, user: str | None, password: str | None,
                 ca_certs: str | Path | None, redacted_url: str, redact: Callable[[str], str]) -> Elasticsearch:
-    """The client for ``url``: ``request_timeout`` seconds per request, 2 transport retries on
-    timeouts and 502/503/504, orjson serializers, API key (wins) or basic auth, a CA bundle.
+    """The client for ``url`` (one node URL, or a list of them): ``request_timeout`` seconds
+    per request, orjson serializers, API key (wins) or basic auth, a CA bundle.
+
+    Failover (elastic-transport's node pool, no sniffing): a request that fails with a
+    connection error or a timeout, or answers 502/503/504, is retried on the next node, up to
+    ``max(2, nodes)`` times; a node that failed is left out (it is marked dead, then tried
+    again after a back-off of 1 s doubling up to 30 s), so with several nodes a dead one costs
+    one failed attempt, not one per request.
 
     Raises:
         ConfigError: ``ca_certs`` is not a file, or the client refuses the URL.
     """
+    hosts = [url] if isinstance(url, str) else list(url)
     options: dict[str, Any] = {
-        "request_timeout": request_timeout, "max_retries": 2, "retry_on_timeout": True,
+        "request_timeout": request_timeout, "max_retries": max(2, len(hosts)), "retry_on_timeout": True,
         "retry_on_status": (502, 503, 504), "serializers": fast_serializers(),
     }
     if api_key:
@@ -146,7 +201,7 @@ def make_client(url: str, request_timeout: float, api_key: str | None, user: str
             raise ConfigError(f"ESRAG_ES_CA_CERTS={str(ca_certs)!r} is not a file; point it at the cluster's CA certificate (PEM)")
         options["ca_certs"] = str(ca_certs)
     try:
-        return Elasticsearch(url, **options)
+        return Elasticsearch(hosts, **options)
     except ValueError as exc:
         raise ConfigError(f"cannot use ESRAG_ES_URL={redacted_url!r}: {redact(str(exc))}") from None
 
@@ -170,7 +225,8 @@ class Connected:
         """One clear :class:`StoreError` for a client exception: the URL, the cause, the way out."""
         where = f"Elasticsearch at {self.url}"
         if isinstance(exc, (ESConnectionError, ConnectionTimeout)) or (isinstance(exc, TransportError) and not isinstance(exc, ApiError)):
-            text = str(exc)
+            text = " ".join([str(exc), str(getattr(exc, "message", "")), *(str(e) for e in getattr(exc, "errors", ()) or ()),
+                             str(exc.__cause__ or "")])
             if "CERTIFICATE_VERIFY_FAILED" in text or "SSL" in text or "TLS" in text:
                 hint = "set ESRAG_ES_CA_CERTS to the cluster's CA certificate (PEM), or check the URL's scheme"
                 cause = "TLS verification failed"
@@ -215,7 +271,8 @@ def _warn(message: str) -> None:
 
 def _short_cause(text: str) -> str:
     for needle in ("Connection refused", "timed out", "Name or service not known", "No route to host",
-                   "Temporary failure in name resolution", "Connection reset", "Remote end closed connection"):
+                   "Temporary failure in name resolution", "Connection reset", "Remote end closed connection",
+                   "RemoteDisconnected", "Connection aborted", "Broken pipe"):
         if needle in text:
-            return needle.lower()
+            return "remote end closed connection" if needle == "RemoteDisconnected" else needle.lower()
     return text[:200]

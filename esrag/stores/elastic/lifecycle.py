@@ -1,7 +1,9 @@
 """Index lifecycle: the state of the index behind the alias (read once: one ``GET <alias>/_mapping``
 gives the concrete index, esrag's ``_meta`` and the learned capabilities), creating it with its
 templates and pipeline (all or nothing), setup, rebuild into a new versioned index with an atomic
-alias swap, and dropping everything.
+alias swap, and dropping everything; the index settings a cluster needs (shards, replicas,
+:class:`~esrag.stores.elastic.cluster.ClusterOptions`) and the bulk-load profile
+(:class:`~esrag.stores.elastic.cluster.BulkLoad`).
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from esrag.stores.base import IndexMeta, check_compatible
 from esrag.stores.elastic.assets import IndexNames, load_asset
 from esrag.stores.elastic.bodies import index_template_body, mappings_component_body, pipeline_body, settings_component_body
 from esrag.stores.elastic.capabilities import META_KEY, ClusterFacts, Learned
+from esrag.stores.elastic.cluster import BulkLoad
 from esrag.stores.elastic.connection import _warn, error_reason
 from esrag.stores.elastic.documents import now
 
-
-class Lifecycle(ClusterFacts):
+class Lifecycle(BulkLoad, ClusterFacts):
     """Index state, creation, setup, rebuild and drop (a mixin of the store).
 
     The state (:meth:`_state`) is a dict: ``index`` (where reads and writes go: the alias, or
@@ -145,6 +147,8 @@ class Lifecycle(ClusterFacts):
         state = self._state()
         if state is not None:
             self._check(state["meta"], meta, state["index"])
+            self._recover_bulk_load(state)
+            state = self._state() or state
             learned = state["learned"]
             version = self.server_version()
             if learned is None or learned.es_version != version:
@@ -224,6 +228,8 @@ class Lifecycle(ClusterFacts):
             status = "created"
         else:
             self._check(state["meta"], meta, state["index"])
+            self._recover_bulk_load(state)
+            state = self._state() or state
             _, learned = self._put_assets(state["meta"], [], rebuild_of=state["raw"].get("rebuild_of"))
             learned.default_pipeline = state["pipeline"]  # the index keeps the settings it was made with
             raw = {**state["raw"], META_KEY: learned.to_meta()}
@@ -289,7 +295,8 @@ class Lifecycle(ClusterFacts):
         return True
 
     def _install(self, meta: IndexMeta, with_alias: bool, rebuild_of: str | None = None) -> str:
-        """Templates, pipeline and the next versioned index (+ alias); all or nothing."""
+        """Templates, pipeline and the next versioned index (+ alias) with the cluster's shards
+        and replicas (``[elasticsearch] shards``/``replicas``); all or nothing."""
         if not meta.created_at:
             meta.created_at = now()
         undo: list[Callable[[], Any]] = []
@@ -298,7 +305,7 @@ class Lifecycle(ClusterFacts):
             pipeline, learned = self._put_assets(meta, undo, rebuild_of)
             aliases = {self.alias: {"is_write_index": True}} if with_alias else None
             try:
-                self._es.indices.create(index=index, aliases=aliases)
+                self._es.indices.create(index=index, aliases=aliases, settings=self.cluster.create_settings())
             except ApiError as exc:
                 if error_reason(exc.body).startswith("resource_already_exists_exception") and with_alias and self._alias_index():
                     return self._alias_index() or index  # another ingest created it first
@@ -328,6 +335,7 @@ class Lifecycle(ClusterFacts):
         target = self.alias if with_alias else index
         self._info = {"index": target, "concrete": index, "meta": IndexMeta.from_dict(got), "pipeline": pipeline,
                       "raw": got, "learned": Learned.from_meta(got) or learned}
+        self._created = index
         return index
 
     def _next_number(self) -> int:
@@ -384,6 +392,8 @@ class Lifecycle(ClusterFacts):
             self._rebuild, self._rebuild_index = False, None
             return {"swapped": False, "reason": "no rebuild in progress", "index": self._alias_index()}
         new, old = self._rebuild_index, self._alias_index()
+        if self._bulk_load == new:
+            self.end_bulk_load()  # restore and wait for the health before the swap (the ingest's refresh did, usually)
         self._call("refresh the rebuilt index", self._es.indices.refresh, index=new)
         missing = sorted(set(self._corpora(old)) - set(self._corpora(new))) if old else []
         if missing and not force:

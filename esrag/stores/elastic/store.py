@@ -62,8 +62,18 @@ from esrag.stores.elastic.bodies import (
 )
 from esrag.stores.elastic.bulk import Action, BulkItem, bulk_stream, report as bulk_report
 from esrag.stores.elastic.capabilities import Capabilities
-from esrag.stores.elastic.connection import classify_reranker_error, classify_retriever_probe, error_reason, make_client, redact_url
+from esrag.stores.elastic.connection import (
+    classify_reranker_error,
+    classify_retriever_probe,
+    error_reason,
+    make_client,
+    node_urls,
+    redact_url,
+    shard_failure,
+    url_secrets,
+)
 from esrag.stores.elastic.documents import META_FIELDS, chunk_document, chunk_from_source, cosines, decode_vector, now, scored
+from esrag.stores.elastic.cluster import ClusterOptions
 from esrag.stores.elastic.lifecycle import Lifecycle
 
 
@@ -71,8 +81,8 @@ class ElasticStore(Lifecycle):
     """The Elasticsearch store (``elastic``). Talks to the cluster only when first used.
 
     Args:
-        url: ``http(s)://host:port`` of the cluster (credentials in the URL are accepted and
-            never printed).
+        url: ``http(s)://host:port`` of the cluster, or several node URLs comma-separated (the
+            client fails over between them); credentials in the URL are accepted and never printed.
         index: the alias (``ESRAG_INDEX``); versioned indices are ``<index>-000001``…
         api_key: an encoded API key (``ESRAG_ES_API_KEY``); wins over user/password.
         user, password: basic auth (``ESRAG_ES_USER``/``ESRAG_ES_PASSWORD``).
@@ -80,6 +90,7 @@ class ElasticStore(Lifecycle):
         request_timeout: seconds per request.
         batch_size: documents per ``_bulk`` request.
         max_retries, initial_backoff, max_backoff: bulk retries on 429/503 (seconds, doubling).
+        cluster: shards, replicas, bulk retry time and bulk-load profile (``[elasticsearch]``).
 
     Raises:
         ConfigError: bad URL, alias name or incomplete credentials.
@@ -103,20 +114,21 @@ class ElasticStore(Lifecycle):
         max_backoff: float = 30.0,
         text_languages: Sequence[str] = (),
         language_candidates: Sequence[str] = (),
+        cluster: ClusterOptions | None = None,
     ) -> None:
-        parts = urlsplit(url or "")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"ESRAG_ES_URL={redact_url(url or '')!r} is not an http(s)://host:port URL")
+        urls = node_urls(url)
+        parts = urlsplit(urls[0])
         if (user is None) != (password is None) and not api_key:
             raise ConfigError("set both ESRAG_ES_USER and ESRAG_ES_PASSWORD (or ESRAG_ES_API_KEY instead)")
         self.names = IndexNames(index)
         self.alias = index
         self.url = redact_url(url)
-        self._secrets = [s for s in (api_key, password, parts.password) if s]
+        self._secrets = [s for s in (api_key, password, *url_secrets(urls)) if s]
         self.auth = "api_key" if api_key else "basic" if (user or parts.username) else "none"
         self.batch_size, self.max_retries = batch_size, max_retries
         self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
-        self._es = make_client(url, request_timeout, api_key, user, password, ca_certs, self.url, self._redact)
+        self.cluster = cluster or ClusterOptions()
+        self._es = make_client(urls if len(urls) > 1 else urls[0], request_timeout, api_key, user, password, ca_certs, self.url, self._redact)
         self._checked = False
         self._capabilities: Capabilities | None = None
         self._retrievers: dict[str, tuple[bool, str]] = {}
@@ -147,6 +159,7 @@ class ElasticStore(Lifecycle):
             settings.es_url, settings.index, api_key=secret(settings.es_api_key), user=settings.es_user,
             password=secret(settings.es_password), ca_certs=settings.es_ca_certs,
             text_languages=settings.language.fields, language_candidates=settings.language.candidates,
+            cluster=ClusterOptions.from_settings(settings.elasticsearch),
         )
 
     def __repr__(self) -> str:
@@ -159,7 +172,7 @@ class ElasticStore(Lifecycle):
         of the transport's: ``max_retries=0`` on this client)."""
         client = self._es.options(max_retries=0, retry_on_status=())
         return bulk_stream(client, actions, self.batch_size, self.max_retries, self.initial_backoff, self.max_backoff,
-                           self._fail)
+                           self._fail, retry_seconds=self.cluster.retry_seconds)
 
     def _require(self) -> dict[str, Any]:
         state = self._state()
@@ -186,6 +199,7 @@ class ElasticStore(Lifecycle):
             raise EmbedderMismatch(f"vectors have {vectors.shape[1]} dims; the index {state['index']} at {self.url} holds {state['meta'].dims}")
         stamp = None if state["pipeline"] else now()
         actions = [Action("index", state["index"], c.id, chunk_document(c, v, h, stamp)) for c, v, h in zip(chunks, vectors, meta_hashes)]
+        self.begin_bulk_load(len(actions))  # a first load into an empty index: no refresh, no replica until the end
         return bulk_report(self._bulk(actions))
 
     def update_meta(self, chunks: Sequence[Chunk], meta_hashes: Sequence[str]) -> WriteReport:
@@ -243,7 +257,9 @@ class ElasticStore(Lifecycle):
         return state["index"] if state else None
 
     def refresh(self) -> None:
-        """See :class:`esrag.stores.base.Store`: ``POST <index>/_refresh``."""
+        """See :class:`esrag.stores.base.Store`: ``POST <index>/_refresh`` (after ending a
+        bulk-load profile, :meth:`end_bulk_load`)."""
+        self.end_bulk_load()
         target = self._target()
         if target is not None:
             self._call("refresh the index", self._es.indices.refresh, index=target)
@@ -352,6 +368,8 @@ class ElasticStore(Lifecycle):
                 if "error" in answer:
                     where = "" if len(queries) == 1 else " of a fan-out branch"
                     raise StoreError(f"Elasticsearch at {self.url} failed the {name} leg{where}: {error_reason(answer)}")
+                if (partial := shard_failure(answer)) is not None:  # a leg from only some shards is not an answer
+                    raise StoreError(self._redact(f"Elasticsearch at {self.url} answered the {name} leg from only part of the index: {partial}"))
                 hits = answer["hits"]["hits"]
                 legs[name] = scored(hits) if name == "bm25" else cosines(hits)
                 sources.update((h["_id"], h["_source"]) for h in hits if "_source" in h)
