@@ -24,6 +24,7 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import normalizeReference
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from esrag.chunking.scan import top_level_blocks
 from esrag.model import Block, BlockKind
 
 _ANCHOR_ONLY = re.compile(
@@ -176,24 +177,25 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False) -> list
 
 
 def _top_level_spans(text: str, autorefs: bool = False, icons: bool = False) -> list[tuple[BlockKind, int, int, Any]]:
-    """(kind, start, end, extra) for each top-level markdown-it block; 0-based [start, end)."""
+    """(kind, start, end, extra) for each top-level markdown-it block; 0-based [start, end).
+
+    The blocks are markdown-it-py's (:func:`esrag.chunking.scan.top_level_blocks`: a line
+    scanner for the common blocks, markdown-it for the rest, the same result); header titles
+    are read once every block is known, so a reference defined below a header resolves in it.
+    """
     env: dict = {}
-    tokens = _block_parser().parse(text, env)
     spans: list[tuple[BlockKind, int, int, Any]] = []
-    for i, tok in enumerate(tokens):
-        if tok.level != 0 or tok.nesting == -1 or tok.map is None:
-            continue
-        kind = _TOKEN_KIND.get(tok.type)
-        if kind is None:
-            continue
+    for ttype, start, end, payload in top_level_blocks(_block_parser(), text, env):
+        kind = _TOKEN_KIND[ttype]
         extra: Any = None  # HEADER: (level, title, anchor); PARAGRAPH: its inline source
         if kind is BlockKind.HEADER:
-            source, attr_id = split_header_attrs(tokens[i + 1].content)
+            level, content = payload
+            source, attr_id = split_header_attrs(content)
             inline = anchor_names(source) if "<" in source else []
-            extra = (int(tok.tag[1]), header_title(source, env, autorefs, icons), attr_id or (inline[0] if inline else ""))
+            extra = (level, header_title(source, env, autorefs, icons), attr_id or (inline[0] if inline else ""))
         elif kind is BlockKind.PARAGRAPH:
-            extra = tokens[i + 1].content
-        spans.append((kind, tok.map[0], tok.map[1], extra))
+            extra = payload
+        spans.append((kind, start, end, extra))
     return spans
 
 
