@@ -9,8 +9,12 @@ counts work offline. The encoding is built with tiktoken's own loader and cl100k
 from __future__ import annotations
 
 import functools
+import re
+import string
 from importlib import resources
+from itertools import accumulate
 
+import numpy as np
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
@@ -28,13 +32,27 @@ _SPECIAL = {
 
 
 @functools.cache
+def _ranks() -> dict[bytes, int]:
+    path = resources.files("esrag") / "data" / "cl100k_base.tiktoken"
+    return load_tiktoken_bpe(str(path), expected_hash=_CL100K_SHA256)
+
+
+@functools.cache
 def encoding() -> tiktoken.Encoding:
     """The cl100k_base encoding, loaded from the file shipped with esrag (no network)."""
-    path = resources.files("esrag") / "data" / "cl100k_base.tiktoken"
-    ranks = load_tiktoken_bpe(str(path), expected_hash=_CL100K_SHA256)
     return tiktoken.Encoding(
-        name="cl100k_base", pat_str=_CL100K_PATTERN, mergeable_ranks=ranks, special_tokens=_SPECIAL
+        name="cl100k_base", pat_str=_CL100K_PATTERN, mergeable_ranks=_ranks(), special_tokens=_SPECIAL
     )
+
+
+@functools.cache
+def _token_sizes_array() -> np.ndarray:
+    """UTF-8 bytes of each ordinary cl100k token, by token id."""
+    ranks = _ranks()
+    sizes = np.zeros(max(ranks.values()) + 1, dtype=np.int64)
+    for token, rank in ranks.items():
+        sizes[rank] = len(token)
+    return sizes
 
 
 def count_tokens(text: str) -> int:
@@ -53,6 +71,56 @@ def count_tokens_batch(texts: list[str]) -> list[int]:
     return [len(encode(t)) for t in texts]
 
 
+#: Where cl100k's pre-tokenizer always cuts, so that count(text) is the sum of the counts of the
+#: pieces: right after a ``\n`` that is followed by spaces or tabs and then a non-space
+#: character. (Proof, from ``_CL100K_PATTERN``: the pattern has no look-behind, so matching from
+#: a cut depends only on the text after it; the only alternatives that can hold a ``\n`` are
+#: ``?[^\s\p{L}\p{N}]++[\r\n]*+``, which stops after the run of line breaks, and
+#: ``\s*[\r\n]`` / ``\s++$``, which stop after the last line break of the whitespace run —
+#: here that ``\n``, since only spaces and tabs follow it before a non-space character; and
+#: ``\s+(?!\S)`` is only tried where ``\s*[\r\n]`` failed, i.e. with no line break ahead in
+#: the run. Python's ``\S`` is narrower than the pattern's, as ``str.isspace`` covers every
+#: Unicode White_Space character.) ``tests/test_tokens.py`` checks it on the corpora and on
+#: random strings.
+_CUT = re.compile(r"(?<=\n)(?=[ \t]*\S)")
+_ALNUM = frozenset(string.ascii_letters + string.digits)
+
+
+class TokenCounter:
+    """Exact cl100k_base token counts of many texts that share lines (one document's blocks,
+    groups and chunks), each distinct line encoded once.
+
+    A text is cut where the pre-tokenizer always cuts (after a line break followed by optional
+    spaces or tabs and a non-space character, see ``_CUT``); its count is the sum of the counts
+    of its pieces, each remembered. A piece ending in an ASCII letter or digit counts one token
+    less than the same piece with a ``\n`` after it (the letter or digit run ends the previous
+    pre-token, and ``\n`` is one token), so a chunk's last line reuses that line's count.
+    ``counter(text) == count_tokens(text)`` for every text. Keep one counter per document (its
+    memory grows with the distinct lines it has seen); not shared between threads.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[str, int] = {}
+        self._encode = encoding().encode_ordinary
+
+    def __call__(self, text: str) -> int:
+        """Number of cl100k_base tokens in ``text``."""
+        memo = self._memo
+        total = 0
+        for piece in _CUT.split(text) if "\n" in text else (text,):
+            n = memo.get(piece)
+            if n is None:
+                if piece[-1:] in _ALNUM and (m := memo.get(piece + "\n")) is not None:
+                    n = m - 1
+                elif piece[-1:] == "\n" and piece[-2:-1] in _ALNUM and (m := memo.get(piece[:-1])) is not None:
+                    n = m + 1
+                else:
+                    n = len(self._encode(piece))
+                memo[piece] = n
+            total += n
+        return total
+
+
 def encode(text: str) -> list[int]:
     """cl100k_base token ids of ``text``."""
     return encoding().encode_ordinary(text)
@@ -61,3 +129,79 @@ def encode(text: str) -> list[int]:
 def decode(ids: list[int]) -> str:
     """Text of cl100k_base token ids."""
     return encoding().decode(ids)
+
+
+_CUT_LINE = re.compile(r"[ \t]*\S")
+
+
+class LineTokens:
+    """Exact cl100k_base counts of line ranges of one text, from one encoding of the whole text.
+
+    ``lines`` is the text split at ``\n``. The text is encoded once; where the pre-tokenizer
+    always cuts (the start of a line that has a non-space character after optional spaces and
+    tabs, see ``_CUT``) a token starts, so the tokens of the text from one such *cut line* to
+    another are the tokens of that stretch on its own, read off the token offsets. A range's
+    count is then the tokens from its first line to its last cut line plus the count of the
+    rest (usually its last line without the line break after it — one token less than with
+    it when it ends in an ASCII letter or digit — else encoded, remembered). Ranges that do not
+    start at a cut line, and any other text (:meth:`text`), go through a :class:`TokenCounter`.
+    Every count equals :func:`count_tokens` of the same text (``tests/test_tokens.py``).
+    """
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.text = TokenCounter()
+        self._chars = list(accumulate((len(line) + 1 for line in lines), initial=0))
+        text = "\n".join(lines)
+        try:
+            sizes = self._chars if text.isascii() else list(accumulate((len(line.encode()) + 1 for line in lines), initial=0))
+        except UnicodeEncodeError:  # lone surrogates: tiktoken would replace them; count text by text
+            self._cut: list[bool] = [False] * len(lines)
+            self._bytes: list[int] | None = None
+            return
+        self._bytes = sizes
+        # token ids without a Python list (encode with no special token allowed == encode_ordinary)
+        ids = np.frombuffer(encoding()._core_bpe.encode_to_tiktoken_buffer(text, set()), dtype=np.uint32)
+        ends = np.cumsum(_token_sizes_array()[ids])
+        self._total = len(ids)
+        self._cut = [k == 0 or m is not None for k, m in enumerate(map(_CUT_LINE.match, lines))]
+        #: tokens before line k (meaningful at cut lines)
+        self._before: list[int] = np.searchsorted(ends, np.asarray(sizes), side="right").tolist()
+
+    def chars(self, a: int, b: int) -> int:
+        """Characters of ``"\n".join(lines[a:b])`` (0 for an empty range)."""
+        return max(self._chars[b] - self._chars[a] - 1, 0)
+
+    def size(self, a: int, b: int) -> int:
+        """UTF-8 bytes of ``"\n".join(lines[a:b])``."""
+        if self._bytes is None:
+            return len("\n".join(self.lines[a:b]).encode("utf-8", "surrogatepass"))
+        return max(self._bytes[b] - self._bytes[a] - 1, 0)
+
+    def span(self, a: int, b: int, suffix: str = "") -> int:
+        """cl100k tokens of ``"\n".join(lines[a:b]) + suffix`` (0-based, ``b`` exclusive)."""
+        lines, cut = self.lines, self._cut
+        if a >= b or not cut[a]:
+            return self.text("\n".join(lines[a:b]) + suffix)
+        c = b - 1
+        while not cut[c]:
+            c -= 1
+        return self._before[c] - self._before[a] + self._tail(c, b, suffix)
+
+    def _tail(self, c: int, b: int, suffix: str) -> int:
+        """Tokens of ``"\n".join(lines[c:b]) + suffix`` for a cut line c with no cut line after it
+        before b."""
+        lines, cut = self.lines, self._cut
+        n = c + 1  # the next cut line: the piece of the whole text at c ends there
+        while n < len(lines) and not cut[n]:
+            n += 1
+        piece = self._before[n] - self._before[c] if n < len(lines) else self._total - self._before[c]
+        if n == len(lines):  # the text's last piece has no line break after it
+            if b == n and not suffix:
+                return piece
+        elif n == b and not suffix:  # the piece is this text and a line break
+            if lines[b - 1][-1:] in _ALNUM:
+                return piece - 1
+        elif suffix == "\n\n" and b == c + 1 and n == c + 2 and not lines[c + 1]:
+            return piece  # the piece is this line, an empty line and their line breaks
+        return self.text("\n".join(lines[c:b]) + suffix)
