@@ -164,7 +164,8 @@ class LineTokens:
         ids = np.frombuffer(encoding()._core_bpe.encode_to_tiktoken_buffer(text, set()), dtype=np.uint32)
         ends = np.cumsum(_token_sizes_array()[ids])
         self._total = len(ids)
-        self._cut = [k == 0 or m is not None for k, m in enumerate(map(_CUT_LINE.match, lines))]
+        self._cut = [m is not None for m in map(_CUT_LINE.match, lines)]
+        self._cut[0] = True  # the text's start
         #: tokens before line k (meaningful at cut lines)
         self._before: list[int] = np.searchsorted(ends, np.asarray(sizes), side="right").tolist()
 
@@ -188,6 +189,14 @@ class LineTokens:
             c -= 1
         return self._before[c] - self._before[a] + self._tail(c, b, suffix)
 
+    def joined(self, spans: list[tuple[int, int]]) -> int:
+        """cl100k tokens of the texts of line ranges ``(a, b)`` (in order, 0-based, ``b``
+        exclusive) joined by blank lines (``"\n\n"``): a cut of the pre-tokenizer falls after
+        each ``\n\n`` since each next range starts at a cut line."""
+        if any(not self._cut[a] or a == 0 for a, _ in spans[1:]):
+            return self.text("\n\n".join("\n".join(self.lines[a:b]) for a, b in spans))
+        return sum(self.span(a, b, "\n\n") for a, b in spans[:-1]) + self.span(*spans[-1])
+
     def _tail(self, c: int, b: int, suffix: str) -> int:
         """Tokens of ``"\n".join(lines[c:b]) + suffix`` for a cut line c with no cut line after it
         before b."""
@@ -195,13 +204,51 @@ class LineTokens:
         n = c + 1  # the next cut line: the piece of the whole text at c ends there
         while n < len(lines) and not cut[n]:
             n += 1
-        piece = self._before[n] - self._before[c] if n < len(lines) else self._total - self._before[c]
         if n == len(lines):  # the text's last piece has no line break after it
             if b == n and not suffix:
-                return piece
-        elif n == b and not suffix:  # the piece is this text and a line break
-            if lines[b - 1][-1:] in _ALNUM:
-                return piece - 1
-        elif suffix == "\n\n" and b == c + 1 and n == c + 2 and not lines[c + 1]:
-            return piece  # the piece is this line, an empty line and their line breaks
+                return self._total - self._before[c]
+        elif b == c + 1 and (n == b or all(not lines[k] for k in range(b, n))):
+            # the piece is lines[c] and n - c line breaks: swap those for the suffix in its last
+            # pre-token (see _stem)
+            stem = _stem(lines[c])
+            if stem is not None:
+                piece = self._before[n] - self._before[c]
+                return piece - _short_count(stem + "\n" * (n - c)) + _short_count(stem + suffix)
         return self.text("\n".join(lines[c:b]) + suffix)
+
+
+_PUNCT = frozenset(string.punctuation)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_count(text: str) -> int:
+    """:func:`count_tokens` of a short text that recurs (a stem and line breaks)."""
+    return len(encoding().encode_ordinary(text))
+
+
+def _stem(line: str) -> str | None:
+    """What of a one-line text's last cl100k pre-token line breaks after it would join: '' when
+    it ends in an ASCII letter or digit (the letter or digit run ends a pre-token; the breaks
+    are one of their own), its trailing run of ASCII punctuation with the space before it, if
+    any, when the run follows an ASCII letter, digit, space or tab or starts the line (the
+    pattern's `` ?[^\s\p{L}\p{N}]++[\r\n]*+`` takes the run and the breaks after it; a
+    space before the run is never taken by the match before). None when unsure.
+
+    So ``count(line + s) == count(line + t) - count(stem + t) + count(stem + s)`` for ``s``,
+    ``t`` made of line breaks, when ``stem`` is not None (tests/test_tokens.py checks it)."""
+    if not line:
+        return None
+    if line[-1] in _ALNUM:
+        return ""
+    i = len(line)
+    while i and line[i - 1] in _PUNCT:
+        i -= 1
+    if i == len(line):
+        return None
+    if i:
+        before = line[i - 1]
+        if before == " ":
+            i -= 1
+        elif before not in _ALNUM and before != "\t":
+            return None
+    return line[i:]

@@ -76,6 +76,10 @@ _UNDEFINED_REF = re.compile(r"(?<![\\!\]])\[((?:[^\[\]\\`]|\\.|`[^`]*`)+)\]\[([^
 
 
 _ICON = re.compile(r":(?:material|simple|octicons|fontawesome)-[+\-\w]+:")
+#: Characters with which CommonMark inline syntax starts in markdown-it's commonmark preset
+#: (escapes, code spans, emphasis, links, images, autolinks and raw HTML, entities, line
+#: breaks): a title without any is its own plain text (``header_title``'s fast path).
+_INLINE_SYNTAX = re.compile(r"[\\`*_\[\]!<>&\n]")
 
 
 def header_title(inline_source: str, env: dict | None = None, autorefs: bool = False, icons: bool = False) -> str:
@@ -94,11 +98,13 @@ def header_title(inline_source: str, env: dict | None = None, autorefs: bool = F
     """
     env = dict(env or {})
     refs = env.get("references") or {}
-    if autorefs:
+    if autorefs and "[" in inline_source:
         inline_source = _UNDEFINED_REF.sub(
             lambda m: m.group(0) if normalizeReference(m.group(2)) in refs else m.group(1), inline_source)
     if icons:
         inline_source = _ICON.sub("", inline_source)
+    if not _INLINE_SYNTAX.search(inline_source):
+        return " ".join(inline_source.split())
     tokens = _inline_parser().parseInline(inline_source, env)
     parts: list[str] = []
     for tok in tokens[0].children or [] if tokens else []:
@@ -153,25 +159,31 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False) -> list
     spans = _top_level_spans(text, autorefs, icons)
     blocks: list[Block] = []
     stack: list[tuple[int, str]] = []
+    path: tuple[str, ...] = ()  # the titles of the stack (kept in step with it)
     covered_until = 0  # 0-based line index: lines before this are covered
+    paragraph, header, anchor_kind = BlockKind.PARAGRAPH, BlockKind.HEADER, BlockKind.ANCHOR
     for kind, start, end, token_content in spans:
-        blocks.extend(_gap_paragraphs(lines, covered_until, start, stack))
-        covered_until = max(covered_until, end)
-        seg = lines[start:end]
-        while seg and not seg[-1].strip():
-            seg.pop()
-        block_text = "\n".join(seg)
-        if kind is BlockKind.PARAGRAPH and _ANCHOR_ONLY.match(token_content or block_text):
-            kind = BlockKind.ANCHOR
+        if covered_until < start:
+            blocks.extend(_gap_paragraphs(lines, covered_until, start, stack))
+        if end > covered_until:
+            covered_until = end
+        n = end - start
+        while n and not lines[start + n - 1].strip():
+            n -= 1
+        block_text = "\n".join(lines[start : start + n]) if n != 1 else lines[start]
+        if kind is paragraph:
+            content = token_content or block_text
+            if (content[:1] == "<" or content[:1].isspace()) and _ANCHOR_ONLY.match(content):
+                kind = anchor_kind
         level, anchor = 0, ""
-        if kind is BlockKind.HEADER:
+        if kind is header:
             level, title, anchor = token_content
             anchor = anchor or _leading_anchor(blocks)
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
-        path = tuple(t for _, t in stack if t)
-        blocks.append(Block(kind, block_text, start + 1, start + len(seg), path, level, anchor))
+            path = tuple(t for _, t in stack if t)
+        blocks.append(Block(kind, block_text, start + 1, start + n, path, level, anchor))
     blocks.extend(_gap_paragraphs(lines, covered_until, len(lines), stack))
     return blocks
 

@@ -34,7 +34,6 @@ TAU_MAX = 1500
 TAU_MIN = 100
 MAX_BLOCK_TOKENS = 0  # the seed's rule (a block is never split); esrag's settings default is 480
 _CLOSING_KINDS = (BlockKind.CODE, BlockKind.TABLE, BlockKind.FRONT_MATTER, BlockKind.BLOCKQUOTE)
-_CUT_START = re.compile(r"[ \t]*\S")
 _FRONT_MATTER_TITLE = re.compile(r"^title:\s*['\"]?(.+?)['\"]?\s*$", re.MULTILINE)
 
 
@@ -202,13 +201,8 @@ def _piece(group: _Group, lines: list[str], tokens: LineTokens) -> Piece:
 
 
 def _joined_tokens(parts: list[Piece], tokens: LineTokens) -> int:
-    """cl100k tokens of the parts' texts joined by blank lines, from their line spans: a cut
-    of the pre-tokenizer falls after each ``\n\n`` when the next part starts with a
-    non-space character after optional spaces and tabs (:data:`esrag.tokens._CUT`)."""
-    if not all(_CUT_START.match(p.text) for p in parts[1:]):
-        return tokens.text("\n\n".join(p.text for p in parts))
-    return sum(tokens.span(p.start_line - 1, p.end_line, "\n\n") for p in parts[:-1]) + \
-        tokens.span(parts[-1].start_line - 1, parts[-1].end_line)
+    """cl100k tokens of the parts' texts joined by blank lines, from their line spans."""
+    return tokens.joined([(p.start_line - 1, p.end_line) for p in parts])
 
 
 def _to_source(piece: Piece, line_map: list[int], end_map: list[int]) -> Piece:

@@ -56,9 +56,10 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
     end_map = end_map if end_map is not None else line_map
     if cap <= 0:
         return lines, line_map, end_map, blocks
-    budgets = _budgets(blocks, cap, count)
+    tokens = tokens if tokens is not None and tokens.lines is lines else None
+    budgets = _budgets(blocks, cap, count, tokens)
     todo = {i for i, b in enumerate(blocks) if b.kind is not BlockKind.FRONT_MATTER and (b.is_body or b.kind is BlockKind.HTML)
-            and len(b.text.encode()) > budgets[i] and _block_tokens(b, lines, count, tokens) > budgets[i]}
+            and budgets[i] >= 0 and _block_tokens(b, lines, count, tokens) > budgets[i]}
     if not todo:
         return lines, line_map, end_map, blocks
     spans = list(zip(line_map, end_map))
@@ -95,20 +96,39 @@ def _block_tokens(block: Block, lines: list[str], count: Callable[[str], int], t
     return count(block.text)
 
 
-def _budgets(blocks: list[Block], cap: int, count: Callable[[str], int] = count_tokens) -> list[int]:
+def _budgets(blocks: list[Block], cap: int, count: Callable[[str], int] = count_tokens,
+             tokens: LineTokens | None = None) -> list[int]:
     """Per block: the cap less the tokens of the non-body blocks (headers, anchors) right
-    before it, which join its first piece's chunk; at least a quarter of the cap."""
+    before it, which join its first piece's chunk; at least a quarter of the cap. -1 for a
+    block whose UTF-8 bytes are within that budget (a token is at least one byte, so it is not
+    over budget; its lead is then not counted). (``tokens``: counts of the lines the blocks
+    index, used when each block's text is its lines joined.)"""
     out: list[int] = []
-    lead: list[str] = []
+    lead: list[Block] = []
+    lead_size = 0  # UTF-8 bytes of the lead joined by blank lines: at least its tokens
     for block in blocks:
+        size = len(block.text.encode())
         if block.is_body:
-            reserve = count("\n\n".join(lead)) + 2 if lead else 0
-            out.append(max(cap - reserve, cap // 4))
-            lead = []
+            if not lead:
+                budget = cap
+            elif size <= max(cap - lead_size - 2, cap // 4):
+                budget = cap  # within even the smallest budget the lead allows
+            else:
+                budget = max(cap - (_lead_tokens(lead, count, tokens) + 2), cap // 4)
+            out.append(budget if size > budget else -1)
+            lead, lead_size = [], 0
         else:
-            out.append(cap)
-            lead.append(block.text)
+            out.append(cap if size > cap else -1)
+            lead_size += size + (2 if lead else 0)
+            lead.append(block)
     return out
+
+
+def _lead_tokens(lead: list[Block], count: Callable[[str], int], tokens: LineTokens | None) -> int:
+    if tokens is not None and all(tokens.chars(b.start_line - 1, b.end_line) == len(b.text)
+                                  and "\n".join(tokens.lines[b.start_line - 1 : b.end_line]) == b.text for b in lead):
+        return tokens.joined([(b.start_line - 1, b.end_line) for b in lead])
+    return count("\n\n".join(b.text for b in lead))
 
 
 def split_block(kind: BlockKind, lines: list[Line], first_budget: int, budget: int | None = None,
