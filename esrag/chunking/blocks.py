@@ -61,6 +61,14 @@ def _block_parser() -> MarkdownIt:
 
 
 @functools.cache
+def _region_parser() -> MarkdownIt:
+    """:func:`_block_parser` without front matter (for parts of a document after its start)."""
+    md = MarkdownIt("commonmark").enable("table")
+    md.core.ruler.disable(["inline", "text_join"])
+    return md
+
+
+@functools.cache
 def _inline_parser() -> MarkdownIt:
     return MarkdownIt("commonmark")
 
@@ -197,7 +205,7 @@ def _top_level_spans(text: str, autorefs: bool = False, icons: bool = False) -> 
     """
     env: dict = {}
     spans: list[tuple[BlockKind, int, int, Any]] = []
-    for ttype, start, end, payload in top_level_blocks(_block_parser(), text, env):
+    for ttype, start, end, payload in top_level_blocks(_block_parser(), text, env, _region_parser()):
         kind = _TOKEN_KIND[ttype]
         extra: Any = None  # HEADER: (level, title, anchor); PARAGRAPH: its inline source
         if kind is BlockKind.HEADER:

@@ -66,12 +66,14 @@ _ORDERED = re.compile(r"\d{1,9}[.)]")
 def markdown_it_blocks(md: MarkdownIt, text: str, env: dict, offset: int = 0) -> list[RawBlock]:
     """The level-0 blocks of ``text`` as markdown-it-py parses it (the reference behaviour);
     line numbers shifted by ``offset`` (also those of the link reference definitions it adds to
-    ``env["references"]``)."""
+    ``env["references"]`` and ``env["duplicate_refs"]``)."""
     known = set(env.get("references", ())) if offset else set()
+    duplicates = len(env.get("duplicate_refs", ()))
     tokens = md.parse(text, env)
     if offset:
-        for label, ref in env.get("references", {}).items():
-            if label not in known and ref.get("map"):
+        added = [ref for label, ref in env.get("references", {}).items() if label not in known]
+        for ref in added + env.get("duplicate_refs", [])[duplicates:]:
+            if ref.get("map"):
                 ref["map"] = [ref["map"][0] + offset, ref["map"][1] + offset]
     out: list[RawBlock] = []
     for i, tok in enumerate(tokens):
@@ -86,17 +88,24 @@ def markdown_it_blocks(md: MarkdownIt, text: str, env: dict, offset: int = 0) ->
     return out
 
 
-def top_level_blocks(md: MarkdownIt, text: str, env: dict) -> list[RawBlock]:
+def top_level_blocks(md: MarkdownIt, text: str, env: dict, region_md: MarkdownIt | None = None) -> list[RawBlock]:
     """Exactly :func:`markdown_it_blocks` of ``text`` (see the module docstring for how).
 
     Args:
         md: the block parser (CommonMark, tables, front matter; inline rules off).
         text: the whole document, ``\\n`` line ends.
         env: markdown-it environment; gets the document's ``references``.
+        region_md: ``md`` without its front matter rule, for regions that do not start the
+            document (the rule fires at a text's line 0, which a region's first line is);
+            required when ``md`` has that rule.
     """
     if not text or text[0] == "-" or "\r" in text or "\x00" in text:
         return markdown_it_blocks(md, text, env)
-    return _Scanner(md, text, env).run()
+    if region_md is None:
+        if "front_matter" in md.block.ruler.get_active_rules():
+            raise ValueError("top_level_blocks: md has a front matter rule; pass region_md without it")
+        region_md = md
+    return _Scanner(md, region_md, text, env).run()
 
 
 def _indent(line: str) -> int:
@@ -173,8 +182,8 @@ def _html_seq(line: str) -> int:
 
 
 class _Scanner:
-    def __init__(self, md: MarkdownIt, text: str, env: dict) -> None:
-        self.md, self.env = md, env
+    def __init__(self, md: MarkdownIt, region_md: MarkdownIt, text: str, env: dict) -> None:
+        self.md, self.region_md, self.env = md, region_md, env
         self.lines = lines = text.split("\n")
         # markdown-it's lineMax: a last line of only spaces and tabs (or empty) is no line
         self.n = len(lines) - 1 if _blank(lines[-1]) else len(lines)
@@ -235,7 +244,9 @@ class _Scanner:
 
     def _blockquote(self, i: int) -> int:
         """A block quote whose lines all start with ``>`` at column 0, up to a blank line (spec 5.1;
-        markdown-it ``blockquote``: every ``>`` line is inside, an empty line ends it); 0 when unsure."""
+        markdown-it ``blockquote``: every ``>`` line is inside, an empty line ends it) and whose last
+        line has text after the ``>`` (else markdown-it's map may run over the blank lines after
+        it); 0 when unsure."""
         lines, n = self.lines, self.n
         j = i
         while j < n and lines[j][:1] == ">":
@@ -244,6 +255,8 @@ class _Scanner:
             j += 1
         if j < n and not _blank(lines[j]):
             return 0  # lazy continuation or a terminator: markdown-it decides
+        if _blank(lines[j - 1][1:]):
+            return 0  # an empty last line: where markdown-it's map ends depends on the lines before
         self.out.append(("blockquote_open", i, j, None))
         return j
 
@@ -359,9 +372,13 @@ class _Scanner:
         b = i + 1
         while b < n and not (lines[b] and lines[b][0] not in _BOUNDARY_BAD and _blank(lines[b - 1])):
             b += 1
-        region = markdown_it_blocks(self.md, "\n".join(lines[a:b]) + "\n", self.env, a)
+        md = self.md if a == 0 else self.region_md  # front matter only starts line 0
+        saved = {k: v.copy() if isinstance(v, dict | list) else v for k, v in self.env.items()}
+        region = markdown_it_blocks(md, "\n".join(lines[a:b]) + "\n", self.env, a)
         if b < n and region and region[-1][0] in ("fence", "html_block") and region[-1][2] == b:
-            region = markdown_it_blocks(self.md, "\n".join(lines[a:]), self.env, a)
+            self.env.clear()  # as before the region: it is read again, to the end
+            self.env.update(saved)
+            region = markdown_it_blocks(md, "\n".join(lines[a:]), self.env, a)
             b = n
         self.out.extend(region)
         return b
