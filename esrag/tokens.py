@@ -227,7 +227,7 @@ def _short_count(text: str) -> int:
 
 
 def _stem(line: str) -> str | None:
-    """What of a one-line text's last cl100k pre-token line breaks after it would join: '' when
+    r"""What of a one-line text's last cl100k pre-token line breaks after it would join: '' when
     it ends in an ASCII letter or digit (the letter or digit run ends a pre-token; the breaks
     are one of their own), its trailing run of ASCII punctuation with the space before it, if
     any, when the run follows an ASCII letter, digit, space or tab or starts the line (the
