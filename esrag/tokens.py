@@ -4,6 +4,10 @@ tiktoken normally downloads ``cl100k_base.tiktoken`` at first use. esrag ships t
 the package (``esrag/data/cl100k_base.tiktoken``, regenerated from the npm package ``tiktoken``
 by ``scripts/make-cl100k.py`` and checked against the SHA-256 tiktoken itself checks), so token
 counts work offline. The encoding is built with tiktoken's own loader and cl100k's regex.
+
+Many counts of related texts (a document's blocks, groups and chunks) come from one encoding of
+the whole text: :class:`LineTokens` (line ranges) and :class:`TokenCounter` (any text, line by
+line), both exact, by where cl100k's pre-tokenizer always cuts (``_CUT``).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import functools
 import re
 import string
 from importlib import resources
-from itertools import accumulate
+from collections.abc import Iterable
 
 import numpy as np
 import tiktoken
@@ -134,6 +138,13 @@ def decode(ids: list[int]) -> str:
 _CUT_LINE = re.compile(r"[ \t]*\S")
 
 
+def _offsets(lengths: Iterable[int], n: int) -> list[int]:
+    """Start offsets of n lines of these lengths joined by ``\\n``, and one past the end."""
+    out = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n) + 1, out=out[1:])
+    return out.tolist()
+
+
 class LineTokens:
     """Exact cl100k_base counts of line ranges of one text, from one encoding of the whole text.
 
@@ -148,26 +159,58 @@ class LineTokens:
     Every count equals :func:`count_tokens` of the same text (``tests/test_tokens.py``).
     """
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], like: LineTokens | None = None) -> None:
+        """Count ``lines``; with ``like`` (the counts of an earlier version of the same text, as
+        :func:`esrag.chunking.split.split_oversize` makes), each piece between cut lines that
+        ``like`` has is not encoded again."""
         self.lines = lines
         self.text = TokenCounter()
-        self._chars = list(accumulate((len(line) + 1 for line in lines), initial=0))
+        self._chars = _offsets(map(len, lines), len(lines))
         text = "\n".join(lines)
         try:
-            sizes = self._chars if text.isascii() else list(accumulate((len(line.encode()) + 1 for line in lines), initial=0))
+            sizes = self._chars if text.isascii() else _offsets(map(len, map(str.encode, lines)), len(lines))
         except UnicodeEncodeError:  # lone surrogates: tiktoken would replace them; count text by text
             self._cut: list[bool] = [False] * len(lines)
             self._bytes: list[int] | None = None
             return
         self._bytes = sizes
-        # token ids without a Python list (encode with no special token allowed == encode_ordinary)
-        ids = np.frombuffer(encoding()._core_bpe.encode_to_tiktoken_buffer(text, set()), dtype=np.uint32)
-        ends = np.cumsum(_token_sizes_array()[ids])
-        self._total = len(ids)
         self._cut = [m is not None for m in map(_CUT_LINE.match, lines)]
         self._cut[0] = True  # the text's start
+        if like is not None and like._bytes is not None:
+            self._count_pieces(like.pieces())
+            return
+        ids = np.asarray(encoding().encode_ordinary(text), dtype=np.intp)
+        ends = np.cumsum(_token_sizes_array()[ids])
+        self._total = len(ids)
         #: tokens before line k (meaningful at cut lines)
-        self._before: list[int] = np.searchsorted(ends, np.asarray(sizes), side="right").tolist()
+        self._before: list[int] = np.searchsorted(ends, sizes, side="right").tolist()
+
+    def _cut_lines(self) -> list[int]:
+        return [k for k, c in enumerate(self._cut) if c]
+
+    def pieces(self) -> dict[str, int]:
+        """The text's pieces between cut lines (each with its line breaks), with their counts."""
+        lines, cuts = self.lines, self._cut_lines()
+        out: dict[str, int] = {}
+        for k, nk in zip(cuts, cuts[1:]):
+            out["\n".join(lines[k:nk]) + "\n"] = self._before[nk] - self._before[k]
+        if cuts:
+            out["\n".join(lines[cuts[-1]:])] = self._total - self._before[cuts[-1]]
+        return out
+
+    def _count_pieces(self, known: dict[str, int]) -> None:
+        """``_before`` and ``_total`` from the counts of the pieces between cut lines (a piece's
+        count is its count on its own: the cut rule), encoding only pieces ``known`` lacks."""
+        lines, cuts = self.lines, self._cut_lines()
+        before = [0] * (len(lines) + 1)
+        total = 0
+        encode = encoding().encode_ordinary
+        for k, nk in zip(cuts, [*cuts[1:], len(lines)]):
+            piece = "\n".join(lines[k:nk]) + ("\n" if nk < len(lines) else "")
+            n = known.get(piece)
+            before[k] = total
+            total += n if n is not None else len(encode(piece))
+        self._before, self._total = before, total
 
     def chars(self, a: int, b: int) -> int:
         """Characters of ``"\n".join(lines[a:b])`` (0 for an empty range)."""

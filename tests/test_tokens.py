@@ -100,3 +100,18 @@ def test_every_chunk_has_its_exact_token_count(corpus):
             assert c.tokens == count_tokens(c.text), (path, c.position)
             n += 1
     assert n > 100
+
+
+def test_line_tokens_like_an_earlier_version_of_the_text():
+    """After the oversize split (new empty lines, repeated table header rows and fences) the
+    counts come from the earlier version's pieces and the few new ones."""
+    rng = random.Random(6)
+    path = DATA / "corpora" / "laravel-docs" / "validation.md"
+    lines = normalize(path.read_text(encoding="utf-8")).split("\n")
+    earlier = LineTokens(lines)
+    later = lines[:40] + ["", "| a | b |", "|---|---|"] + lines[40:300] + ["```", "", "    code"] + lines[300:]
+    lt = LineTokens(later, like=earlier)
+    for _ in range(300):
+        a = rng.randrange(len(later))
+        b = rng.randint(a, min(len(later), a + 40))
+        assert lt.span(a, b) == count_tokens("\n".join(later[a:b])), (a, b)

@@ -1,7 +1,10 @@
 """Markdown block parsing with line spans and section paths (seed 000, App. N.1, "Block parsing").
 
 Where a block starts and ends is CommonMark's question, answered by markdown-it-py (tables and
-YAML front matter enabled, inline parsing off for speed). The result is mapped onto the seed's
+YAML front matter enabled, inline parsing off for speed) — through
+:func:`esrag.chunking.scan.top_level_blocks`, a line scanner that reads the common blocks
+(ATX headers, fences, indented code, paragraphs, simple lists and block quotes, HTML blocks)
+itself and hands markdown-it the rest, with the same result (``tests/test_chunk_scan.py``). The result is mapped onto the seed's
 eight block types — front matter, fenced code, header, table, list, blockquote, thematic break,
 paragraph — plus two kinds the seed's own parser does not handle and the Laravel docs are full of:
 
@@ -103,6 +106,8 @@ def header_title(inline_source: str, env: dict | None = None, autorefs: bool = F
     (MkDocs with ``pymdownx.emoji``) the shortcodes of Material's icon sets (``:material-api:``,
     ``:simple-slack:``, ``:octicons-…:``, ``:fontawesome-…:``) leave the title: they render as
     an SVG with no text, so toc's slug skips them (``## :simple-slack: Slack`` -> ``#slack``).
+    A title with none of the characters that start inline syntax in markdown-it's commonmark
+    preset (``_INLINE_SYNTAX``) is its own text and skips the inline parser.
     """
     env = dict(env or {})
     refs = env.get("references") or {}

@@ -33,6 +33,7 @@ from esrag.tokens import LineTokens, count_tokens
 TAU_MAX = 1500
 TAU_MIN = 100
 MAX_BLOCK_TOKENS = 0  # the seed's rule (a block is never split); esrag's settings default is 480
+_NOT_BODY = frozenset({BlockKind.HEADER, BlockKind.HTML, BlockKind.ANCHOR})  # Block.is_body is False
 _CLOSING_KINDS = (BlockKind.CODE, BlockKind.TABLE, BlockKind.FRONT_MATTER, BlockKind.BLOCKQUOTE)
 _FRONT_MATTER_TITLE = re.compile(r"^title:\s*['\"]?(.+?)['\"]?\s*$", re.MULTILINE)
 
@@ -43,7 +44,7 @@ class _Group:
     has_body: bool = False
 
     def section_path(self) -> tuple[str, ...]:
-        body = next((b for b in self.blocks if b.is_body), None)
+        body = next((b for b in self.blocks if b.kind not in _NOT_BODY), None)
         first = body or next((b for b in self.blocks if b.kind is BlockKind.HEADER), self.blocks[0])
         return first.section_path
 
@@ -99,8 +100,8 @@ class HeaderChunker:
         tokens = LineTokens(parsed.lines)  # the document encoded once; every count is read off it
         lines, line_map, end_map, blocks = split_oversize(parsed.lines, parsed.line_map, parsed.blocks,
                                                           self.max_block_tokens, parsed.end_map, tokens.text, tokens)
-        if lines is not parsed.lines:  # oversize blocks were split: new lines
-            tokens = LineTokens(lines)
+        if lines is not parsed.lines:  # oversize blocks were split: new lines, mostly the same pieces
+            tokens = LineTokens(lines, like=tokens)
         pieces = self.merge_small(self.group(blocks, lines, tokens), tokens)
         return finalize(doc, [_to_source(p, line_map, end_map) for p in pieces], tokens.text)
 
@@ -117,11 +118,12 @@ class HeaderChunker:
         cur = _Group()
         leads = _anchors_before_headers(blocks)
         for i, block in enumerate(blocks):
+            is_body = block.kind not in _NOT_BODY
             if block.kind is BlockKind.HEADER or i in leads:
                 if cur.has_body:
                     groups.append(cur)
                     cur = _Group()
-            elif block.is_body:
+            elif is_body:
                 if cur.has_body and (chars(cur.blocks[0].start_line - 1, block.end_line) > self.tau_max
                                      or self._over_cap(cur.blocks[0], block, tokens)):
                     groups.append(cur)
@@ -134,7 +136,7 @@ class HeaderChunker:
                 groups.append(cur)
                 cur = _Group()
             cur.blocks.append(block)
-            if block.is_body:
+            if is_body:
                 cur.has_body = True
                 if block.kind in _CLOSING_KINDS and chars(cur.blocks[0].start_line - 1, block.end_line) >= self.tau_max:
                     groups.append(cur)

@@ -58,8 +58,8 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
         return lines, line_map, end_map, blocks
     tokens = tokens if tokens is not None and tokens.lines is lines else None
     budgets = _budgets(blocks, cap, count, tokens)
-    todo = {i for i, b in enumerate(blocks) if b.kind is not BlockKind.FRONT_MATTER and (b.is_body or b.kind is BlockKind.HTML)
-            and budgets[i] >= 0 and _block_tokens(b, lines, count, tokens) > budgets[i]}
+    todo = {i for i, b in enumerate(blocks) if budgets[i] >= 0 and b.kind is not BlockKind.FRONT_MATTER
+            and (b.is_body or b.kind is BlockKind.HTML) and _block_tokens(b, lines, count, tokens) > budgets[i]}
     if not todo:
         return lines, line_map, end_map, blocks
     spans = list(zip(line_map, end_map))
@@ -108,7 +108,7 @@ def _budgets(blocks: list[Block], cap: int, count: Callable[[str], int] = count_
     lead_size = 0  # UTF-8 bytes of the lead joined by blank lines: at least its tokens
     for block in blocks:
         size = len(block.text.encode())
-        if block.is_body:
+        if block.kind not in _NOT_BODY:
             if not lead:
                 budget = cap
             elif size <= max(cap - lead_size - 2, cap // 4):
@@ -157,6 +157,7 @@ def split_block(kind: BlockKind, lines: list[Line], first_budget: int, budget: i
 
 
 _FENCE_SLACK = 24
+_NOT_BODY = frozenset({BlockKind.HEADER, BlockKind.HTML, BlockKind.ANCHOR})  # Block.is_body is False
 
 
 def _mend_fences(pieces: list[list[Line]]) -> list[list[Line]]:
