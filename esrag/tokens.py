@@ -168,8 +168,10 @@ class LineTokens:
         self._chars = _offsets(map(len, lines), len(lines))
         text = "\n".join(lines)
         try:
+            if text.count("\n") != len(lines) - 1:
+                raise ValueError("a line holds a line break")  # then the lines are no lines: text by text
             sizes = self._chars if text.isascii() else _offsets(map(len, map(str.encode, lines)), len(lines))
-        except UnicodeEncodeError:  # lone surrogates: tiktoken would replace them; count text by text
+        except (UnicodeEncodeError, ValueError):  # lone surrogates: tiktoken would replace them; count text by text
             self._cut: list[bool] = [False] * len(lines)
             self._bytes: list[int] | None = None
             return

@@ -67,9 +67,14 @@ def test_line_tokens_on_random_lines():
             assert lt.size(a, b) == len("\n".join(lines[a:b]).encode())
 
 
-def test_line_tokens_with_lone_surrogates_count_text_by_text():
+def test_line_tokens_with_lone_surrogates_or_line_breaks_in_lines_count_text_by_text():
     lines = ["a\ud800b", "c"]
     assert LineTokens(lines).span(0, 2) == count_tokens("a\ud800b\nc")
+    lines = ["a.\n", "  b", "c\nd", "e"]
+    lt = LineTokens(lines)
+    for a in range(4):
+        for b in range(a, 5):
+            assert lt.span(a, b) == count_tokens("\n".join(lines[a:b])), (a, b)
 
 
 @pytest.mark.parametrize("corpus", ["laravel-docs", "pydantic-docs", "async-book", "requests-docs"])
