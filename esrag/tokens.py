@@ -4,13 +4,21 @@ tiktoken normally downloads ``cl100k_base.tiktoken`` at first use. esrag ships t
 the package (``esrag/data/cl100k_base.tiktoken``, regenerated from the npm package ``tiktoken``
 by ``scripts/make-cl100k.py`` and checked against the SHA-256 tiktoken itself checks), so token
 counts work offline. The encoding is built with tiktoken's own loader and cl100k's regex.
+
+Many counts of related texts (a document's blocks, groups and chunks) come from one encoding of
+the whole text: :class:`LineTokens` (line ranges) and :class:`TokenCounter` (any text, line by
+line), both exact, by where cl100k's pre-tokenizer always cuts (``_CUT``).
 """
 
 from __future__ import annotations
 
 import functools
+import re
+import string
 from importlib import resources
+from collections.abc import Iterable
 
+import numpy as np
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
@@ -28,13 +36,27 @@ _SPECIAL = {
 
 
 @functools.cache
+def _ranks() -> dict[bytes, int]:
+    path = resources.files("esrag") / "data" / "cl100k_base.tiktoken"
+    return load_tiktoken_bpe(str(path), expected_hash=_CL100K_SHA256)
+
+
+@functools.cache
 def encoding() -> tiktoken.Encoding:
     """The cl100k_base encoding, loaded from the file shipped with esrag (no network)."""
-    path = resources.files("esrag") / "data" / "cl100k_base.tiktoken"
-    ranks = load_tiktoken_bpe(str(path), expected_hash=_CL100K_SHA256)
     return tiktoken.Encoding(
-        name="cl100k_base", pat_str=_CL100K_PATTERN, mergeable_ranks=ranks, special_tokens=_SPECIAL
+        name="cl100k_base", pat_str=_CL100K_PATTERN, mergeable_ranks=_ranks(), special_tokens=_SPECIAL
     )
+
+
+@functools.cache
+def _token_sizes_array() -> np.ndarray:
+    """UTF-8 bytes of each ordinary cl100k token, by token id."""
+    ranks = _ranks()
+    sizes = np.zeros(max(ranks.values()) + 1, dtype=np.int64)
+    for token, rank in ranks.items():
+        sizes[rank] = len(token)
+    return sizes
 
 
 def count_tokens(text: str) -> int:
@@ -53,6 +75,56 @@ def count_tokens_batch(texts: list[str]) -> list[int]:
     return [len(encode(t)) for t in texts]
 
 
+#: Where cl100k's pre-tokenizer always cuts, so that count(text) is the sum of the counts of the
+#: pieces: right after a ``\n`` that is followed by spaces or tabs and then a non-space
+#: character. (Proof, from ``_CL100K_PATTERN``: the pattern has no look-behind, so matching from
+#: a cut depends only on the text after it; the only alternatives that can hold a ``\n`` are
+#: ``?[^\s\p{L}\p{N}]++[\r\n]*+``, which stops after the run of line breaks, and
+#: ``\s*[\r\n]`` / ``\s++$``, which stop after the last line break of the whitespace run —
+#: here that ``\n``, since only spaces and tabs follow it before a non-space character; and
+#: ``\s+(?!\S)`` is only tried where ``\s*[\r\n]`` failed, i.e. with no line break ahead in
+#: the run. Python's ``\S`` is narrower than the pattern's, as ``str.isspace`` covers every
+#: Unicode White_Space character.) ``tests/test_tokens.py`` checks it on the corpora and on
+#: random strings.
+_CUT = re.compile(r"(?<=\n)(?=[ \t]*\S)")
+_ALNUM = frozenset(string.ascii_letters + string.digits)
+
+
+class TokenCounter:
+    """Exact cl100k_base token counts of many texts that share lines (one document's blocks,
+    groups and chunks), each distinct line encoded once.
+
+    A text is cut where the pre-tokenizer always cuts (after a line break followed by optional
+    spaces or tabs and a non-space character, see ``_CUT``); its count is the sum of the counts
+    of its pieces, each remembered. A piece ending in an ASCII letter or digit counts one token
+    less than the same piece with a ``\n`` after it (the letter or digit run ends the previous
+    pre-token, and ``\n`` is one token), so a chunk's last line reuses that line's count.
+    ``counter(text) == count_tokens(text)`` for every text. Keep one counter per document (its
+    memory grows with the distinct lines it has seen); not shared between threads.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[str, int] = {}
+        self._encode = encoding().encode_ordinary
+
+    def __call__(self, text: str) -> int:
+        """Number of cl100k_base tokens in ``text``."""
+        memo = self._memo
+        total = 0
+        for piece in _CUT.split(text) if "\n" in text else (text,):
+            n = memo.get(piece)
+            if n is None:
+                if piece[-1:] in _ALNUM and (m := memo.get(piece + "\n")) is not None:
+                    n = m - 1
+                elif piece[-1:] == "\n" and piece[-2:-1] in _ALNUM and (m := memo.get(piece[:-1])) is not None:
+                    n = m + 1
+                else:
+                    n = len(self._encode(piece))
+                memo[piece] = n
+            total += n
+        return total
+
+
 def encode(text: str) -> list[int]:
     """cl100k_base token ids of ``text``."""
     return encoding().encode_ordinary(text)
@@ -61,3 +133,167 @@ def encode(text: str) -> list[int]:
 def decode(ids: list[int]) -> str:
     """Text of cl100k_base token ids."""
     return encoding().decode(ids)
+
+
+_CUT_LINE = re.compile(r"[ \t]*\S")
+
+
+def _offsets(lengths: Iterable[int], n: int) -> list[int]:
+    """Start offsets of n lines of these lengths joined by ``\\n``, and one past the end."""
+    out = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n) + 1, out=out[1:])
+    return out.tolist()
+
+
+class LineTokens:
+    """Exact cl100k_base counts of line ranges of one text, from one encoding of the whole text.
+
+    ``lines`` is the text split at ``\n``. The text is encoded once; where the pre-tokenizer
+    always cuts (the start of a line that has a non-space character after optional spaces and
+    tabs, see ``_CUT``) a token starts, so the tokens of the text from one such *cut line* to
+    another are the tokens of that stretch on its own, read off the token offsets. A range's
+    count is then the tokens from its first line to its last cut line plus the count of the
+    rest (usually its last line without the line break after it — one token less than with
+    it when it ends in an ASCII letter or digit — else encoded, remembered). Ranges that do not
+    start at a cut line, and any other text (:meth:`text`), go through a :class:`TokenCounter`.
+    Every count equals :func:`count_tokens` of the same text (``tests/test_tokens.py``).
+    """
+
+    def __init__(self, lines: list[str], like: LineTokens | None = None) -> None:
+        """Count ``lines``; with ``like`` (the counts of an earlier version of the same text, as
+        :func:`esrag.chunking.split.split_oversize` makes), each piece between cut lines that
+        ``like`` has is not encoded again."""
+        self.lines = lines
+        self.text = TokenCounter()
+        self._chars = _offsets(map(len, lines), len(lines))
+        text = "\n".join(lines)
+        try:
+            if text.count("\n") != len(lines) - 1:
+                raise ValueError("a line holds a line break")  # then the lines are no lines: text by text
+            sizes = self._chars if text.isascii() else _offsets(map(len, map(str.encode, lines)), len(lines))
+        except (UnicodeEncodeError, ValueError):  # lone surrogates: tiktoken would replace them; count text by text
+            self._cut: list[bool] = [False] * len(lines)
+            self._bytes: list[int] | None = None
+            return
+        self._bytes = sizes
+        self._cut = [m is not None for m in map(_CUT_LINE.match, lines)]
+        self._cut[0] = True  # the text's start
+        if like is not None and like._bytes is not None:
+            self._count_pieces(like.pieces())
+            return
+        ids = np.asarray(encoding().encode_ordinary(text), dtype=np.intp)
+        ends = np.cumsum(_token_sizes_array()[ids])
+        self._total = len(ids)
+        #: tokens before line k (meaningful at cut lines)
+        self._before: list[int] = np.searchsorted(ends, sizes, side="right").tolist()
+
+    def _cut_lines(self) -> list[int]:
+        return [k for k, c in enumerate(self._cut) if c]
+
+    def pieces(self) -> dict[str, int]:
+        """The text's pieces between cut lines (each with its line breaks), with their counts."""
+        lines, cuts = self.lines, self._cut_lines()
+        out: dict[str, int] = {}
+        for k, nk in zip(cuts, cuts[1:]):
+            out["\n".join(lines[k:nk]) + "\n"] = self._before[nk] - self._before[k]
+        if cuts:
+            out["\n".join(lines[cuts[-1]:])] = self._total - self._before[cuts[-1]]
+        return out
+
+    def _count_pieces(self, known: dict[str, int]) -> None:
+        """``_before`` and ``_total`` from the counts of the pieces between cut lines (a piece's
+        count is its count on its own: the cut rule), encoding only pieces ``known`` lacks."""
+        lines, cuts = self.lines, self._cut_lines()
+        before = [0] * (len(lines) + 1)
+        total = 0
+        encode = encoding().encode_ordinary
+        for k, nk in zip(cuts, [*cuts[1:], len(lines)]):
+            piece = "\n".join(lines[k:nk]) + ("\n" if nk < len(lines) else "")
+            n = known.get(piece)
+            before[k] = total
+            total += n if n is not None else len(encode(piece))
+        self._before, self._total = before, total
+
+    def chars(self, a: int, b: int) -> int:
+        """Characters of ``"\n".join(lines[a:b])`` (0 for an empty range)."""
+        return max(self._chars[b] - self._chars[a] - 1, 0)
+
+    def size(self, a: int, b: int) -> int:
+        """UTF-8 bytes of ``"\n".join(lines[a:b])``."""
+        if self._bytes is None:
+            return len("\n".join(self.lines[a:b]).encode("utf-8", "surrogatepass"))
+        return max(self._bytes[b] - self._bytes[a] - 1, 0)
+
+    def span(self, a: int, b: int, suffix: str = "") -> int:
+        """cl100k tokens of ``"\n".join(lines[a:b]) + suffix`` (0-based, ``b`` exclusive)."""
+        lines, cut = self.lines, self._cut
+        if a >= b or not cut[a]:
+            return self.text("\n".join(lines[a:b]) + suffix)
+        c = b - 1
+        while not cut[c]:
+            c -= 1
+        return self._before[c] - self._before[a] + self._tail(c, b, suffix)
+
+    def joined(self, spans: list[tuple[int, int]]) -> int:
+        """cl100k tokens of the texts of line ranges ``(a, b)`` (in order, 0-based, ``b``
+        exclusive) joined by blank lines (``"\n\n"``): a cut of the pre-tokenizer falls after
+        each ``\n\n`` since each next range starts at a cut line."""
+        if any(not self._cut[a] or a == 0 for a, _ in spans[1:]):
+            return self.text("\n\n".join("\n".join(self.lines[a:b]) for a, b in spans))
+        return sum(self.span(a, b, "\n\n") for a, b in spans[:-1]) + self.span(*spans[-1])
+
+    def _tail(self, c: int, b: int, suffix: str) -> int:
+        """Tokens of ``"\n".join(lines[c:b]) + suffix`` for a cut line c with no cut line after it
+        before b."""
+        lines, cut = self.lines, self._cut
+        n = c + 1  # the next cut line: the piece of the whole text at c ends there
+        while n < len(lines) and not cut[n]:
+            n += 1
+        if n == len(lines):  # the text's last piece has no line break after it
+            if b == n and not suffix:
+                return self._total - self._before[c]
+        elif b == c + 1 and (n == b or all(not lines[k] for k in range(b, n))):
+            # the piece is lines[c] and n - c line breaks: swap those for the suffix in its last
+            # pre-token (see _stem)
+            stem = _stem(lines[c])
+            if stem is not None:
+                piece = self._before[n] - self._before[c]
+                return piece - _short_count(stem + "\n" * (n - c)) + _short_count(stem + suffix)
+        return self.text("\n".join(lines[c:b]) + suffix)
+
+
+_PUNCT = frozenset(string.punctuation)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_count(text: str) -> int:
+    """:func:`count_tokens` of a short text that recurs (a stem and line breaks)."""
+    return len(encoding().encode_ordinary(text))
+
+
+def _stem(line: str) -> str | None:
+    r"""What of a one-line text's last cl100k pre-token line breaks after it would join: '' when
+    it ends in an ASCII letter or digit (the letter or digit run ends a pre-token; the breaks
+    are one of their own), its trailing run of ASCII punctuation with the space before it, if
+    any, when the run follows an ASCII letter, digit, space or tab or starts the line (the
+    pattern's `` ?[^\s\p{L}\p{N}]++[\r\n]*+`` takes the run and the breaks after it; a
+    space before the run is never taken by the match before). None when unsure.
+
+    So ``count(line + s) == count(line + t) - count(stem + t) + count(stem + s)`` for ``s``,
+    ``t`` made of line breaks, when ``stem`` is not None (tests/test_tokens.py checks it)."""
+    if not line:
+        return None
+    if line[-1] in _ALNUM:
+        return ""
+    i = len(line)
+    while i and line[i - 1] in _PUNCT:
+        i -= 1
+    if i == len(line):
+        return None
+    if i:
+        before = line[i - 1]
+        if before == " ":
+            i -= 1
+        elif before not in _ALNUM and before != "\t":
+            return None
+    return line[i:]

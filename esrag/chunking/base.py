@@ -5,12 +5,13 @@ counts and content hashes."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from esrag.model import SECTION_SEPARATOR, Chunk, Document, content_hash
 from esrag.model import chunk_id as make_chunk_id
-from esrag.tokens import count_tokens_batch
+from esrag.tokens import TokenCounter
 
 
 @runtime_checkable
@@ -26,16 +27,21 @@ class Chunker(Protocol):
 
 @dataclass(slots=True)
 class Piece:
-    """A chunk before ids and counts: text, section path (titles), 1-based inclusive lines."""
+    """A chunk before ids and counts: text, section path (titles), 1-based inclusive lines, and
+    its cl100k tokens when the chunker already knows them (-1: :func:`finalize` counts)."""
 
     text: str
     section_path: tuple[str, ...]
     start_line: int
     end_line: int
+    tokens: int = -1
 
 
-def finalize(doc: Document, pieces: list[Piece]) -> list[Chunk]:
+def finalize(doc: Document, pieces: list[Piece], count: Callable[[str], int] | None = None) -> list[Chunk]:
     """Turn pieces into chunks: stable ids, position i of n, cl100k token counts, hashes.
+
+    A piece's cl100k count is its ``tokens`` when set, else ``count(text)`` (default: a fresh
+    :class:`esrag.tokens.TokenCounter`).
 
     The id's ordinal counts earlier pieces of the same document with the same section path, so
     ids survive edits in other sections and siblings with equal titles get distinct ids. The
@@ -44,7 +50,8 @@ def finalize(doc: Document, pieces: list[Piece]) -> list[Chunk]:
     copied onto every chunk.
     """
     seen: Counter[str] = Counter()
-    tokens = count_tokens_batch([p.text for p in pieces]) if pieces else []
+    count = count or TokenCounter()
+    tokens = [p.tokens if p.tokens >= 0 else count(p.text) for p in pieces]
     chunks: list[Chunk] = []
     doc_title = doc.title or ""
     for i, (piece, n_tokens) in enumerate(zip(pieces, tokens), start=1):

@@ -1,7 +1,10 @@
 """Markdown block parsing with line spans and section paths (seed 000, App. N.1, "Block parsing").
 
 Where a block starts and ends is CommonMark's question, answered by markdown-it-py (tables and
-YAML front matter enabled, inline parsing off for speed). The result is mapped onto the seed's
+YAML front matter enabled, inline parsing off for speed) — through
+:func:`esrag.chunking.scan.top_level_blocks`, a line scanner that reads the common blocks
+(ATX headers, fences, indented code, paragraphs, simple lists and block quotes, HTML blocks)
+itself and hands markdown-it the rest, with the same result (``tests/test_chunk_scan.py``). The result is mapped onto the seed's
 eight block types — front matter, fenced code, header, table, list, blockquote, thematic break,
 paragraph — plus two kinds the seed's own parser does not handle and the Laravel docs are full of:
 
@@ -24,6 +27,7 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import normalizeReference
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from esrag.chunking.scan import top_level_blocks
 from esrag.model import Block, BlockKind
 
 _ANCHOR_ONLY = re.compile(
@@ -60,6 +64,14 @@ def _block_parser() -> MarkdownIt:
 
 
 @functools.cache
+def _region_parser() -> MarkdownIt:
+    """:func:`_block_parser` without front matter (for parts of a document after its start)."""
+    md = MarkdownIt("commonmark").enable("table")
+    md.core.ruler.disable(["inline", "text_join"])
+    return md
+
+
+@functools.cache
 def _inline_parser() -> MarkdownIt:
     return MarkdownIt("commonmark")
 
@@ -75,6 +87,10 @@ _UNDEFINED_REF = re.compile(r"(?<![\\!\]])\[((?:[^\[\]\\`]|\\.|`[^`]*`)+)\]\[([^
 
 
 _ICON = re.compile(r":(?:material|simple|octicons|fontawesome)-[+\-\w]+:")
+#: Characters with which CommonMark inline syntax starts in markdown-it's commonmark preset
+#: (escapes, code spans, emphasis, links, images, autolinks and raw HTML, entities, line
+#: breaks): a title without any is its own plain text (``header_title``'s fast path).
+_INLINE_SYNTAX = re.compile(r"[\\`*_\[\]!<>&\n]")
 
 
 def header_title(inline_source: str, env: dict | None = None, autorefs: bool = False, icons: bool = False) -> str:
@@ -90,14 +106,18 @@ def header_title(inline_source: str, env: dict | None = None, autorefs: bool = F
     (MkDocs with ``pymdownx.emoji``) the shortcodes of Material's icon sets (``:material-api:``,
     ``:simple-slack:``, ``:octicons-…:``, ``:fontawesome-…:``) leave the title: they render as
     an SVG with no text, so toc's slug skips them (``## :simple-slack: Slack`` -> ``#slack``).
+    A title with none of the characters that start inline syntax in markdown-it's commonmark
+    preset (``_INLINE_SYNTAX``) is its own text and skips the inline parser.
     """
     env = dict(env or {})
     refs = env.get("references") or {}
-    if autorefs:
+    if autorefs and "[" in inline_source:
         inline_source = _UNDEFINED_REF.sub(
             lambda m: m.group(0) if normalizeReference(m.group(2)) in refs else m.group(1), inline_source)
     if icons:
         inline_source = _ICON.sub("", inline_source)
+    if not _INLINE_SYNTAX.search(inline_source):
+        return " ".join(inline_source.split())
     tokens = _inline_parser().parseInline(inline_source, env)
     parts: list[str] = []
     for tok in tokens[0].children or [] if tokens else []:
@@ -152,48 +172,55 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False) -> list
     spans = _top_level_spans(text, autorefs, icons)
     blocks: list[Block] = []
     stack: list[tuple[int, str]] = []
+    path: tuple[str, ...] = ()  # the titles of the stack (kept in step with it)
     covered_until = 0  # 0-based line index: lines before this are covered
+    paragraph, header, anchor_kind = BlockKind.PARAGRAPH, BlockKind.HEADER, BlockKind.ANCHOR
     for kind, start, end, token_content in spans:
-        blocks.extend(_gap_paragraphs(lines, covered_until, start, stack))
-        covered_until = max(covered_until, end)
-        seg = lines[start:end]
-        while seg and not seg[-1].strip():
-            seg.pop()
-        block_text = "\n".join(seg)
-        if kind is BlockKind.PARAGRAPH and _ANCHOR_ONLY.match(token_content or block_text):
-            kind = BlockKind.ANCHOR
+        if covered_until < start:
+            blocks.extend(_gap_paragraphs(lines, covered_until, start, stack))
+        if end > covered_until:
+            covered_until = end
+        n = end - start
+        while n and not lines[start + n - 1].strip():
+            n -= 1
+        block_text = "\n".join(lines[start : start + n]) if n != 1 else lines[start]
+        if kind is paragraph:
+            content = token_content or block_text
+            if (content[:1] == "<" or content[:1].isspace()) and _ANCHOR_ONLY.match(content):
+                kind = anchor_kind
         level, anchor = 0, ""
-        if kind is BlockKind.HEADER:
+        if kind is header:
             level, title, anchor = token_content
             anchor = anchor or _leading_anchor(blocks)
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
-        path = tuple(t for _, t in stack if t)
-        blocks.append(Block(kind, block_text, start + 1, start + len(seg), path, level, anchor))
+            path = tuple(t for _, t in stack if t)
+        blocks.append(Block(kind, block_text, start + 1, start + n, path, level, anchor))
     blocks.extend(_gap_paragraphs(lines, covered_until, len(lines), stack))
     return blocks
 
 
 def _top_level_spans(text: str, autorefs: bool = False, icons: bool = False) -> list[tuple[BlockKind, int, int, Any]]:
-    """(kind, start, end, extra) for each top-level markdown-it block; 0-based [start, end)."""
+    """(kind, start, end, extra) for each top-level markdown-it block; 0-based [start, end).
+
+    The blocks are markdown-it-py's (:func:`esrag.chunking.scan.top_level_blocks`: a line
+    scanner for the common blocks, markdown-it for the rest, the same result); header titles
+    are read once every block is known, so a reference defined below a header resolves in it.
+    """
     env: dict = {}
-    tokens = _block_parser().parse(text, env)
     spans: list[tuple[BlockKind, int, int, Any]] = []
-    for i, tok in enumerate(tokens):
-        if tok.level != 0 or tok.nesting == -1 or tok.map is None:
-            continue
-        kind = _TOKEN_KIND.get(tok.type)
-        if kind is None:
-            continue
+    for ttype, start, end, payload in top_level_blocks(_block_parser(), text, env, _region_parser()):
+        kind = _TOKEN_KIND[ttype]
         extra: Any = None  # HEADER: (level, title, anchor); PARAGRAPH: its inline source
         if kind is BlockKind.HEADER:
-            source, attr_id = split_header_attrs(tokens[i + 1].content)
+            level, content = payload
+            source, attr_id = split_header_attrs(content)
             inline = anchor_names(source) if "<" in source else []
-            extra = (int(tok.tag[1]), header_title(source, env, autorefs, icons), attr_id or (inline[0] if inline else ""))
+            extra = (level, header_title(source, env, autorefs, icons), attr_id or (inline[0] if inline else ""))
         elif kind is BlockKind.PARAGRAPH:
-            extra = tokens[i + 1].content
-        spans.append((kind, tok.map[0], tok.map[1], extra))
+            extra = payload
+        spans.append((kind, start, end, extra))
     return spans
 
 

@@ -28,11 +28,12 @@ from esrag.chunking.base import Piece, finalize
 from esrag.chunking.split import split_oversize
 from esrag.formats import RST_SUFFIXES, parse
 from esrag.model import SECTION_SEPARATOR, Block, BlockKind, Chunk, Document, Heading
-from esrag.tokens import count_tokens
+from esrag.tokens import LineTokens, count_tokens
 
 TAU_MAX = 1500
 TAU_MIN = 100
 MAX_BLOCK_TOKENS = 0  # the seed's rule (a block is never split); esrag's settings default is 480
+_NOT_BODY = frozenset({BlockKind.HEADER, BlockKind.HTML, BlockKind.ANCHOR})  # Block.is_body is False
 _CLOSING_KINDS = (BlockKind.CODE, BlockKind.TABLE, BlockKind.FRONT_MATTER, BlockKind.BLOCKQUOTE)
 _FRONT_MATTER_TITLE = re.compile(r"^title:\s*['\"]?(.+?)['\"]?\s*$", re.MULTILINE)
 
@@ -43,7 +44,7 @@ class _Group:
     has_body: bool = False
 
     def section_path(self) -> tuple[str, ...]:
-        body = next((b for b in self.blocks if b.is_body), None)
+        body = next((b for b in self.blocks if b.kind not in _NOT_BODY), None)
         first = body or next((b for b in self.blocks if b.kind is BlockKind.HEADER), self.blocks[0])
         return first.section_path
 
@@ -96,75 +97,88 @@ class HeaderChunker:
         if doc.title is None:
             doc.title = document_title(parsed.blocks, doc.path)
         doc.headers = headings(parsed.blocks, parsed.line_map)
+        tokens = LineTokens(parsed.lines)  # the document encoded once; every count is read off it
         lines, line_map, end_map, blocks = split_oversize(parsed.lines, parsed.line_map, parsed.blocks,
-                                                          self.max_block_tokens, parsed.end_map)
-        pieces = self.merge_small(self.group(blocks, lines))
-        return finalize(doc, [_to_source(p, line_map, end_map) for p in pieces])
+                                                          self.max_block_tokens, parsed.end_map, tokens.text, tokens)
+        if lines is not parsed.lines:  # oversize blocks were split: new lines, mostly the same pieces
+            tokens = LineTokens(lines, like=tokens)
+        pieces = self.merge_small(self.group(blocks, lines, tokens), tokens)
+        return finalize(doc, [_to_source(p, line_map, end_map) for p in pieces], tokens.text)
 
-    def group(self, blocks: list[Block], lines: list[str]) -> list[Piece]:
-        """Grouping rules 1–3: pieces whose body blocks all come from one section.
+    def group(self, blocks: list[Block], lines: list[str], tokens: LineTokens | None = None) -> list[Piece]:
+        """Grouping rules 1–3: pieces whose body blocks all come from one section, each with its
+        cl100k tokens (``tokens``: counts of ``lines``, built when not given).
 
         A closing HTML tag block (``</div>``) met right after a chunk was closed rides with that
         chunk rather than opening a chunk of its own.
         """
+        tokens = tokens if tokens is not None and tokens.lines is lines else LineTokens(lines)
+        chars = tokens.chars
         groups: list[_Group] = []
         cur = _Group()
         leads = _anchors_before_headers(blocks)
         for i, block in enumerate(blocks):
+            is_body = block.kind not in _NOT_BODY
             if block.kind is BlockKind.HEADER or i in leads:
                 if cur.has_body:
                     groups.append(cur)
                     cur = _Group()
-            elif block.is_body:
-                if cur.has_body and (_span_len(cur.blocks[0], block, lines) > self.tau_max
-                                     or self._over_cap(cur.blocks[0], block, lines)):
+            elif is_body:
+                if cur.has_body and (chars(cur.blocks[0].start_line - 1, block.end_line) > self.tau_max
+                                     or self._over_cap(cur.blocks[0], block, tokens)):
                     groups.append(cur)
                     cur = _Group()
             elif not cur.blocks and groups and block.text.lstrip().startswith("</") \
-                    and not self._over_cap(groups[-1].blocks[0], block, lines):
+                    and not self._over_cap(groups[-1].blocks[0], block, tokens):
                 groups[-1].blocks.append(block)
                 continue
-            elif cur.blocks and self._over_cap(cur.blocks[0], block, lines):  # raw HTML past the cap
+            elif cur.blocks and self._over_cap(cur.blocks[0], block, tokens):  # raw HTML past the cap
                 groups.append(cur)
                 cur = _Group()
             cur.blocks.append(block)
-            if block.is_body:
+            if is_body:
                 cur.has_body = True
-                if block.kind in _CLOSING_KINDS and _span_len(cur.blocks[0], block, lines) >= self.tau_max:
+                if block.kind in _CLOSING_KINDS and chars(cur.blocks[0].start_line - 1, block.end_line) >= self.tau_max:
                     groups.append(cur)
                     cur = _Group()
         if cur.blocks:
             groups.append(cur)
-        return [_piece(g, lines) for g in groups]
+        return [_piece(g, lines, tokens) for g in groups]
 
-    def merge_small(self, pieces: list[Piece]) -> list[Piece]:
-        """The small-chunk merge pass (joined by one blank line, capped at 2 * tau_max)."""
+    def merge_small(self, pieces: list[Piece], tokens: LineTokens | None = None) -> list[Piece]:
+        """The small-chunk merge pass (joined by one blank line, capped at 2 * tau_max).
+
+        ``tokens`` (counts of the lines the pieces index, as from :meth:`group`) counts joined
+        pieces by their line spans; without it their texts are counted."""
         cap = 2 * self.tau_max
         out: list[list[Piece]] = []
         for piece in pieces:
             if out and _joined_len(out[-1]) < self.tau_min and _joined_len(out[-1]) + 2 + len(piece.text) <= cap \
-                    and self._fits(out[-1] + [piece]):
+                    and self._fits(out[-1] + [piece], tokens):
                 out[-1].append(piece)
             else:
                 out.append([piece])
         if len(out) >= 2 and _joined_len(out[-1]) < self.tau_min and _joined_len(out[-2]) + 2 + _joined_len(out[-1]) <= cap \
-                and self._fits(out[-2] + out[-1]):
+                and self._fits(out[-2] + out[-1], tokens):
             out[-2].extend(out.pop())
-        return [_join(parts) for parts in out]
+        return [_join(parts, tokens) for parts in out]
 
-    def _over_cap(self, first: Block, last: Block, lines: list[str]) -> bool:
+    def _over_cap(self, first: Block, last: Block, tokens: LineTokens) -> bool:
         """True when the text from ``first`` to ``last`` exceeds ``max_block_tokens``."""
         if not self.max_block_tokens:
             return False
-        text = "\n".join(lines[first.start_line - 1 : last.end_line])
-        return len(text.encode()) > self.max_block_tokens and count_tokens(text) > self.max_block_tokens
+        a, b = first.start_line - 1, last.end_line
+        return tokens.size(a, b) > self.max_block_tokens and tokens.span(a, b) > self.max_block_tokens
 
-    def _fits(self, parts: list[Piece]) -> bool:
+    def _fits(self, parts: list[Piece], tokens: LineTokens | None) -> bool:
         """True when the joined parts stay within ``max_block_tokens`` (always without a cap)."""
         if not self.max_block_tokens:
             return True
-        text = "\n\n".join(p.text for p in parts)
-        return len(text.encode()) <= self.max_block_tokens or count_tokens(text) <= self.max_block_tokens
+        if tokens is None:
+            text = "\n\n".join(p.text for p in parts)
+            return len(text.encode()) <= self.max_block_tokens or count_tokens(text) <= self.max_block_tokens
+        size = sum(tokens.size(p.start_line - 1, p.end_line) for p in parts) + 2 * (len(parts) - 1)
+        return size <= self.max_block_tokens or _joined_tokens(parts, tokens) <= self.max_block_tokens
 
 
 def _anchors_before_headers(blocks: list[Block]) -> set[int]:
@@ -182,16 +196,15 @@ def _anchors_before_headers(blocks: list[Block]) -> set[int]:
     return out
 
 
-def _span_len(first: Block, last: Block, lines: list[str]) -> int:
-    """Characters of the source text from ``first``'s first line to ``last``'s last line."""
-    span = lines[first.start_line - 1 : last.end_line]
-    return sum(len(line) for line in span) + len(span) - 1
-
-
-def _piece(group: _Group, lines: list[str]) -> Piece:
+def _piece(group: _Group, lines: list[str], tokens: LineTokens) -> Piece:
     first, last = group.blocks[0], group.blocks[-1]
-    text = "\n".join(lines[first.start_line - 1 : last.end_line])
-    return Piece(text, group.section_path(), first.start_line, last.end_line)
+    a, b = first.start_line - 1, last.end_line
+    return Piece("\n".join(lines[a:b]), group.section_path(), first.start_line, last.end_line, tokens.span(a, b))
+
+
+def _joined_tokens(parts: list[Piece], tokens: LineTokens) -> int:
+    """cl100k tokens of the parts' texts joined by blank lines, from their line spans."""
+    return tokens.joined([(p.start_line - 1, p.end_line) for p in parts])
 
 
 def _to_source(piece: Piece, line_map: list[int], end_map: list[int]) -> Piece:
@@ -200,19 +213,20 @@ def _to_source(piece: Piece, line_map: list[int], end_map: list[int]) -> Piece:
         return piece
     start = line_map[min(piece.start_line, len(line_map)) - 1]
     end = end_map[min(piece.end_line, len(end_map)) - 1]
-    return Piece(piece.text, piece.section_path, start, max(start, end))
+    return Piece(piece.text, piece.section_path, start, max(start, end), piece.tokens)
 
 
 def _joined_len(parts: list[Piece]) -> int:
     return sum(len(p.text) for p in parts) + 2 * (len(parts) - 1)
 
 
-def _join(parts: list[Piece]) -> Piece:
+def _join(parts: list[Piece], tokens: LineTokens | None) -> Piece:
     if len(parts) == 1:
         return parts[0]
     longest = max(parts, key=lambda p: len(p.text))
     text = "\n\n".join(p.text for p in parts)
-    return Piece(text, longest.section_path, parts[0].start_line, parts[-1].end_line)
+    n_tokens = _joined_tokens(parts, tokens) if tokens is not None else -1
+    return Piece(text, longest.section_path, parts[0].start_line, parts[-1].end_line, n_tokens)
 
 
 def headings(blocks: list[Block], line_map: list[int] | None = None) -> list[Heading]:

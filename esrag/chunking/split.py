@@ -20,10 +20,10 @@ span is the source lines it shows.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from esrag.model import Block, BlockKind
-from esrag.tokens import count_tokens
+from esrag.tokens import LineTokens, count_tokens
 
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
 _FENCE_OPEN = re.compile(r"^(\s*)(`{3,}|~{3,})")
@@ -34,7 +34,8 @@ Line = tuple[str, tuple[int, int]]  # (text, (first, last) source line)
 
 
 def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], cap: int,
-                   end_map: list[int] | None = None) -> tuple[list[str], list[int], list[int], list[Block]]:
+                   end_map: list[int] | None = None, count: Callable[[str], int] = count_tokens,
+                   tokens: LineTokens | None = None) -> tuple[list[str], list[int], list[int], list[Block]]:
     """Lines, line map and blocks with every oversize block replaced by its pieces.
 
     Args:
@@ -43,6 +44,10 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
         blocks: blocks in document order.
         cap: maximum cl100k tokens of a chunk's text (0 or less: nothing is split).
         end_map: last source line of each line (default: ``line_map``).
+        count: cl100k token counter (default :func:`esrag.tokens.count_tokens`; the chunker
+            passes its document's :class:`esrag.tokens.LineTokens` ``.text``).
+        tokens: counts of ``lines`` by line span (:class:`esrag.tokens.LineTokens`), used for
+            blocks whose text is their lines joined.
 
     Returns:
         New ``(lines, line_map, end_map, blocks)``; unchanged when nothing is over budget.
@@ -51,9 +56,10 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
     end_map = end_map if end_map is not None else line_map
     if cap <= 0:
         return lines, line_map, end_map, blocks
-    budgets = _budgets(blocks, cap)
-    todo = {i for i, b in enumerate(blocks) if b.kind is not BlockKind.FRONT_MATTER and (b.is_body or b.kind is BlockKind.HTML)
-            and len(b.text.encode()) > budgets[i] and count_tokens(b.text) > budgets[i]}
+    tokens = tokens if tokens is not None and tokens.lines is lines else None
+    budgets = _budgets(blocks, cap, count, tokens)
+    todo = {i for i, b in enumerate(blocks) if budgets[i] >= 0 and b.kind is not BlockKind.FRONT_MATTER
+            and (b.is_body or b.kind is BlockKind.HTML) and _block_tokens(b, lines, count, tokens) > budgets[i]}
     if not todo:
         return lines, line_map, end_map, blocks
     spans = list(zip(line_map, end_map))
@@ -65,7 +71,7 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
         out_lines.extend(lines[pos : block.start_line - 1])
         out_spans.extend(spans[pos : block.start_line - 1])
         own = [(lines[j], spans[j]) for j in range(block.start_line - 1, block.end_line)]
-        pieces = split_block(block.kind, own, budgets[i], cap) if i in todo else [own]
+        pieces = split_block(block.kind, own, budgets[i], cap, count) if i in todo else [own]
         for k, piece in enumerate(pieces):
             if k:
                 out_lines.append("")
@@ -81,28 +87,58 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
     return out_lines, [a for a, _ in out_spans], [b for _, b in out_spans], out_blocks
 
 
-def _budgets(blocks: list[Block], cap: int) -> list[int]:
+def _block_tokens(block: Block, lines: list[str], count: Callable[[str], int], tokens: LineTokens | None) -> int:
+    """cl100k tokens of a block's text: by its line span when it is its lines joined."""
+    a, b = block.start_line - 1, block.end_line
+    if tokens is not None and tokens.lines is lines and tokens.chars(a, b) == len(block.text) \
+            and "\n".join(lines[a:b]) == block.text:
+        return tokens.span(a, b)
+    return count(block.text)
+
+
+def _budgets(blocks: list[Block], cap: int, count: Callable[[str], int] = count_tokens,
+             tokens: LineTokens | None = None) -> list[int]:
     """Per block: the cap less the tokens of the non-body blocks (headers, anchors) right
-    before it, which join its first piece's chunk; at least a quarter of the cap."""
+    before it, which join its first piece's chunk; at least a quarter of the cap. -1 for a
+    block whose UTF-8 bytes are within that budget (a token is at least one byte, so it is not
+    over budget; its lead is then not counted). (``tokens``: counts of the lines the blocks
+    index, used when each block's text is its lines joined.)"""
     out: list[int] = []
-    lead: list[str] = []
+    lead: list[Block] = []
+    lead_size = 0  # UTF-8 bytes of the lead joined by blank lines: at least its tokens
     for block in blocks:
-        if block.is_body:
-            reserve = count_tokens("\n\n".join(lead)) + 2 if lead else 0
-            out.append(max(cap - reserve, cap // 4))
-            lead = []
+        size = len(block.text.encode())
+        if block.kind not in _NOT_BODY:
+            if not lead:
+                budget = cap
+            elif size <= max(cap - lead_size - 2, cap // 4):
+                budget = cap  # within even the smallest budget the lead allows
+            else:
+                budget = max(cap - (_lead_tokens(lead, count, tokens) + 2), cap // 4)
+            out.append(budget if size > budget else -1)
+            lead, lead_size = [], 0
         else:
-            out.append(cap)
-            lead.append(block.text)
+            out.append(cap if size > cap else -1)
+            lead_size += size + (2 if lead else 0)
+            lead.append(block)
     return out
 
 
-def split_block(kind: BlockKind, lines: list[Line], first_budget: int, budget: int | None = None) -> list[list[Line]]:
+def _lead_tokens(lead: list[Block], count: Callable[[str], int], tokens: LineTokens | None) -> int:
+    if tokens is not None and all(tokens.chars(b.start_line - 1, b.end_line) == len(b.text)
+                                  and "\n".join(tokens.lines[b.start_line - 1 : b.end_line]) == b.text for b in lead):
+        return tokens.joined([(b.start_line - 1, b.end_line) for b in lead])
+    return count("\n\n".join(b.text for b in lead))
+
+
+def split_block(kind: BlockKind, lines: list[Line], first_budget: int, budget: int | None = None,
+                count: Callable[[str], int] = count_tokens) -> list[list[Line]]:
     """Pieces of one block's lines (see the module docstring); the first piece fits
-    ``first_budget`` tokens, the others ``budget`` (default: the same)."""
+    ``first_budget`` tokens, the others ``budget`` (default: the same), as ``count`` counts
+    (default :func:`esrag.tokens.count_tokens`)."""
     budget = budget or first_budget
     if kind is BlockKind.TABLE and len(lines) > 2:
-        return _pack([[ln] for ln in lines[2:]], first_budget, budget, prefix=lines[:2], cut_lines=False)
+        return _pack([[ln] for ln in lines[2:]], first_budget, budget, count, prefix=lines[:2], cut_lines=False)
     if kind is BlockKind.CODE:
         m = _FENCE_OPEN.match(lines[0][0])
         if m:
@@ -111,16 +147,17 @@ def split_block(kind: BlockKind, lines: list[Line], first_budget: int, budget: i
                 not lines[-1][0].strip().strip(fence[0])
             body = lines[1:-1] if closed else lines[1:]
             close = (m.group(1) + fence, (lines[-1] if closed else lines[0])[1])
-            return _pack([[ln] for ln in body], first_budget, budget, prefix=[lines[0]], suffix=[close])
-        return _pack([[ln] for ln in lines], first_budget, budget)
+            return _pack([[ln] for ln in body], first_budget, budget, count, prefix=[lines[0]], suffix=[close])
+        return _pack([[ln] for ln in lines], first_budget, budget, count)
     fenced = any(_FENCE_OPEN.match(t) for t, _ in lines)
     slack = _FENCE_SLACK if fenced else 0  # room to close and re-open a fence cut by a piece
     units = _items(lines) if kind is BlockKind.LIST else _sentences(lines)
-    pieces = _pack(units, first_budget - slack, budget - slack)
+    pieces = _pack(units, first_budget - slack, budget - slack, count)
     return _mend_fences(pieces) if fenced else pieces
 
 
 _FENCE_SLACK = 24
+_NOT_BODY = frozenset({BlockKind.HEADER, BlockKind.HTML, BlockKind.ANCHOR})  # Block.is_body is False
 
 
 def _mend_fences(pieces: list[list[Line]]) -> list[list[Line]]:
@@ -177,7 +214,7 @@ def _sentences(lines: list[Line]) -> list[list[Line]]:
     return [u for u in units if u]
 
 
-def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, prefix: Sequence[Line] = (),
+def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, count: Callable[[str], int], prefix: Sequence[Line] = (),
           suffix: Sequence[Line] = (), cut_lines: bool = True) -> list[list[Line]]:
     """Greedy packing of units (lists of lines) into pieces ``prefix + units + suffix`` of at
     most the budget; a unit too large alone is packed by its lines, a line too large alone is
@@ -187,7 +224,7 @@ def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, prefix: S
 
     def fits(extra: list[Line]) -> bool:
         limit = first_budget if not pieces else budget
-        return count_tokens("\n".join(t for t, _ in (*prefix, *cur, *extra, *suffix))) <= limit
+        return count("\n".join(t for t, _ in (*prefix, *cur, *extra, *suffix))) <= limit
 
     def close() -> None:
         nonlocal cur
@@ -213,7 +250,7 @@ def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, prefix: S
                 if not fits([]):
                     close()
                 continue
-            for part in _cut_line(ln[0], first_budget if not pieces else budget):
+            for part in _cut_line(ln[0], first_budget if not pieces else budget, count):
                 if not fits([(part, ln[1])]):
                     close()
                 cur.append((part, ln[1]))
@@ -223,12 +260,12 @@ def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, prefix: S
              *(suffix if k == last else [(t, body[-1][1]) for t, _ in suffix])] for k, body in enumerate(pieces)]
 
 
-def _cut_line(text: str, budget: int) -> list[str]:
+def _cut_line(text: str, budget: int, count: Callable[[str], int] = count_tokens) -> list[str]:
     """One over-long line as consecutive parts within ``budget`` tokens: at sentence ends, then
     at spaces (a single word longer than the budget stays whole)."""
     words: list[str] = []
     for sentence in _SENTENCE_SPLIT.split(text):
-        if count_tokens(sentence) <= budget:
+        if count(sentence) <= budget:
             words.append(sentence)
         else:
             words.extend(sentence.split(" "))
@@ -236,7 +273,7 @@ def _cut_line(text: str, budget: int) -> list[str]:
     cur = ""
     for w in words:
         cand = f"{cur} {w}" if cur else w
-        if cur and count_tokens(cand) > budget:
+        if cur and count(cand) > budget:
             parts.append(cur)
             cur = w
         else:

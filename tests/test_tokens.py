@@ -1,0 +1,122 @@
+"""Token counts read off one encoding per document are the counts of the texts themselves
+(issue 17: "careful: BPE counts of concatenated text are not always the sum of parts"). The
+cut rule (``esrag.tokens._CUT``), the line-break swap (``_stem``), :class:`TokenCounter` and
+:class:`LineTokens` are each checked against :func:`count_tokens` on random strings made of
+the characters where cl100k's pre-tokenizer is delicate, and on the real corpora."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from paths import DATA
+
+from esrag.app import make_chunker
+from esrag.chunking.blocks import normalize
+from esrag.config import Settings
+from esrag.model import Document
+from esrag.tokens import _CUT, LineTokens, TokenCounter, _stem, count_tokens
+
+ATOMS = ["a", "Z", "9", "12", "333", " ", "  ", "\t", "\n", "\n\n", ".", ":", ")", "`", "'s", "'", '"', "}", "{", "-",
+         "_", "é", "中", "…", "’", "\u00a0", "\x0b", "\x0c", "\r", "\r\n", "\u2028", "\x1c", "\x85", "\u3000", "٣", "²",
+         "!", "?", "...", " .", "word", " word", "x\n", " \n", ".\n", "\x01", "#", "|", "<a>"]
+
+
+def _random_texts(seed: int, n: int, size: int = 14) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(ATOMS) for _ in range(rng.randint(1, size))) for _ in range(n)]
+
+
+def test_count_of_a_text_is_the_sum_over_its_cuts():
+    for text in _random_texts(1, 30000):
+        assert sum(count_tokens(p) for p in _CUT.split(text)) == count_tokens(text), repr(text)
+
+
+def test_line_breaks_swap_in_the_last_pretoken():
+    checked = 0
+    for text in _random_texts(2, 30000, 10):
+        stem = _stem(text)
+        if stem is None:
+            continue
+        checked += 1
+        for t in ("\n", "\n\n"):
+            for s in ("", "\n", "\n\n"):
+                assert count_tokens(text + s) == count_tokens(text + t) - count_tokens(stem + t) + count_tokens(stem + s), \
+                    (text, stem, t, s)
+    assert checked > 5000
+
+
+def test_token_counter_is_count_tokens():
+    counter = TokenCounter()
+    texts = _random_texts(3, 5000, 30)
+    for text in texts + texts:  # the second time from the memory
+        assert counter(text) == count_tokens(text), repr(text)
+
+
+def test_line_tokens_on_random_lines():
+    rng = random.Random(4)
+    for _ in range(200):
+        lines = ["".join(rng.choice(ATOMS) for _ in range(rng.randint(0, 6))).replace("\n", "") for _ in range(30)]
+        lt = LineTokens(lines)
+        for _ in range(20):
+            a = rng.randrange(len(lines))
+            b = rng.randint(a, len(lines))
+            suffix = rng.choice(["", "\n\n"])
+            assert lt.span(a, b, suffix) == count_tokens("\n".join(lines[a:b]) + suffix), (lines[a:b], suffix)
+            assert lt.chars(a, b) == len("\n".join(lines[a:b]))
+            assert lt.size(a, b) == len("\n".join(lines[a:b]).encode())
+
+
+def test_line_tokens_with_lone_surrogates_or_line_breaks_in_lines_count_text_by_text():
+    lines = ["a\ud800b", "c"]
+    assert LineTokens(lines).span(0, 2) == count_tokens("a\ud800b\nc")
+    lines = ["a.\n", "  b", "c\nd", "e"]
+    lt = LineTokens(lines)
+    for a in range(4):
+        for b in range(a, 5):
+            assert lt.span(a, b) == count_tokens("\n".join(lines[a:b])), (a, b)
+
+
+@pytest.mark.parametrize("corpus", ["laravel-docs", "pydantic-docs", "async-book", "requests-docs"])
+def test_line_tokens_on_the_corpora(corpus):
+    rng = random.Random(5)
+    files = sorted(p for p in (DATA / "corpora" / corpus).rglob("*") if p.suffix in (".md", ".rst"))
+    assert files
+    for path in files:
+        lines = normalize(path.read_text(encoding="utf-8")).split("\n")
+        lt = LineTokens(lines)
+        spans = [(a, min(len(lines), a + rng.randint(0, 30))) for a in rng.sample(range(len(lines)), min(40, len(lines)))]
+        for a, b in spans:
+            assert lt.span(a, b) == count_tokens("\n".join(lines[a:b])), (path, a, b)
+            assert lt.span(a, b, "\n\n") == count_tokens("\n".join(lines[a:b]) + "\n\n"), (path, a, b)
+        ordered = sorted((a, b) for a, b in spans if a < b)
+        disjoint = [s for i, s in enumerate(ordered) if i == 0 or s[0] >= ordered[i - 1][1]]
+        assert lt.joined(disjoint) == count_tokens("\n\n".join("\n".join(lines[a:b]) for a, b in disjoint)), path
+
+
+@pytest.mark.parametrize("corpus", ["laravel-docs", "pydantic-docs", "async-book", "requests-docs"])
+def test_every_chunk_has_its_exact_token_count(corpus):
+    chunker = make_chunker(Settings(db=None, es_url=None))
+    root = DATA / "corpora" / corpus
+    n = 0
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".md", ".rst")):
+        doc = Document(str(path.relative_to(root)), path.read_text(encoding="utf-8"), source=str(path), root=str(root))
+        for c in chunker.chunk(doc):
+            assert c.tokens == count_tokens(c.text), (path, c.position)
+            n += 1
+    assert n > 100
+
+
+def test_line_tokens_like_an_earlier_version_of_the_text():
+    """After the oversize split (new empty lines, repeated table header rows and fences) the
+    counts come from the earlier version's pieces and the few new ones."""
+    rng = random.Random(6)
+    path = DATA / "corpora" / "laravel-docs" / "validation.md"
+    lines = normalize(path.read_text(encoding="utf-8")).split("\n")
+    earlier = LineTokens(lines)
+    later = lines[:40] + ["", "| a | b |", "|---|---|"] + lines[40:300] + ["```", "", "    code"] + lines[300:]
+    lt = LineTokens(later, like=earlier)
+    for _ in range(300):
+        a = rng.randrange(len(later))
+        b = rng.randint(a, min(len(later), a + 40))
+        assert lt.span(a, b) == count_tokens("\n".join(later[a:b])), (a, b)
