@@ -160,7 +160,7 @@ def child(args: argparse.Namespace) -> None:
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     total, seconds = 0, 0.0
     store = ElasticStore(urls, args.index, batch_size=args.batch, index_options=args.option, request_timeout=120,
-                         rescore_oversample=getattr(args, "oversample", None))
+                         rescore_oversample=getattr(args, "oversample", None), vector_copy=args.vector_copy)
     if args.child in ("esrag", "raw"):
         from esrag.stores.base import IndexMeta
 
@@ -209,17 +209,21 @@ def _index_text():
     return Settings(db=None, es_url=None).index_text
 
 
-class _Precomputed:
-    """LangChain ``Embeddings`` returning the precomputed vectors of the current slice."""
+def _precomputed():
+    """A LangChain ``Embeddings`` returning the precomputed vectors of the current slice."""
+    from langchain_core.embeddings import Embeddings
 
-    vectors: np.ndarray
+    class Precomputed(Embeddings):
+        vectors: np.ndarray
 
-    def embed_documents(self, texts):
-        assert len(texts) == len(self.vectors)
-        return self.vectors.tolist()
+        def embed_documents(self, texts):
+            assert len(texts) == len(self.vectors)
+            return self.vectors.tolist()
 
-    def embed_query(self, text):
-        raise NotImplementedError
+        def embed_query(self, text):
+            raise NotImplementedError
+
+    return Precomputed()
 
 
 def _peer_store(url: str, index: str, dims: int, option: str):
@@ -233,13 +237,14 @@ def _peer_store(url: str, index: str, dims: int, option: str):
         "text": {"type": "text"}, "metadata": {"type": "object"},
         "vector": {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine",
                    "index_options": {"type": option, "m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION}}}})
-    emb = _Precomputed()
-    return ElasticsearchStore(index, embedding=emb, es_connection=es, vector_query_field="vector", query_field="text"), emb
+    emb = _precomputed()
+    return ElasticsearchStore(index, embedding=emb, client=es, vector_query_field="vector", query_field="text"), emb
 
 
-def run_child(kind: str, url: str, index: str, n: int, batch: int, option: str, progress: Progress) -> dict[str, Any]:
+def run_child(kind: str, url: str, index: str, n: int, batch: int, option: str, progress: Progress,
+              vector_copy: str = "auto") -> dict[str, Any]:
     cmd = [sys.executable, str(Path(__file__)), "--child", kind, "--url", url, "--index", index, "--chunks", str(n),
-           "--batch", str(batch), "--option", option]
+           "--batch", str(batch), "--option", option, "--vector-copy", vector_copy]
     task = progress.add_task(f"{kind} bulk -> {index}", total=n)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=HERE)
     load0 = os.getloadavg()[0]
@@ -413,6 +418,29 @@ def topology(name: str, url: str, args: argparse.Namespace, chunks, vectors, que
     return out
 
 
+def storage(url: str, args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
+    """Index size per chunk with the ``vector_bin`` copy (``vector_copy=stored``, every index
+    before this change) against synthetic vectors (9.2+ ``auto``): the same chunks, the same
+    option, each force-merged to one segment so the sizes compare."""
+    from elasticsearch import Elasticsearch
+
+    es = Elasticsearch(url.split(","), request_timeout=600)
+    out: dict[str, Any] = {"chunks": args.storage_chunks, "option": args.bulk_option}
+    for copy in ("stored", "auto"):
+        alias = f"bench-scale-storage-{copy}"
+        drop(url, f"{alias}*")
+        r = run_child("esrag", url, alias, args.storage_chunks, args.batch, args.bulk_option, progress, copy)
+        es.indices.forcemerge(index=f"{alias}-000001", max_num_segments=1)
+        settle(es, f"{alias}-000001")
+        out["synthetic" if copy == "auto" else "vector_bin"] = {"chunks_per_s": r["chunks_per_s"], **size_per_chunk(es, f"{alias}-000001")}
+        drop(url, f"{alias}*")
+    out["saved_bytes_per_chunk"] = round(out["vector_bin"]["bytes_per_chunk"] - out["synthetic"]["bytes_per_chunk"], 1)
+    console.print(f"storage per chunk at {args.storage_chunks:,} chunks ({args.bulk_option}, one segment): vector_bin "
+                  f"{out['vector_bin']['bytes_per_chunk']:,.0f} B, synthetic {out['synthetic']['bytes_per_chunk']:,.0f} B, "
+                  f"saved {out['saved_bytes_per_chunk']:,.0f} B")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunks", type=int, default=250_000)
@@ -429,6 +457,9 @@ def main() -> None:
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--index", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--option", default="int8_hnsw", help=argparse.SUPPRESS)
+    ap.add_argument("--vector-copy", default="auto", help=argparse.SUPPRESS)
+    ap.add_argument("--storage-chunks", type=int, default=50_000,
+                    help="chunks of the vector_bin-vs-synthetic size comparison on the single node (0: skip)")
     args = ap.parse_args()
     if args.child:
         kind, _, over = args.option.partition("+")
@@ -449,6 +480,8 @@ def main() -> None:
         topologies = [] if args.skip_single else [("single", args.url, args.chunks)]
         if args.cluster:
             topologies.append(("cluster", args.cluster, args.cluster_chunks or args.chunks))
+        if args.storage_chunks and not args.skip_single:
+            results["storage"] = storage(args.url, args, progress)
         for name, url, n in topologies:
             args.chunks = n
             texts, qv = query_set(chunks, vectors, args.queries)
