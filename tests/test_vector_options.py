@@ -17,7 +17,7 @@ from esrag.stores.base import Filters, IndexMeta
 from esrag.stores.elastic import ClusterWarning, ElasticStore
 from esrag.stores.elastic.bodies import mappings_component_body
 from esrag.stores.elastic.capabilities import Learned
-from esrag.stores.elastic.vector_options import AUTO_CHOICE, INDEX_OPTIONS, VectorPlan, check_dims, plan_vectors
+from esrag.stores.elastic.vector_options import INDEX_OPTIONS, VectorPlan, check_dims, plan_vectors
 from tests.store_suite import FIELDS, make_chunk
 
 DIMS = 64  # bbq_hnsw needs >= 64
@@ -40,13 +40,17 @@ def test_auto_plan_per_version_exact():
         "index_options": {"type": "int8_hnsw", "m": 16, "ef_construction": 100},
         "vector_copy": "stored", "requested": "auto", "es_version": "8.15.5",
     }
-    want_92 = {"type": AUTO_CHOICE, "m": 16, "ef_construction": 100,
-               "rescore_vector": {"oversample": 3.0 if AUTO_CHOICE == "bbq_hnsw" else 0.0}}
-    assert plan_vectors("9.2.8").to_meta() == {"index_options": want_92, "vector_copy": "synthetic", "requested": "auto",
-                                               "es_version": "9.2.8"}
-    # 9.0: every option, no rescore_vector in the mapping yet, no synthetic vectors
-    assert plan_vectors("9.0.3").index_options == {"type": AUTO_CHOICE, "m": 16, "ef_construction": 100}
+    want_92 = {"type": "bbq_hnsw", "m": 16, "ef_construction": 100, "rescore_vector": {"oversample": 3.0}}
+    assert plan_vectors("9.2.8", 384).to_meta() == {"index_options": want_92, "vector_copy": "synthetic", "requested": "auto",
+                                                    "es_version": "9.2.8"}
+    assert plan_vectors("9.1.0", 384).index_options == want_92
+    # 8.16-9.0 have BBQ but no rescore_vector in the mapping: int8_hnsw; 9.0 has no synthetic vectors
+    for version in ("8.16.0", "8.19.9", "9.0.3"):
+        assert plan_vectors(version, 384).index_options == {"type": "int8_hnsw", "m": 16, "ef_construction": 100}
     assert plan_vectors("9.0.3").vector_copy == "stored"
+    # under 64 dims auto never takes bbq_hnsw
+    assert plan_vectors("9.2.8", 8).index_options == {"type": "int8_hnsw", "m": 16, "ef_construction": 100,
+                                                      "rescore_vector": {"oversample": 0.0}}
     assert plan_vectors("9.2.8", vector_copy="stored").vector_copy == "stored"
 
 

@@ -47,8 +47,10 @@ HNSW_M, HNSW_EF_CONSTRUCTION = 16, 100
 #: the oversampling esrag writes for ``bbq_hnsw`` when ``rescore_oversample`` is unset (Elastic's 9.1 default).
 BBQ_DEFAULT_OVERSAMPLE = 3.0
 
-#: what ``auto`` chooses where every option exists (8.16+): measured, README "Vector index options and sizing".
-AUTO_CHOICE = "int8_hnsw"
+#: what ``auto`` chooses from 9.1 (mapping-level rescoring) for >= 64 dims, and before: measured,
+#: README "Vector index options and sizing" (bbq_hnsw without rescoring lost 4.5 points of dense
+#: rec@512t on Qasper; with 3x oversampling it equals float hnsw at 1/25 of int8's vector RAM).
+AUTO_RESCORED, AUTO_OTHERWISE = "bbq_hnsw", "int8_hnsw"
 
 
 def version_tuple(version: str) -> tuple[int, int, int]:
@@ -104,9 +106,10 @@ def plan_vectors(es_version: str, dims: int | None = None, index_options: str = 
                  rescore_oversample: float | None = None, vector_copy: str = "auto") -> VectorPlan:
     """The :class:`VectorPlan` of a new index on a cluster of ``es_version``.
 
-    ``auto`` is ``int8_hnsw`` where BBQ is absent (before 8.16) and :data:`AUTO_CHOICE` on
-    8.16+/9.x (``bbq_hnsw`` is never chosen for fewer than 64 dims). ``rescore_oversample`` None
-    means 3.0 for ``bbq_hnsw`` on 9.1+ and off otherwise.
+    ``auto`` is ``bbq_hnsw`` with 3x rescoring on 9.1+ (where the mapping can say
+    ``rescore_vector``) and ``int8_hnsw`` before (8.15 has no BBQ; on 8.16-9.0 BBQ cannot be
+    rescored from the mapping, and unrescored it loses recall), and never ``bbq_hnsw`` for fewer
+    than 64 dims. ``rescore_oversample`` None means 3.0 for ``bbq_hnsw`` on 9.1+, else off.
 
     Args:
         es_version: the cluster's (lowest) node version, ``"9.2.8"``.
@@ -139,9 +142,9 @@ def plan_vectors(es_version: str, dims: int | None = None, index_options: str = 
 
 def _choose(requested: str, v: tuple[int, int], dims: int | None, es_version: str) -> str:
     if requested == "auto":
-        if v < SINCE["bbq_hnsw"] or (AUTO_CHOICE == "bbq_hnsw" and dims is not None and dims < 64):
-            return "int8_hnsw"
-        return AUTO_CHOICE
+        if v < RESCORE_SINCE or (dims is not None and dims < 64):
+            return AUTO_OTHERWISE
+        return AUTO_RESCORED
     if requested not in INDEX_OPTIONS:
         raise ConfigError(f"[elasticsearch] index_options={requested!r} is not one of auto, {', '.join(INDEX_OPTIONS)}")
     since = SINCE[requested]
