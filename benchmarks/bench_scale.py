@@ -160,7 +160,7 @@ def child(args: argparse.Namespace) -> None:
     urls = args.url
     rss0 = _rss_mb()
     rss_max = rss0
-    total, seconds = 0, 0.0
+    total, seconds, cpu = 0, 0.0, 0.0
     store = ElasticStore(urls, args.index, batch_size=args.batch, index_options=args.option, request_timeout=120,
                          rescore_oversample=getattr(args, "oversample", None), vector_copy=args.vector_copy)
     if args.child in ("esrag", "raw"):
@@ -175,14 +175,15 @@ def child(args: argparse.Namespace) -> None:
     for start in range(0, args.chunks, SLICE):
         part, vecs = scaled(chunks, vectors, args.chunks, start, min(args.chunks, start + SLICE))
         if args.child == "esrag":
-            t0 = time.perf_counter()
+            t0, p0 = time.perf_counter(), time.process_time()
             rep = store.write(part, vecs, ["m"] * len(part))
             seconds += time.perf_counter() - t0
+            cpu += time.process_time() - p0
             assert not rep.failed, list(rep.failed.items())[:3]
         elif args.child == "raw":
             copy = store._state()["raw"].get("vectors", {}).get("vector_copy", "stored") == "stored"
             docs = [chunk_document(c, v, "m", "2026-12-01T00:00:00+00:00", copy) for c, v in zip(part, vecs)]
-            t0 = time.perf_counter()
+            t0, p0 = time.perf_counter(), time.process_time()
             for b in range(0, len(docs), args.batch):
                 ops: list[dict[str, Any]] = []
                 for c, d in zip(part[b : b + args.batch], docs[b : b + args.batch]):
@@ -190,13 +191,15 @@ def child(args: argparse.Namespace) -> None:
                 resp = store._es.bulk(operations=ops, filter_path="errors,items.*.error")
                 assert not resp.body.get("errors"), str(resp.body)[:300]
             seconds += time.perf_counter() - t0
+            cpu += time.process_time() - p0
         else:
             texts = [c.text for c in part]
             metas = [{"corpus": c.corpus, "source_path": c.source_path, "section_path": c.section_path} for c in part]
             emb.vectors = vecs
-            t0 = time.perf_counter()
+            t0, p0 = time.perf_counter(), time.process_time()
             peer.add_texts(texts, metas, ids=[c.id for c in part], refresh_indices=False, bulk_kwargs={"chunk_size": args.batch})
             seconds += time.perf_counter() - t0
+            cpu += time.process_time() - p0
         total += len(part)
         rss_max = max(rss_max, _rss_mb())
         print(json.dumps({"progress": total}), flush=True)
@@ -204,7 +207,8 @@ def child(args: argparse.Namespace) -> None:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"done": True, "chunks": total, "seconds": round(seconds, 2), "chunks_per_s": round(total / seconds, 1),
                       "peak_rss_mb": round(rss, 1), "rss_before_ingest_mb": round(rss0, 1),
-                      "ingest_rss_growth_mb": round(rss_max - rss0, 1)}), flush=True)
+                      "ingest_rss_growth_mb": round(rss_max - rss0, 1),
+                      "client_cpu_us_per_chunk": round(1e6 * cpu / max(total, 1), 1)}), flush=True)
 
 
 def _rss_mb() -> float:
