@@ -18,7 +18,7 @@ from esrag.stores.elastic import ClusterWarning, ElasticStore
 from esrag.stores.elastic.bodies import mappings_component_body
 from esrag.stores.elastic.capabilities import Learned
 from esrag.stores.elastic.vector_options import INDEX_OPTIONS, VectorPlan, check_dims, plan_vectors
-from tests.store_suite import FIELDS, make_chunk
+from store_suite import FIELDS, make_chunk
 
 DIMS = 64  # bbq_hnsw needs >= 64
 
