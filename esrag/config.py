@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
@@ -127,6 +127,27 @@ class ElasticsearchSettings(BaseModel):
     # off: it did not pay on the Laravel docs, one node or three (README "Running on a cluster")
     bulk_load: bool = False
     health_timeout: float = Field(default=120.0, gt=0)  # seconds to wait for green after a bulk load
+    #: kNN format of the ``vector`` field (``dense_vector.index_options.type``, pinned in every
+    #: new index): ``auto`` chooses by the cluster's version (README "Vector index options and
+    #: sizing"; :func:`esrag.stores.elastic.vector_options.plan_vectors`); an explicit option
+    #: the cluster cannot do is a one-line error naming this setting and the version.
+    index_options: Literal["auto", "hnsw", "int8_hnsw", "int4_hnsw", "bbq_hnsw"] = "auto"
+    #: ``index_options.rescore_vector.oversample`` of a quantized option (Elasticsearch 9.1+):
+    #: the kNN search gathers ``oversample * k`` candidates and rescores them with the float
+    #: vectors; 0 = off, else 1.0-10.0; None (default) = 3.0 for ``bbq_hnsw`` on 9.1+, else off.
+    rescore_oversample: float | None = None
+    #: how a metadata-only update gets a chunk's vector back: ``auto`` = synthetic vectors where
+    #: the cluster has them (9.2+: ``index.mapping.exclude_source_vectors``, no second copy),
+    #: else the stored ``vector_bin`` copy (8.x); ``stored`` = always keep ``vector_bin``.
+    vector_copy: Literal["auto", "stored"] = "auto"
+
+    @field_validator("rescore_oversample")
+    @classmethod
+    def _oversample_range(cls, v: float | None) -> float | None:
+        if v is not None and v != 0 and not 1.0 <= v <= 10.0:
+            raise ValueError(f"[elasticsearch] rescore_oversample={v:g}: use 0 (off) or 1.0-10.0 (Elasticsearch's range)")
+        return v
+
 
 class RecordFields(BaseModel):
     """Field names of a record source (JSONL/CSV, :mod:`esrag.records`): which record field

@@ -14,6 +14,7 @@ import numpy as np
 from esrag.analysis import es_analysis
 from esrag.stores.base import BranchQuery, Filters, IndexMeta
 from esrag.stores.elastic.assets import IndexNames, load_asset
+from esrag.stores.elastic.vector_options import VectorPlan, apply_plan, check_dims
 
 #: a query vector [dims]: a float array or a sequence of floats.
 Vector = Sequence[float] | np.ndarray
@@ -29,7 +30,17 @@ def mappings_component_body(meta: IndexMeta, rebuild_of: str | None = None, stem
     ``settings.analysis`` defining the text analyzer ``esrag_text`` for ``meta.analyzer`` (see
     :func:`esrag.analysis.es_analysis`; ``stemming`` is False on clusters without the
     analysis-common token filters). The analysis lives in this component because Elasticsearch
-    validates each component template on its own, and the text fields name the analyzer."""
+    validates each component template on its own, and the text fields name the analyzer.
+
+    ``capabilities`` (learned, :class:`~esrag.stores.elastic.capabilities.Learned`) becomes
+    ``_meta.capabilities``; its vector plan (``vectors``) is moved to ``_meta.vectors`` and
+    applied (:func:`~esrag.stores.elastic.vector_options.apply_plan`: the pinned
+    ``index_options``, and synthetic vectors on 9.2+). Without it the shipped ``int8_hnsw`` and
+    ``vector_bin`` copy stay.
+
+    Raises:
+        ConfigError: the plan's option cannot index vectors of ``meta.dims`` dimensions.
+    """
     body = load_asset("mappings", "esrag-mappings.json")
     body["template"]["settings"] = {"analysis": es_analysis(meta.analyzer, stemming)}
     mappings = body["template"]["mappings"]
@@ -40,7 +51,11 @@ def mappings_component_body(meta: IndexMeta, rebuild_of: str | None = None, stem
     if rebuild_of:
         mappings["_meta"]["rebuild_of"] = rebuild_of
     if capabilities is not None:  # what the cluster can do, learned at setup (esrag.stores.elastic.capabilities)
+        capabilities = dict(capabilities)
+        plan = VectorPlan.from_meta(capabilities.pop("vectors", None))
         mappings["_meta"]["capabilities"] = capabilities
+        if plan is not None:
+            apply_plan(mappings, body["template"]["settings"], check_dims(plan, meta.dims))
     return body
 
 

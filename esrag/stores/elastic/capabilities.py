@@ -20,6 +20,7 @@ from esrag.errors import ConfigError
 from esrag.stores.elastic.bodies import retriever_probe_body
 from esrag.stores.elastic.connection import Connected, _warn, classify_retriever_probe, error_reason
 from esrag.stores.elastic.documents import now
+from esrag.stores.elastic.vector_options import plan_vectors
 
 #: the key of the learned capabilities inside the index's mapping ``_meta``.
 META_KEY = "capabilities"
@@ -35,17 +36,24 @@ class Learned:
         default_pipeline: whether the index's default ingest pipeline stamps ``indexed_at``
             (else esrag stamps it).
         learned_at: when (ISO 8601, UTC).
+        vectors: the vector plan a NEW index gets on this cluster with the store's settings
+            (:meth:`esrag.stores.elastic.vector_options.VectorPlan.to_meta`), or None; the
+            mappings component moves it to ``_meta.vectors``, which an index keeps for good.
     """
 
     es_version: str
     rrf: tuple[bool, str]
     default_pipeline: bool
     learned_at: str = ""
+    vectors: dict[str, Any] | None = None
 
     def to_meta(self) -> dict[str, Any]:
-        """The ``_meta.capabilities`` object."""
-        return {"es_version": self.es_version, "rrf": {"available": self.rrf[0], "detail": self.rrf[1]},
-                "default_pipeline": self.default_pipeline, "learned_at": self.learned_at or now()}
+        """The ``_meta.capabilities`` object (with ``vectors`` when a plan was made)."""
+        out: dict[str, Any] = {"es_version": self.es_version, "rrf": {"available": self.rrf[0], "detail": self.rrf[1]},
+                               "default_pipeline": self.default_pipeline, "learned_at": self.learned_at or now()}
+        if self.vectors is not None:
+            out["vectors"] = self.vectors
+        return out
 
     @classmethod
     def from_meta(cls, raw: dict[str, Any] | None) -> Learned | None:
@@ -55,8 +63,10 @@ class Learned:
         if not isinstance(found, dict) or "rrf" not in found or "default_pipeline" not in found:
             return None
         rrf = found["rrf"] or {}
+        vectors = found.get("vectors")
         return cls(str(found.get("es_version", "")), (bool(rrf.get("available")), str(rrf.get("detail", ""))),
-                   bool(found["default_pipeline"]), str(found.get("learned_at", "")))
+                   bool(found["default_pipeline"]), str(found.get("learned_at", "")),
+                   vectors if isinstance(vectors, dict) else None)
 
 
 @dataclass(slots=True)
@@ -97,12 +107,24 @@ class ClusterFacts(Connected):
     _analyzers: dict[str, bool]
     text_languages: list[str]
     language_candidates: list[str]
+    index_options: str
+    rescore_oversample: float | None
+    vector_copy: str
 
     def learn(self, default_pipeline: bool) -> Learned:
         """Learn what the cluster can do now (the nodes' version and an ``rrf`` probe: two
-        requests), for ``_meta.capabilities``."""
+        requests), for ``_meta.capabilities``, with the vector plan a new index gets here
+        (:func:`~esrag.stores.elastic.vector_options.plan_vectors` of the store's
+        ``index_options``, ``rescore_oversample`` and ``vector_copy``).
+
+        Raises:
+            ConfigError: an explicit ``[elasticsearch] index_options`` or ``rescore_oversample``
+                this cluster's version cannot do (one line naming the setting and the version).
+        """
         self._retrievers.pop("rrf", None)
-        return Learned(self.server_version(), self.retriever_support("rrf"), default_pipeline, now())
+        version = self.server_version()
+        plan = plan_vectors(version, None, self.index_options, self.rescore_oversample, self.vector_copy)
+        return Learned(version, self.retriever_support("rrf"), default_pipeline, now(), plan.to_meta())
 
     def health(self) -> dict[str, Any]:
         """``GET _cluster/health`` (status, nodes, cluster name)."""

@@ -29,11 +29,15 @@ Why ``vector_bin``: the mapping leaves ``vector`` out of ``_source`` (Kibana Dis
 readable on 8.x, where ``_source`` would otherwise carry every float). On 8.x a partial
 ``_update`` rebuilds the document from ``_source`` and silently drops the vector, and 8.x cannot
 return an indexed vector any other way (``docvalue_fields`` refuses ``dense_vector``, no
-synthetic vectors before 9.x). So each document also carries ``vector_bin``: the float32 vector,
-little-endian, base64, as a *stored* binary field (not in ``_source``, not searchable, invisible
-to Discover). :meth:`ElasticStore.update_meta` reads it back with ``stored_fields`` and
-re-indexes the whole document (guarded by ``if_seq_no``/``if_primary_term``), identically on
-8.15 and 9.2.
+synthetic vectors before 9.x). So on 8.x each document also carries ``vector_bin``: the float32
+vector, little-endian, base64, as a *stored* binary field (not in ``_source``, not searchable,
+invisible to Discover). On 9.2+ a new index uses synthetic vectors instead
+(``index.mapping.exclude_source_vectors``: the vector is not stored in ``_source`` and is rebuilt,
+bit-exact, from the index when asked for with ``_source_exclude_vectors=false``), so the vector
+is kept once (``[elasticsearch] vector_copy``; the index's ``_meta.vectors`` says which, see
+:mod:`esrag.stores.elastic.vector_options`). :meth:`ElasticStore.update_meta` reads the vector
+back either way and re-indexes the whole document (guarded by ``if_seq_no``/``if_primary_term``),
+identically on 8.15 and 9.2.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import numpy as np
 from elasticsearch import ApiError, TransportError
@@ -75,6 +79,7 @@ from esrag.stores.elastic.connection import (
 from esrag.stores.elastic.documents import META_FIELDS, chunk_document, chunk_from_source, cosines, decode_vector, now, scored
 from esrag.stores.elastic.cluster import ClusterOptions
 from esrag.stores.elastic.lifecycle import Lifecycle
+from esrag.stores.elastic.vector_options import VectorPlan
 
 
 class ElasticStore(Lifecycle):
@@ -91,6 +96,8 @@ class ElasticStore(Lifecycle):
         batch_size: documents per ``_bulk`` request.
         max_retries, initial_backoff, max_backoff: bulk retries on 429/503 (seconds, doubling).
         cluster: shards, replicas, bulk retry time and bulk-load profile (``[elasticsearch]``).
+        index_options, rescore_oversample, vector_copy: the vector plan of a new index
+            (``[elasticsearch]`` settings; :func:`~esrag.stores.elastic.vector_options.plan_vectors`).
 
     Raises:
         ConfigError: bad URL, alias name or incomplete credentials.
@@ -115,6 +122,9 @@ class ElasticStore(Lifecycle):
         text_languages: Sequence[str] = (),
         language_candidates: Sequence[str] = (),
         cluster: ClusterOptions | None = None,
+        index_options: str = "auto",
+        rescore_oversample: float | None = None,
+        vector_copy: str = "auto",
     ) -> None:
         urls = node_urls(url)
         parts = urlsplit(urls[0])
@@ -140,6 +150,7 @@ class ElasticStore(Lifecycle):
         #: the detector's candidates for a query's language (``[language] candidates``)
         self.text_languages, self.language_candidates = list(text_languages), list(language_candidates)
         self._analyzers: dict[str, bool] = {}
+        self.index_options, self.rescore_oversample, self.vector_copy = index_options, rescore_oversample, vector_copy
 
     @classmethod
     def from_settings(cls, settings: Any) -> ElasticStore:
@@ -160,6 +171,7 @@ class ElasticStore(Lifecycle):
             password=secret(settings.es_password), ca_certs=settings.es_ca_certs,
             text_languages=settings.language.fields, language_candidates=settings.language.candidates,
             cluster=ClusterOptions.from_settings(settings.elasticsearch),
+            **_vector_settings(settings),
         )
 
     def __repr__(self) -> str:
@@ -198,40 +210,67 @@ class ElasticStore(Lifecycle):
         if len(vectors) and vectors.shape[1] != state["meta"].dims:
             raise EmbedderMismatch(f"vectors have {vectors.shape[1]} dims; the index {state['index']} at {self.url} holds {state['meta'].dims}")
         stamp = None if state["pipeline"] else now()
-        actions = [Action("index", state["index"], c.id, chunk_document(c, v, h, stamp)) for c, v, h in zip(chunks, vectors, meta_hashes)]
+        copy = _vector_copy(state) == "stored"
+        actions = [Action("index", state["index"], c.id, chunk_document(c, v, h, stamp, copy)) for c, v, h in zip(chunks, vectors, meta_hashes)]
         self.begin_bulk_load(len(actions))  # a first load into an empty index: no refresh, no replica until the end
         return bulk_report(self._bulk(actions))
 
     def update_meta(self, chunks: Sequence[Chunk], meta_hashes: Sequence[str]) -> WriteReport:
         """See :class:`esrag.stores.base.Store`. Re-indexes each whole document with its
-        metadata replaced and its vector restored from the stored ``vector_bin`` (a partial
-        ``_update`` would drop the vector on 8.x; see the module docstring), guarded by
-        ``if_seq_no``/``if_primary_term`` so a concurrent write is reported, never lost."""
+        metadata replaced and its vector read back (:meth:`_read_with_vectors`: the synthetic
+        vector on 9.2+, else the stored ``vector_bin``; a partial ``_update`` would drop the
+        vector on 8.x, see the module docstring), guarded by ``if_seq_no``/``if_primary_term``
+        so a concurrent write is reported, never lost."""
         state = self._require()
         report = WriteReport()
         stamp = None if state["pipeline"] else now()
+        copy = _vector_copy(state) == "stored"
         actions: list[Action] = []
         for start in range(0, len(chunks), 1000):
             part = list(zip(chunks[start : start + 1000], meta_hashes[start : start + 1000]))
-            resp = self._call("read chunks to update", self._es.mget, index=state["index"], ids=[c.id for c, _ in part],
-                              stored_fields=["vector_bin"], source=True)
-            for (chunk, mhash), doc in zip(part, resp.body["docs"]):
-                binary = (doc.get("fields") or {}).get("vector_bin")
+            docs = self._read_with_vectors(state, [c.id for c, _ in part], source=True)
+            for (chunk, mhash), (doc, vector) in zip(part, docs):
                 if not doc.get("found"):
                     report.failed[chunk.id] = "not in the index"
-                elif not binary:
+                elif vector is None:
                     report.failed[chunk.id] = "no stored vector copy (vector_bin); re-ingest the file"
                 else:
-                    vector = decode_vector(binary[0])
-                    fresh = chunk_document(chunk, vector, mhash, stamp)
-                    merged = {k: v for k, v in doc["_source"].items() if k not in META_FIELDS}
-                    merged.update({k: v for k, v in fresh.items() if k in META_FIELDS})
-                    merged["vector"], merged["vector_bin"] = fresh["vector"], fresh["vector_bin"]
+                    fresh = chunk_document(chunk, vector, mhash, stamp, copy)
+                    merged = {k: v for k, v in doc["_source"].items() if k not in META_FIELDS and k not in ("vector", "vector_bin")}
+                    merged.update({k: v for k, v in fresh.items() if k in META_FIELDS or k in ("vector", "vector_bin")})
                     actions.append(Action("index", doc["_index"], chunk.id, merged, doc["_seq_no"], doc["_primary_term"]))
         bulk = bulk_report(self._bulk(actions))
         report.written = bulk.written
         report.failed.update(bulk.failed)
         return report
+
+    def _read_with_vectors(self, state: dict[str, Any], ids: Sequence[str], source: bool) -> list[tuple[dict[str, Any], np.ndarray | None]]:
+        """One realtime ``_mget`` of ``ids`` in ``state``'s index: each doc (``found``,
+        ``_index``, ``_seq_no``, ``_primary_term``, ``_source`` when ``source``) with its float32
+        vector [dims], or None when the index has none for it. Synthetic vectors (9.2+) come in
+        ``_source`` with ``_source_exclude_vectors=false`` (a query parameter the 8.x client has
+        no argument for: sent with ``perform_request``); otherwise the stored ``vector_bin``.
+
+        Raises:
+            StoreError: unreachable cluster or a failed request.
+        """
+        index = state["index"]
+        if _vector_copy(state) == "synthetic":
+            params = {"_source_exclude_vectors": "false"} if source else {"_source_exclude_vectors": "false", "_source_includes": "vector"}
+            resp = self._call("read chunks with their vectors", self._es.perform_request, "POST", f"/{quote(index, safe='')}/_mget",
+                              params=params, headers=_JSON, body={"ids": list(ids)})
+            out = []
+            for doc in resp.body["docs"]:
+                vec = (doc.get("_source") or {}).get("vector") if doc.get("found") else None
+                out.append((doc, np.asarray(vec, dtype=np.float32) if vec is not None else None))
+            return out
+        resp = self._call("read chunks with their vectors", self._es.mget, index=index, ids=list(ids),
+                          stored_fields=["vector_bin"], source=source)
+        out = []
+        for doc in resp.body["docs"]:
+            binary = (doc.get("fields") or {}).get("vector_bin")
+            out.append((doc, decode_vector(binary[0]) if doc.get("found") and binary else None))
+        return out
 
     def delete(self, ids: Sequence[str]) -> int:
         """See :class:`esrag.stores.base.Store`. Bulk ``delete`` by id (no ``_delete_by_query``)."""
@@ -423,18 +462,13 @@ class ElasticStore(Lifecycle):
         return LegHits([], "native Elasticsearch retriever", took, round_trip, sources, chunk_from_source, fused=scored(hits))
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """See :class:`esrag.stores.base.Store`: the stored ``vector_bin`` copies (one ``mget``)."""
-        target = self._target() if ids else None
-        if target is None:
+        """See :class:`esrag.stores.base.Store`: id -> float32 vector [dims] (one ``mget``:
+        synthetic vectors on 9.2+, else the stored ``vector_bin`` copies)."""
+        state = self._state() if ids else None
+        if state is None:
             return {}
-        resp = self._call("read chunk vectors", self._es.mget, index=target, ids=list(dict.fromkeys(ids)),
-                          stored_fields=["vector_bin"], source=False)
-        out: dict[str, np.ndarray] = {}
-        for doc in resp.body["docs"]:
-            binary = (doc.get("fields") or {}).get("vector_bin")
-            if doc.get("found") and binary:
-                out[doc["_id"]] = decode_vector(binary[0])
-        return out
+        docs = self._read_with_vectors(state, list(dict.fromkeys(ids)), source=False)
+        return {doc["_id"]: vec for doc, vec in docs if vec is not None}
 
     def rerank_ids(self, query: str, ids: Sequence[str], inference_id: str, field: str = "text") -> dict[str, float]:
         """Scores of the chunks ``ids`` for ``query`` from the ``text_similarity_reranker``
@@ -527,6 +561,23 @@ class ElasticStore(Lifecycle):
         deleted = self.delete(ids)
         self.refresh()
         return deleted
+
+
+_JSON = {"accept": "application/json", "content-type": "application/json"}
+
+
+def _vector_copy(state: dict[str, Any]) -> str:
+    """``"synthetic"`` or ``"stored"``: how the index in ``state`` keeps vectors (its
+    ``_meta.vectors``; an index made before esrag recorded it has the ``vector_bin`` copy)."""
+    plan = VectorPlan.from_meta((state.get("raw") or {}).get("vectors"))
+    return plan.vector_copy if plan is not None else "stored"
+
+
+def _vector_settings(settings: Any) -> dict[str, Any]:
+    """The store's vector arguments from ``settings.elasticsearch`` (defaults when absent)."""
+    es = getattr(settings, "elasticsearch", None)
+    return {"index_options": getattr(es, "index_options", "auto"), "rescore_oversample": getattr(es, "rescore_oversample", None),
+            "vector_copy": getattr(es, "vector_copy", "auto")}
 
 
 def _times(resp: Any) -> tuple[int | None, float | None]:
