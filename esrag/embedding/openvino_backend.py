@@ -190,19 +190,28 @@ class OpenVINOEncoder:
         precision: ``"bf16"`` or ``"f32"``: OpenVINO's ``INFERENCE_PRECISION_HINT``. ``f32`` runs
             every matrix product in fp32 (no bf16 kernels, even where the CPU has them).
         threads: ``INFERENCE_NUM_THREADS`` (None: the plugin's choice, one per core).
+        int8: run the int8 model (:func:`esrag.embedding.quantize.quantized_model`: NNCF
+            post-training quantization, cached) instead of the fp32 export; ``precision`` then
+            applies to the ops left in floating point.
 
     ``encode(texts)`` returns array [len(texts), dims] float32 (not normalised); texts are cut
     to the model's window (``max_seq_length`` wordpieces) by the tokenizer, before padding.
     """
 
-    def __init__(self, model_dir: Path, precision: str = "f32", threads: int | None = None) -> None:
+    def __init__(self, model_dir: Path, precision: str = "f32", threads: int | None = None, int8: bool = False) -> None:
         import openvino as ov
         from tokenizers import Tokenizer
 
         self.model_dir = model_dir
         self.precision = precision
+        self.int8 = int8
         self.max_length = max_seq_length(model_dir)
-        self.xml = exported_model(model_dir)
+        if int8:
+            from esrag.embedding.quantize import quantized_model
+
+            self.xml = quantized_model(model_dir)
+        else:
+            self.xml = exported_model(model_dir)
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(self.max_length)
         self._tokenizer.no_padding()
@@ -230,14 +239,20 @@ class OpenVINOEncoder:
     def encode_ids(self, batch: list[list[int]]) -> np.ndarray:
         """Array [len(batch), dims] float32 for token-id lists (from :meth:`tokenize`), padded to
         the longest of the batch: one forward pass."""
-        width = max(len(ids) for ids in batch)
-        ids = np.zeros((len(batch), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, seq in enumerate(batch):
-            ids[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1
-        result = self._request.infer({"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+        result = self._request.infer(model_inputs(batch))
         return np.asarray(result[self._compiled.output(0)], dtype=np.float32)
+
+
+def model_inputs(batch: list[list[int]]) -> dict[str, np.ndarray]:
+    """The exported graph's inputs for token-id lists, padded to the longest: ``input_ids``,
+    ``attention_mask``, ``token_type_ids``, each int64 array [len(batch), longest]."""
+    width = max(len(ids) for ids in batch)
+    ids = np.zeros((len(batch), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, seq in enumerate(batch):
+        ids[row, : len(seq)] = seq
+        mask[row, : len(seq)] = 1
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
 
 
 def available() -> bool:
