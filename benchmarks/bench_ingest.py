@@ -184,7 +184,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=Path, default=DEFAULT_DOCS)
     ap.add_argument("--classes", default="bf16,no-bf16", help="CPU classes to measure (bf16, no-bf16)")
-    ap.add_argument("--backends", default=",".join(BACKENDS))
+    ap.add_argument("--backends", default=",".join(BACKENDS),
+                    help="BACKEND[:PRECISION] arms, comma-separated; CLASS/BACKEND[:PRECISION] runs in that class only")
     ap.add_argument("--skip-baseline", action="store_true", help="skip the LangChain + sentence-transformers baseline")
     ap.add_argument("--fidelity-step", type=int, default=4, help="cosine over every N-th chunk (1 = all)")
     ap.add_argument("--arm", help=argparse.SUPPRESS)
@@ -211,7 +212,7 @@ def main() -> None:
     exported_model(model_dir)  # one-time export; every arm then loads the cached IR
     export_s = time.perf_counter() - t0 if fresh else None
     quantize_s = None
-    if any(b.endswith(":int8") or b == "openvino" for b in args.backends.split(",")) and quantize.available():
+    if any(b.endswith((":int8", "openvino")) for b in args.backends.split(",")) and quantize.available():
         fresh = not (quantize.int8_dir_for(model_dir) / "model.xml").is_file()
         t0 = time.perf_counter()
         quantize.quantized_model(model_dir)  # one-time NNCF quantization, cached like the export
@@ -228,7 +229,10 @@ def main() -> None:
         for cls in args.classes.split(","):
             env = CLASSES[cls]
             res: dict[str, dict] = {}
-            for backend in args.backends.split(","):
+            for entry in args.backends.split(","):
+                only, _, backend = entry.rpartition("/")  # "no-bf16/openvino:fp32": that class only
+                if only and only != cls:
+                    continue
                 vec = Path(tmp) / f"{cls}-{backend.replace(':', '-')}.npy"
                 r = run_arm(["--arm", "esrag", "--backend", backend, *common, "--vectors", str(vec)], env)
                 r["cosine_mean"], r["cosine_min"] = cosine(np.load(vec), reference)
@@ -242,12 +246,15 @@ def main() -> None:
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / "ingest.json").write_text(json.dumps({
-        "cpu_features": cpu_features(), "cpu_fast_bf16": cpu_has_fast_bf16(), "classes": CLASSES, "chunking": chunking,
+        "cpu_features": cpu_features(), "cpu_fast_bf16": cpu_has_fast_bf16(), "classes": CLASSES, "backends": args.backends, "chunking": chunking,
         "export_seconds": export_s, "quantize_seconds": quantize_s, "fidelity_sample": len(reference), "results": results}, indent=2))
 
 
 def report(args, files, chunking, export_s, quantize_s, results, features, bf16, n_sample) -> None:
-    console.print(f"CPU features detected: {' '.join(features) or '(none read)'}; native bf16: {bf16}")
+    from esrag.embedding import cpu_has_vnni
+
+    console.print(f"CPU features detected: {' '.join(features) or '(none read)'}; native bf16: {bf16}; "
+                  f"int8 dot products (VNNI): {cpu_has_vnni()}; load average at the end {os.getloadavg()}")
     console.print(f"markdown-it block parse {chunking['parse_mb_s']:.2f} MB/s; header-led chunking {chunking['chunk_mb_s']:.2f} MB/s "
                   f"({chunking['chunks']} chunks)" + (f"; one-time OpenVINO export {export_s:.1f} s" if export_s else "")
                   + (f"; one-time int8 quantization {quantize_s:.1f} s" if quantize_s else ""))
