@@ -184,8 +184,8 @@ class SentenceTransformerEmbedder:
             for start in range(0, len(order), step):
                 idx = order[start : start + step]
                 if self._ov is not None:
-                    out[idx] = np.concatenate([self._ov.encode_ids([ids[i] for i in idx[b : b + self.batch_size]])
-                                               for b in range(0, len(idx), self.batch_size)])
+                    out[idx] = np.concatenate(self._ov.encode_batches([[ids[i] for i in idx[b : b + self.batch_size]]
+                                                                       for b in range(0, len(idx), self.batch_size)]))
                 else:
                     out[idx] = self._st.encode([unique[i] for i in idx], batch_size=self.batch_size, convert_to_numpy=True,
                                                show_progress_bar=False)
