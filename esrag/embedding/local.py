@@ -403,7 +403,13 @@ def _load_openvino(model: str, precision: str, threads: int | None, int8: bool =
 
     _cap_kernel_caches()
     try:
-        return OpenVINOEncoder(Path(resolve_model_path(model)), precision=precision, threads=threads, int8=int8)
+        path = Path(resolve_model_path(model))
+        ir = None
+        if int8:
+            from esrag.embedding.quantize import quantized_model
+
+            ir = quantized_model(path)
+        return OpenVINOEncoder(path, precision=precision, threads=threads, int8=int8, ir=ir)
     except Exception as exc:  # export (torch) or compile (OpenVINO) failures
         raise ModelLoadError(f"cannot run {model!r} on OpenVINO ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
                              "use embedder_backend = \"torch\"") from exc

@@ -195,16 +195,17 @@ class OpenVINOEncoder:
             flight; on 2 cores 2 x 1 thread embedded 400 Laravel chunks 1.6x (fp32) and 1.9x (int8)
             faster than one 2-thread stream, best of 3 on a shared machine) or ``"LATENCY"`` (one
             stream: the default with ``threads``, i.e. for single queries).
-        int8: run the int8 model (:func:`esrag.embedding.quantize.quantized_model`: NNCF
-            post-training quantization, cached) instead of the fp32 export; ``precision`` then
-            applies to the ops left in floating point.
+        int8: ``ir`` is the int8 model (:func:`esrag.embedding.quantize.quantized_model`: NNCF
+            post-training quantization, cached); ``precision`` then applies to the ops left in
+            floating point. Recorded as ``self.int8``.
+        ir: the OpenVINO IR (``model.xml``) to run; None: the fp32 export (:func:`exported_model`).
 
     ``encode(texts)`` returns array [len(texts), dims] float32 (not normalised); texts are cut
     to the model's window (``max_seq_length`` wordpieces) by the tokenizer, before padding.
     """
 
     def __init__(self, model_dir: Path, precision: str = "f32", threads: int | None = None, int8: bool = False,
-                 hint: str | None = None) -> None:
+                 hint: str | None = None, ir: Path | None = None) -> None:
         import openvino as ov
         from tokenizers import Tokenizer
 
@@ -212,12 +213,7 @@ class OpenVINOEncoder:
         self.precision = precision
         self.int8 = int8
         self.max_length = max_seq_length(model_dir)
-        if int8:
-            from esrag.embedding.quantize import quantized_model
-
-            self.xml = quantized_model(model_dir)
-        else:
-            self.xml = exported_model(model_dir)
+        self.xml = ir if ir is not None else exported_model(model_dir)
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(self.max_length)
         self._tokenizer.no_padding()
