@@ -317,8 +317,9 @@ def cpu_has_vnni() -> bool:
     return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(cpu_features()))
 
 
-# What ``auto`` runs on OpenVINO where the CPU multiplies bf16 natively (README "Speed": measured
-# against int8 there by benchmarks/bench_ingest.py).
+# What ``auto`` runs on OpenVINO where the CPU multiplies bf16 natively: bf16 (cosine 0.99999 to
+# fp32, the previous default there). int8 was 1.4x faster there in one loaded run of
+# benchmarks/bench_ingest.py (README "Speed"); not switched before a quiet-machine confirmation.
 AUTO_PRECISION_FAST_BF16 = "bf16"
 
 
