@@ -9,7 +9,10 @@ Measures, on the Laravel docs (../shared/data/corpora/laravel-docs):
      half of a LangChain + langchain-elasticsearch ingest, without its store writes (so the
      baseline is, if anything, flattered);
   3. esrag's first ingest of the tree into a fresh SQLite store (model load included) per
-     backend: ``torch`` (sentence-transformers; bf16 autocast where in force) and ``openvino``;
+     backend and precision (``--backends``: ``BACKEND[:PRECISION]``, e.g. ``openvino`` = its
+     ``auto`` precision, ``openvino:int8``, ``openvino:fp32``, ``openvino:bf16``, ``torch``):
+     ``torch`` (sentence-transformers; bf16 autocast where in force) and ``openvino`` (fp32, bf16
+     or the NNCF int8 model, :mod:`esrag.embedding.quantize`);
   4. a re-ingest of the unchanged tree;
   5. per backend: peak RSS of its process, and the cosine of its vectors to torch fp32 vectors of
      the same chunk texts (mean and minimum over every ``--fidelity-step``-th Laravel chunk).
@@ -27,6 +30,10 @@ the load average (1 min) at its start and end is printed beside it, since the ma
 shared: ratios within one run are what count. Prints a table; writes benchmarks/results/ingest.json.
 
     .venv/bin/python benchmarks/bench_ingest.py [--docs DIR] [--classes bf16,no-bf16] [--skip-baseline]
+        [--backends openvino,openvino:int8,openvino:fp32,torch]
+
+The one-time OpenVINO export and int8 quantization are done (and timed) before the arms, so
+every arm loads cached models, as every ingest after a user's first does.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ CLASSES = {
     "bf16": {},
     "no-bf16": {"ESRAG_CPU_BF16": "0", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"},
 }
-BACKENDS = ("torch", "openvino")
+BACKENDS = ("torch", "openvino", "openvino:int8", "openvino:fp32")
 console = Console()
 
 
@@ -114,7 +121,7 @@ def arm_baseline(docs: Path) -> dict:
 
 
 def arm_esrag(docs: Path, backend: str, precision: str, sample: list[str], vectors_out: Path) -> dict:
-    from esrag.embedding import SentenceTransformerEmbedder, cpu_has_fast_bf16
+    from esrag.embedding import SentenceTransformerEmbedder, cpu_has_fast_bf16, cpu_has_vnni
     from esrag.stores.sqlite import SQLiteStore
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -129,7 +136,9 @@ def arm_esrag(docs: Path, backend: str, precision: str, sample: list[str], vecto
         store.close()
     np.save(vectors_out, embedder.embed_documents(sample))
     return {
-        "backend": embedder.backend, "bf16": embedder.bf16, "cpu_fast_bf16": cpu_has_fast_bf16(),
+        "backend": embedder.backend, "precision": embedder.precision, "bf16": embedder.bf16,
+        "asked": f"{backend}:{precision}", "cpu_fast_bf16": cpu_has_fast_bf16(), "cpu_vnni": cpu_has_vnni(),
+        "embed_batch_size": embedder.batch_size,
         "model_load_seconds": load_s, "seconds": first.seconds + load_s, "embed_seconds": first.embed_seconds,
         "chunks": first.chunks, "embeddings": first.embeddings_computed, "peak_rss_mb": rss_mb,
         "reingest_seconds": again.seconds, "reingest_embeddings": again.embeddings_computed,
@@ -175,7 +184,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=Path, default=DEFAULT_DOCS)
     ap.add_argument("--classes", default="bf16,no-bf16", help="CPU classes to measure (bf16, no-bf16)")
-    ap.add_argument("--backends", default=",".join(BACKENDS))
+    ap.add_argument("--backends", default=",".join(BACKENDS),
+                    help="BACKEND[:PRECISION] arms, comma-separated; CLASS/BACKEND[:PRECISION] runs in that class only")
     ap.add_argument("--skip-baseline", action="store_true", help="skip the LangChain + sentence-transformers baseline")
     ap.add_argument("--fidelity-step", type=int, default=4, help="cosine over every N-th chunk (1 = all)")
     ap.add_argument("--arm", help=argparse.SUPPRESS)
@@ -187,10 +197,11 @@ def main() -> None:
         sample = json.loads(args.sample.read_text()) if args.sample else []
         result = (arm_baseline(args.docs) if args.arm == "baseline" else
                   arm_reference(sample, args.vectors) if args.arm == "reference" else
-                  arm_esrag(args.docs, args.backend, "auto", sample, args.vectors))
+                  arm_esrag(args.docs, *(args.backend.split(":") + ["auto"])[:2], sample, args.vectors))
         print(json.dumps(result))
         return
     from esrag.embedding import cpu_features, cpu_has_fast_bf16, resolve_model_path
+    from esrag.embedding import quantize
     from esrag.embedding.openvino_backend import cache_dir_for, exported_model
 
     files = load(args.docs)
@@ -200,6 +211,12 @@ def main() -> None:
     t0 = time.perf_counter()
     exported_model(model_dir)  # one-time export; every arm then loads the cached IR
     export_s = time.perf_counter() - t0 if fresh else None
+    quantize_s = None
+    if any(b.endswith((":int8", "openvino")) for b in args.backends.split(",")) and quantize.available():
+        fresh = not (quantize.int8_dir_for(model_dir) / "model.xml").is_file()
+        t0 = time.perf_counter()
+        quantize.quantized_model(model_dir)  # one-time NNCF quantization, cached like the export
+        quantize_s = time.perf_counter() - t0 if fresh else None
     with tempfile.TemporaryDirectory() as tmp:
         sample_path = Path(tmp) / "sample.json"
         sample_path.write_text(json.dumps(fidelity_texts(files, args.fidelity_step)))
@@ -212,8 +229,11 @@ def main() -> None:
         for cls in args.classes.split(","):
             env = CLASSES[cls]
             res: dict[str, dict] = {}
-            for backend in args.backends.split(","):
-                vec = Path(tmp) / f"{cls}-{backend}.npy"
+            for entry in args.backends.split(","):
+                only, _, backend = entry.rpartition("/")  # "no-bf16/openvino:fp32": that class only
+                if only and only != cls:
+                    continue
+                vec = Path(tmp) / f"{cls}-{backend.replace(':', '-')}.npy"
                 r = run_arm(["--arm", "esrag", "--backend", backend, *common, "--vectors", str(vec)], env)
                 r["cosine_mean"], r["cosine_min"] = cosine(np.load(vec), reference)
                 res[backend] = r
@@ -222,18 +242,22 @@ def main() -> None:
                 res["baseline"] = run_arm(["--arm", "baseline", *common], env)
                 print(f"[{cls}] baseline: {json.dumps(res['baseline'])}", file=sys.stderr, flush=True)
             results[cls] = res
-    report(args, files, chunking, export_s, results, cpu_features(), cpu_has_fast_bf16(), len(reference))
+    report(args, files, chunking, export_s, quantize_s, results, cpu_features(), cpu_has_fast_bf16(), len(reference))
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / "ingest.json").write_text(json.dumps({
-        "cpu_features": cpu_features(), "cpu_fast_bf16": cpu_has_fast_bf16(), "classes": CLASSES, "chunking": chunking,
-        "export_seconds": export_s, "fidelity_sample": len(reference), "results": results}, indent=2))
+        "cpu_features": cpu_features(), "cpu_fast_bf16": cpu_has_fast_bf16(), "classes": CLASSES, "backends": args.backends, "chunking": chunking,
+        "export_seconds": export_s, "quantize_seconds": quantize_s, "fidelity_sample": len(reference), "results": results}, indent=2))
 
 
-def report(args, files, chunking, export_s, results, features, bf16, n_sample) -> None:
-    console.print(f"CPU features detected: {' '.join(features) or '(none read)'}; native bf16: {bf16}")
+def report(args, files, chunking, export_s, quantize_s, results, features, bf16, n_sample) -> None:
+    from esrag.embedding import cpu_has_vnni
+
+    console.print(f"CPU features detected: {' '.join(features) or '(none read)'}; native bf16: {bf16}; "
+                  f"int8 dot products (VNNI): {cpu_has_vnni()}; load average at the end {os.getloadavg()}")
     console.print(f"markdown-it block parse {chunking['parse_mb_s']:.2f} MB/s; header-led chunking {chunking['chunk_mb_s']:.2f} MB/s "
-                  f"({chunking['chunks']} chunks)" + (f"; one-time OpenVINO export {export_s:.1f} s" if export_s else ""))
+                  f"({chunking['chunks']} chunks)" + (f"; one-time OpenVINO export {export_s:.1f} s" if export_s else "")
+                  + (f"; one-time int8 quantization {quantize_s:.1f} s" if quantize_s else ""))
     table = Table(title=f"first ingest of {args.docs.name} ({chunking['mb']:.2f} MB, {len(files)} files), embedded store")
     for col in ("CPU class", "arm", "seconds", "chunks", "chunks/s", "speed-up", "peak RSS", "cos mean / min", "re-ingest", "load avg"):
         table.add_column(col, justify="left" if col in ("CPU class", "arm") else "right")
@@ -245,9 +269,9 @@ def report(args, files, chunking, export_s, results, features, bf16, n_sample) -
         for name, r in res.items():
             if name == "baseline":
                 continue
-            precision = "bf16" if r["bf16"] else "fp32"
+            precision = r.get("precision") or ("bf16" if r["bf16"] else "fp32")
             ratio = f"{base['seconds'] / r['seconds']:.2f}x" if base else "-"
-            table.add_row(cls, f"esrag {r['backend']} {precision}", f"{r['seconds']:.1f}", str(r["chunks"]),
+            table.add_row(cls, f"esrag {r['backend']} {precision}" + (" (auto)" if r.get("asked", "").endswith(":auto") else ""), f"{r['seconds']:.1f}", str(r["chunks"]),
                           f"{r['chunks'] / r['seconds']:.1f}", ratio, f"{r['peak_rss_mb']:.0f} MB",
                           f"{r['cosine_mean']:.5f} / {r['cosine_min']:.5f}", f"{r['reingest_seconds']:.2f} s", _load(r))
     console.print(table)

@@ -184,6 +184,7 @@ def _print_summary(s: IngestSummary) -> None:
         *((("skipped (draft/unlisted)", len(s.skipped)),) if s.skipped else ()),
         *((("doc version", s.doc_version),) if s.doc_version else ()),
         ("seconds", f"{s.seconds:.2f} (embedding {s.embed_seconds:.2f})"),
+        *((("embedder runtime", s.embedder_runtime),) if s.embedder_runtime else ()),
         ("chunks per second", f"{s.chunks_per_second:.1f}"),
         *((("enrichment", s.enrich), ("llm calls", s.llm_calls), ("llm cache hits", s.llm_cache_hits),
            ("llm failures", s.llm_failures), ("tokens in / out", f"{s.tokens_in:,} / {s.tokens_out:,}"),

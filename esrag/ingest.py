@@ -73,6 +73,8 @@ class IngestSummary:
     warnings: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
     embed_seconds: float = 0.0
+    # what embedded the passages, e.g. "openvino int8" (st: embedders; README "Speed"); '' when nothing was embedded
+    embedder_runtime: str = ""
     # LLM enrichment (``--enrich``): calls made, cache hits, chunks (or PF fields) left empty
     # after retries, the servers' token counts of the calls made, and their wall seconds.
     enrich: str = ""
@@ -345,6 +347,7 @@ class Ingester:
             if self.section_context:  # pending holds whole groups (_classify)
                 vectors = section_context.apply(chunks, vectors, self.section_context, self.section_context_depth)
             summary.embed_seconds += time.perf_counter() - t0
+            summary.embedder_runtime = getattr(embedder, "runtime", "") or summary.embedder_runtime
             unique = len(set(texts))
             computed = unique if computed_before is None else getattr(embedder, "computed") - computed_before
             summary.embeddings_computed += computed

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from paths import LARAVEL
 
-from esrag.embedding import SentenceTransformerEmbedder, choose_backend, cpu_has_fast_bf16, resolve_model_path
+from esrag.embedding import SentenceTransformerEmbedder, choose_backend, cpu_has_fast_bf16, cpu_has_vnni, resolve_model_path
 from esrag.embedding import openvino_backend as ovb
 from esrag.errors import ModelLoadError
 
@@ -42,13 +42,19 @@ def torch_fp32(laravel_texts) -> np.ndarray:
 
 @pytest.fixture
 def probe(monkeypatch):
-    """Set ESRAG_CPU_BF16 for one test (the probe is cached: cleared before and after)."""
+    """Set ESRAG_CPU_BF16 for one test (the probe is cached: cleared before and after). The
+    int8 probe is forced off (ESRAG_CPU_VNNI=0), so "0" is a CPU whose ``auto`` is fp32; the int8
+    path has its own tests (tests/test_embed_int8.py)."""
     def force(value: str) -> None:
         monkeypatch.setenv("ESRAG_CPU_BF16", value)
+        monkeypatch.setenv("ESRAG_CPU_VNNI", "0")
         cpu_has_fast_bf16.cache_clear()
+        cpu_has_vnni.cache_clear()
     yield force
     monkeypatch.delenv("ESRAG_CPU_BF16", raising=False)
+    monkeypatch.delenv("ESRAG_CPU_VNNI", raising=False)
     cpu_has_fast_bf16.cache_clear()
+    cpu_has_vnni.cache_clear()
 
 
 def test_auto_takes_openvino_for_the_default_model_and_torch_when_asked():

@@ -25,6 +25,8 @@ from esrag.embedding.cache import CachedEmbedder, EmbeddingCache
 from esrag.embedding.local import (
     SentenceTransformerEmbedder,
     choose_backend,
+    choose_precision,
+    cpu_has_vnni,
     cpu_features,
     cpu_has_fast_bf16,
     hub_reachable,
@@ -34,9 +36,10 @@ from esrag.embedding.local import (
 
 __all__ = [
     "DEFAULT_MODEL", "CachedEmbedder", "Embedder", "EmbeddingCache", "Progress", "Prompts",
-    "SentenceTransformerEmbedder", "choose_backend", "cpu_features", "cpu_has_fast_bf16", "hub_reachable", "l2_normalise",
+    "SentenceTransformerEmbedder", "choose_backend", "choose_precision", "cpu_features", "cpu_has_fast_bf16",
+    "cpu_has_vnni", "hub_reachable", "l2_normalise",
     "embedder_factory", "make_embedder", "normalize_spec", "parse_spec", "prompt_flags", "prompts_for",
-    "release_freed_memory", "resolve_model_path",
+    "passage_cache_spec", "release_freed_memory", "resolve_model_path",
 ]
 
 
@@ -65,3 +68,22 @@ def embedder_factory(settings: Any, spec: str | None = None, corpus: str | None 
         return make_embedder(chosen, settings, **prefixes)
 
     return build
+
+
+def passage_cache_spec(spec: str, settings: Any = None) -> str:
+    """The spec under which ``spec``'s passage vectors are cached, known without loading the
+    model: ``spec`` itself, plus ``"|int8"`` for an ``st:`` embedder whose settings
+    (``embedder_backend``, ``embedder_precision``; the CPU probe for ``auto``) run the int8 model,
+    as :class:`SentenceTransformerEmbedder`'s ``cache_tag`` adds it (corpus prefix overrides
+    aside). For readers of an :class:`EmbeddingCache` that look before they load a model (the
+    evaluation harness). Never raises: a setting that cannot run gives ``spec``.
+    """
+    backend, model = parse_spec(normalize_spec(spec))
+    if backend != "st" or settings is None:
+        return spec
+    try:
+        chosen = choose_backend(getattr(settings, "embedder_backend", "auto"), model)
+        precision = choose_precision(getattr(settings, "embedder_precision", "auto"), chosen)
+    except Exception:  # the embedder itself will report it when it is built
+        return spec
+    return spec + "|int8" if precision == "int8" else spec

@@ -62,6 +62,8 @@ class CachedEmbedder:
         self.spec = inner.spec
         self.dims = inner.dims
         self.computed = 0
+        # what embeds (e.g. "openvino int8"; '' for embedders that do not say)
+        self.runtime: str = getattr(inner, "runtime", "")
         # prefixes other than the model table's (a corpus override) must not share cached vectors
         self._key_spec = inner.spec + getattr(inner, "cache_tag", "")
 

@@ -24,6 +24,7 @@ from esrag.errors import ModelLoadError
 
 _MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 BACKENDS = ("auto", "openvino", "torch")
+PRECISIONS = ("auto", "fp32", "bf16", "int8")
 
 
 def resolve_model_path(model: str) -> str:
@@ -46,7 +47,14 @@ class SentenceTransformerEmbedder:
             much lower activation peak). Texts are sorted by length before batching (less
             padding) and identical texts are embedded once.
         query_prefix, passage_prefix: override the family table.
-        precision: ``"auto"`` (default), ``"fp32"`` or ``"bf16"``. ``bf16`` runs the forward pass
+        precision: ``"auto"`` (default), ``"fp32"``, ``"bf16"`` or ``"int8"`` (what ``auto`` picks:
+            :func:`choose_precision`). ``int8`` (OpenVINO backend only) runs the NNCF-quantized
+            model (:mod:`esrag.embedding.quantize`), which ``auto`` picks on CPUs without native
+            bf16 that have VNNI (vectors at cosine 0.999 mean / 0.998 min to fp32 on Laravel
+            chunks, Qasper rec@512t within 0.5 point of torch fp32, ~1.4x the fp32 rate); its
+            passage vectors get their own embedding cache entries (``cache_tag``), queries stay
+            fp32. The chosen precision is ``self.precision`` and, with the backend,
+            :attr:`runtime`. ``bf16`` runs the forward pass
             under ``torch.autocast(bfloat16)``; ``auto`` does so on CPUs with native bf16 matrix
             units (AMX or AVX512-BF16), where it is ~2.6x faster than fp32 for MiniLM with vectors
             at cosine >= 0.9999 to the fp32 ones (``benchmarks/bench_ingest.py`` measures both), and
@@ -69,7 +77,8 @@ class SentenceTransformerEmbedder:
 
     Raises:
         ModelLoadError: the model cannot be loaded (the message names the offline alternative),
-            or ``backend="openvino"`` was asked for a model or machine that cannot run it.
+            or ``backend="openvino"`` (or ``precision="int8"``) was asked for a model or machine
+            that cannot run it. With ``auto``, an int8 quantization that fails runs fp32.
         ValueError: an unknown ``precision`` or ``backend``.
     """
 
@@ -84,8 +93,8 @@ class SentenceTransformerEmbedder:
         query_threads: int | None = 1,
         backend: str = "auto",
     ) -> None:
-        if precision not in ("auto", "fp32", "bf16"):
-            raise ValueError(f"precision must be auto, fp32 or bf16, got {precision!r}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         self.model_name = model
@@ -96,8 +105,8 @@ class SentenceTransformerEmbedder:
         self.cache_tag = "" if (self.prompts.query, self.prompts.passage) == (table.query, table.passage) else \
             f"|q={self.prompts.query!r}|p={self.prompts.passage!r}"
         self.device = device or "cpu"
-        self.bf16 = precision == "bf16" or (precision == "auto" and self.device == "cpu" and cpu_has_fast_bf16())
         self.backend = choose_backend(backend, model, self.device)
+        self.precision = choose_precision(precision, self.backend, self.device)
         self.query_threads = query_threads
         self._lock = threading.Lock()
         self._st: Any = None
@@ -105,15 +114,38 @@ class SentenceTransformerEmbedder:
         self._ov_query: Any = None
         if self.backend == "openvino":
             try:
-                self._ov = _load_openvino(model, "bf16" if self.bf16 else "f32", None)
-                self.dims = int(self._ov.dims)
+                self._ov = self._load_ov()
             except ModelLoadError:
-                if backend == "openvino":
+                if precision == "auto" and self.precision == "int8":  # the quantization failed: fp32
+                    self.precision = "fp32"
+                    try:
+                        self._ov = self._load_ov()
+                    except ModelLoadError:
+                        if backend == "openvino":
+                            raise
+                elif backend == "openvino" or precision == "int8":
                     raise
+            if self._ov is None:
                 self.backend = "torch"  # auto: an export or compile that fails falls back to torch
+            else:
+                self.dims = int(self._ov.dims)
         if self.backend == "torch":
             self._st = _load_sentence_transformer(model, self.device)
             self.dims = int(_dimension(self._st))
+        self.bf16 = self.precision == "bf16"
+        # int8 vectors are at cosine ~0.997 to fp32 ones, not >= 0.9999: they get their own cache entries
+        if self.precision == "int8":
+            self.cache_tag += "|int8"
+
+    def _load_ov(self) -> Any:
+        # int8: the quantized model, its other ops in fp32
+        hint = "bf16" if self.precision == "bf16" else "f32"
+        return _load_openvino(self.model_name, hint, None, int8=self.precision == "int8")
+
+    @property
+    def runtime(self) -> str:
+        """What embeds passages: ``"<backend> <precision>"``, e.g. ``"openvino int8"``, ``"torch bf16"``."""
+        return f"{self.backend} {self.precision}"
 
     @classmethod
     def from_settings(cls, model: str, settings, **options) -> SentenceTransformerEmbedder:
@@ -157,8 +189,8 @@ class SentenceTransformerEmbedder:
             for start in range(0, len(order), step):
                 idx = order[start : start + step]
                 if self._ov is not None:
-                    out[idx] = np.concatenate([self._ov.encode_ids([ids[i] for i in idx[b : b + self.batch_size]])
-                                               for b in range(0, len(idx), self.batch_size)])
+                    out[idx] = np.concatenate(self._ov.encode_batches([[ids[i] for i in idx[b : b + self.batch_size]]
+                                                                       for b in range(0, len(idx), self.batch_size)]))
                 else:
                     out[idx] = self._st.encode([unique[i] for i in idx], batch_size=self.batch_size, convert_to_numpy=True,
                                                show_progress_bar=False)
@@ -270,6 +302,59 @@ def cpu_has_fast_bf16() -> bool:
         return False
 
 
+@functools.cache
+def cpu_has_vnni() -> bool:
+    """True when this CPU has int8 dot-product instructions (AVX512-VNNI, AVX-VNNI or AMX-INT8),
+    which OpenVINO's int8 MatMuls use.
+
+    ``ESRAG_CPU_VNNI=0`` (or ``1``) overrides the probe. Reads ``/proc/cpuinfo``; where there is
+    none (macOS, Windows) it answers False, so ``auto`` stays fp32 there. Cached: call
+    ``cpu_has_vnni.cache_clear()`` after changing the variable.
+    """
+    forced = os.environ.get("ESRAG_CPU_VNNI", "").strip().lower()
+    if forced in ("0", "1", "true", "false", "yes", "no"):
+        return forced in ("1", "true", "yes")
+    return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(cpu_features()))
+
+
+# What ``auto`` runs on OpenVINO where the CPU multiplies bf16 natively: bf16 (cosine 0.99999 to
+# fp32, the previous default there). int8 was 1.4x faster there in one loaded run of
+# benchmarks/bench_ingest.py (README "Speed"); not switched before a quiet-machine confirmation.
+AUTO_PRECISION_FAST_BF16 = "bf16"
+
+
+def choose_precision(precision: str, backend: str, device: str = "cpu") -> str:
+    """``"fp32"``, ``"bf16"`` or ``"int8"``: what runs the passages of an ``st:`` embedder.
+
+    ``auto``: on CPU with the ``openvino`` backend, :data:`AUTO_PRECISION_FAST_BF16` where
+    :func:`cpu_has_fast_bf16` (AMX / AVX512-BF16), else ``int8`` where :func:`cpu_has_vnni` and
+    NNCF is installed (the calibrated int8 model: rec@512t on Qasper within 0.5 points of fp32,
+    README "Speed"), else ``fp32``; with ``torch``, ``bf16`` where :func:`cpu_has_fast_bf16`, else
+    ``fp32``; ``fp32`` off CPU. An explicit precision is returned as given.
+
+    Raises:
+        ModelLoadError: ``int8`` asked for on the torch backend.
+        ValueError: an unknown precision.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision == "int8" and backend != "openvino":
+        raise ModelLoadError("embedder precision int8 runs on the openvino backend only, not on "
+                             f"{backend}; use embedder_backend = \"openvino\" or another precision")
+    if precision != "auto":
+        return precision
+    if device != "cpu":
+        return "fp32"
+    if cpu_has_fast_bf16():
+        return AUTO_PRECISION_FAST_BF16 if backend == "openvino" else "bf16"
+    if backend == "openvino" and cpu_has_vnni():
+        from esrag.embedding import quantize
+
+        if quantize.available():
+            return "int8"
+    return "fp32"
+
+
 def choose_backend(backend: str, model: str, device: str = "cpu") -> str:
     """``"openvino"`` or ``"torch"`` for ``backend`` (``auto`` | ``openvino`` | ``torch``).
 
@@ -314,12 +399,18 @@ def _cap_kernel_caches() -> None:
 
 
 @functools.cache
-def _load_openvino(model: str, precision: str, threads: int | None) -> Any:
+def _load_openvino(model: str, precision: str, threads: int | None, int8: bool = False) -> Any:
     from esrag.embedding.openvino_backend import OpenVINOEncoder
 
     _cap_kernel_caches()
     try:
-        return OpenVINOEncoder(Path(resolve_model_path(model)), precision=precision, threads=threads)
+        path = Path(resolve_model_path(model))
+        ir = None
+        if int8:
+            from esrag.embedding.quantize import quantized_model
+
+            ir = quantized_model(path)
+        return OpenVINOEncoder(path, precision=precision, threads=threads, int8=int8, ir=ir)
     except Exception as exc:  # export (torch) or compile (OpenVINO) failures
         raise ModelLoadError(f"cannot run {model!r} on OpenVINO ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
                              "use embedder_backend = \"torch\"") from exc

@@ -31,7 +31,7 @@ import numpy as np
 
 from esrag import __version__, section_context
 from esrag.config import Settings, load_settings
-from esrag.embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder, normalize_spec
+from esrag.embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder, normalize_spec, passage_cache_spec
 from esrag.embedding.base import Progress
 from esrag.eval import metrics
 from esrag.eval.arms import Arm, Retriever, make_arm, make_retriever
@@ -183,7 +183,8 @@ class _CachedModel:
         self._dims = value
 
     def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        keys = [self.cache.key(self.spec + "|passage", t) for t in texts]  # CachedEmbedder's keys
+        # CachedEmbedder's keys (an int8 st: model's vectors are kept apart from fp32 ones)
+        keys = [self.cache.key(passage_cache_spec(self.spec, self.settings) + "|passage", t) for t in texts]
         found = self.cache.get_many(list(dict.fromkeys(keys)))
         if len(found) < len(set(keys)) or not texts:
             return self.model.embed_documents(texts, progress)
