@@ -15,7 +15,6 @@ import threading
 import time
 import uuid
 import warnings
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +31,7 @@ from esrag.stores.elastic.cluster import BULK_LOAD_KEY, ClusterOptions
 from esrag.stores.sqlite import SQLiteStore
 from paths import DATA
 from store_suite import StoreContract, make_chunk, meta, unit
+from test_store_elastic import HashEmbedder as _HashEmbedder
 
 from conftest import ES_NODE, es_cluster_command
 
@@ -209,28 +209,20 @@ def test_settings_reach_the_store(es_cluster, tmp_path):
 
 
 # -- node failures -------------------------------------------------------------------------------
-class HashEmbedder:
-    """A deterministic, fast stand-in embedder (bag of hashed words, L2-normalised); ``on_call``
-    runs before each batch (the test's hook into the middle of an ingest)."""
+class HashEmbedder(_HashEmbedder):
+    """test_store_elastic's bag-of-hashed-words embedder (spec ``test:hash-<dims>``) with a hook:
+    ``on_call(batch_number)`` runs before each batch (the test's way into the middle of an
+    ingest); batches are numbered from 1."""
 
     def __init__(self, dims: int = 64, on_call=None) -> None:
-        self.dims, self.spec, self.calls, self.on_call = dims, f"test:hash-{dims}", 0, on_call
-
-    def _vec(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dims, dtype=np.float32)
-        for w in text.lower().split():
-            v[zlib.crc32(w.encode()) % self.dims] += 1.0
-        v[0] += 1e-3
-        return v / np.linalg.norm(v)
+        super().__init__(dims, "hash")
+        self.batches, self.on_call = 0, on_call
 
     def embed_documents(self, texts, progress=None):
-        self.calls += 1
+        self.batches += 1
         if self.on_call:
-            self.on_call(self.calls)
-        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.dims), np.float32)
-
-    def embed_query(self, text):
-        return self._vec(text)
+            self.on_call(self.batches)
+        return super().embed_documents(texts, progress)
 
 
 def ingest(store, tree: Path, corpus: str, emb: HashEmbedder, window: int = 1024):

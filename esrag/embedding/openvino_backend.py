@@ -34,7 +34,7 @@ import threading
 import warnings
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -130,23 +130,38 @@ def exported_model(model_dir: Path) -> Path:
         NotExportable: the model's shape is not supported (see :func:`exportable`).
     """
     exportable(model_dir)
-    target = cache_dir_for(model_dir)
-    xml = target / "model.xml"
+
+    def build(tmp: Path) -> None:
+        _export(model_dir, tmp)
+        (tmp / "versions.json").write_text(json.dumps({"model": str(model_dir), **library_versions()}, indent=1))
+
     with _export_lock:
-        if xml.is_file():
-            return xml
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+        return build_once(cache_dir_for(model_dir), build)
+
+
+def build_once(target: Path, build: Callable[[Path], None]) -> Path:
+    """``target / "model.xml"``, after ``build(tmp)`` has filled a fresh sibling folder ``tmp``
+    renamed to ``target`` when complete — only when ``target`` holds no ``model.xml`` yet. An
+    interrupted build is never used (its temporary folder is removed), and when another process
+    finishes first its folder is kept. Callers hold their own in-process lock.
+
+    Raises:
+        whatever ``build`` raises; OSError when the rename fails and no finished folder exists.
+    """
+    xml = target / "model.xml"
+    if xml.is_file():
+        return xml
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        build(tmp)
         try:
-            _export(model_dir, tmp)
-            (tmp / "versions.json").write_text(json.dumps({"model": str(model_dir), **library_versions()}, indent=1))
-            try:
-                tmp.rename(target)
-            except OSError:  # another process finished first
-                if not xml.is_file():
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.rename(target)
+        except OSError:  # another process finished first
+            if not xml.is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return xml
 
 

@@ -34,15 +34,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import tempfile
 import threading
 from functools import cache
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from esrag.embedding.openvino_backend import exported_model, max_seq_length, model_inputs
+from esrag.embedding.openvino_backend import build_once, exported_model, max_seq_length, model_inputs
 
 # The quantization recipe; part of the cache key (change it and the model is quantized afresh).
 RECIPE: dict[str, Any] = {
@@ -107,24 +105,13 @@ def quantized_model(model_dir: Path) -> Path:
         NotExportable: the model's shape is not supported.
         ImportError: ``nncf`` is not installed.
     """
-    target = int8_dir_for(model_dir)
-    xml = target / "model.xml"
+    def build(tmp: Path) -> None:
+        _quantize(model_dir, exported_model(model_dir), tmp / "model.xml")
+        (tmp / "recipe.json").write_text(json.dumps({"recipe": RECIPE, "calibration_sha256": calibration_hash(),
+                                                     "nncf": nncf_version(), "texts": len(calibration_texts())}, indent=1))
+
     with _lock:
-        if xml.is_file():
-            return xml
-        tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-        try:
-            _quantize(model_dir, exported_model(model_dir), tmp / "model.xml")
-            (tmp / "recipe.json").write_text(json.dumps({"recipe": RECIPE, "calibration_sha256": calibration_hash(),
-                                                         "nncf": nncf_version(), "texts": len(calibration_texts())}, indent=1))
-            try:
-                tmp.rename(target)
-            except OSError:  # another process finished first
-                if not xml.is_file():
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return xml
+        return build_once(int8_dir_for(model_dir), build)
 
 
 def _quantize(model_dir: Path, fp32_xml: Path, out: Path) -> None:
