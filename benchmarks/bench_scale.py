@@ -432,7 +432,7 @@ def topology(name: str, url: str, args: argparse.Namespace, chunks, vectors, que
         out["esrag_vs_peer"] = round(bulk["esrag"]["chunks_per_s"] / bulk["peer"]["chunks_per_s"], 3)
     texts, qv, truth = queries
     per: dict[str, Any] = {}
-    for opt in args.options.split(","):
+    for opt in [o for o in args.options.split(",") if o]:  # --options "": the bulk comparison only
         kind, _, over = opt.partition("+")
         alias = f"{tag}-esrag" if (kind == args.bulk_option and not over) else f"{tag}-{kind}{'-r' + over if over else ''}"
         if alias != f"{tag}-esrag":
@@ -485,7 +485,7 @@ def main() -> None:
     ap.add_argument("--cluster", default=None, help="comma-separated node URLs of the 3-node cluster")
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--bulk-option", default="int8_hnsw", help="index_options of the three bulk runs")
-    ap.add_argument("--options", default="hnsw,int8_hnsw,bbq_hnsw+0,bbq_hnsw+3")
+    ap.add_argument("--options", default="hnsw,int8_hnsw,bbq_hnsw+0,bbq_hnsw+3", help='index options to measure search on ("" = bulk only)')
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--skip-peer", action="store_true")
     ap.add_argument("--skip-single", action="store_true")

@@ -138,13 +138,13 @@ def _batch(client: Elasticsearch, batch: Sequence[Action], by_op: dict[str, str]
         if since is None or len(left) < len(pending):
             since, delay = now, initial_backoff  # progress (or a first failure): the clock starts again
         waited = now - since
-        if waited + delay > retry_seconds:
+        if waited >= retry_seconds:
             if error is not None:
                 raise _gave_up(error, fail, waited, len(left)) from None
             yield from (BulkItem(i.id, False, error=f"{i.error} (and {waited:.0f} s of retries)", status=i.status)
                         for i in refused)
             return
-        sleep(delay)
+        sleep(min(delay, retry_seconds - waited))  # the last pause ends at retry_seconds: one more try then
         delay = min(delay * 2, max_backoff)
         pending = left
 

@@ -42,6 +42,7 @@ identically on 8.15 and 9.2.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,13 @@ from esrag.stores.elastic.documents import META_FIELDS, chunk_document, chunk_fr
 from esrag.stores.elastic.cluster import ClusterOptions
 from esrag.stores.elastic.lifecycle import Lifecycle
 from esrag.stores.elastic.vector_options import VectorPlan
+
+
+#: Seconds between tries of a search that only some shards answered: in the seconds after a node
+#: dies, a search whose fetch phase was on that node comes back partial although a replica holds
+#: every shard (Elasticsearch retries a failed query phase on another copy, not a failed fetch);
+#: tried again after these pauses (3.5 s in all) before the partial answer is an error.
+PARTIAL_RETRY_PAUSES = (0.5, 1.0, 2.0)
 
 
 class ElasticStore(Lifecycle):
@@ -394,8 +402,13 @@ class ElasticStore(Lifecycle):
         searches = branches_msearch_body(queries, fields, self.query_fields, source=source)
         if not searches:
             return LegHits([{} for _ in queries], "one _msearch")
-        resp = self._call("run the hybrid search" if len(queries) == 1 else "run the fan-out searches", self._es.msearch,
-                          index=state["index"], searches=searches)
+        what = "run the hybrid search" if len(queries) == 1 else "run the fan-out searches"
+        for pause in (*PARTIAL_RETRY_PAUSES, None):
+            resp = self._call(what, self._es.msearch, index=state["index"], searches=searches)
+            incomplete = any("error" not in a and shard_failure(a) is not None for a in resp.body["responses"])
+            if not incomplete or pause is None:
+                break
+            time.sleep(pause)  # a node just lost: its shards' copies elsewhere answer once it is noticed
         answers = iter(resp.body["responses"])
         lists: list[dict[str, list[tuple[str, float]]]] = []
         sources: dict[str, Any] = {}
