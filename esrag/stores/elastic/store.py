@@ -179,7 +179,8 @@ class ElasticStore(Lifecycle):
             password=secret(settings.es_password), ca_certs=settings.es_ca_certs,
             text_languages=settings.language.fields, language_candidates=settings.language.candidates,
             cluster=ClusterOptions.from_settings(settings.elasticsearch),
-            **_vector_settings(settings),
+            index_options=settings.elasticsearch.index_options, rescore_oversample=settings.elasticsearch.rescore_oversample,
+            vector_copy=settings.elasticsearch.vector_copy,
         )
 
     def __repr__(self) -> str:
@@ -584,13 +585,6 @@ def _vector_copy(state: dict[str, Any]) -> str:
     ``_meta.vectors``; an index made before esrag recorded it has the ``vector_bin`` copy)."""
     plan = VectorPlan.from_meta((state.get("raw") or {}).get("vectors"))
     return plan.vector_copy if plan is not None else "stored"
-
-
-def _vector_settings(settings: Any) -> dict[str, Any]:
-    """The store's vector arguments from ``settings.elasticsearch`` (defaults when absent)."""
-    es = getattr(settings, "elasticsearch", None)
-    return {"index_options": getattr(es, "index_options", "auto"), "rescore_oversample": getattr(es, "rescore_oversample", None),
-            "vector_copy": getattr(es, "vector_copy", "auto")}
 
 
 def _times(resp: Any) -> tuple[int | None, float | None]:
