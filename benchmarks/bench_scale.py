@@ -11,8 +11,10 @@ vector plus Gaussian noise (seeded per copy, renormalized; cosine about 0.9 to t
 near-duplicates are near but distinct and exact top-10s have no ties.
 
 Per topology (the single node ``--url``; the 3-node cluster ``--cluster`` when given):
-  1. bulk throughput (chunks/s), each in a child process (its own peak RSS), same batch size
-     (``--batch``), same ``index_options`` (``--bulk-option``), into fresh indices:
+  1. bulk throughput (chunks/s), each method in a child process of its own (its own peak RSS),
+     same batch size (``--batch``), same ``index_options`` (``--bulk-option``), each into its own
+     fresh index, in ``--rounds`` interleaved rounds (every method indexes its next N/rounds
+     chunks in turn, the order rotated each round, so load drifts fall on all alike):
      esrag's store bulk path (``ElasticStore.write`` in slices of 5,000, what an ingest does),
      raw ``_bulk`` of the same documents (pre-built, serialized and sent with the client's
      ``bulk``: the limit), and langchain-elasticsearch's ``ElasticsearchStore.add_embeddings``
@@ -172,8 +174,13 @@ def child(args: argparse.Namespace) -> None:
     from esrag.stores.elastic.documents import chunk_document
 
     concrete = store._state()["index"] if args.child == "raw" else None
+    per_round = round_size(args.chunks, args.rounds)
+    round_s = 0.0
     for start in range(0, args.chunks, SLICE):
+        if args.rounds and start % per_round == 0:
+            sys.stdin.readline()  # the coordinator's "go": one round at a time, the methods interleaved
         part, vecs = scaled(chunks, vectors, args.chunks, start, min(args.chunks, start + SLICE))
+        s0 = seconds
         if args.child == "esrag":
             t0, p0 = time.perf_counter(), time.process_time()
             rep = store.write(part, vecs, ["m"] * len(part))
@@ -202,13 +209,26 @@ def child(args: argparse.Namespace) -> None:
             cpu += time.process_time() - p0
         total += len(part)
         rss_max = max(rss_max, _rss_mb())
-        print(json.dumps({"progress": total}), flush=True)
+        round_s += seconds - s0
+        end_of_round = total % per_round == 0 or total == args.chunks
+        print(json.dumps({"progress": total, **({"round_seconds": round(round_s, 3), "round_chunks": (total - 1) % per_round + 1}
+                                                 if end_of_round else {})}), flush=True)
+        if end_of_round:
+            round_s = 0.0
     store._es.indices.refresh(index=args.index)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"done": True, "chunks": total, "seconds": round(seconds, 2), "chunks_per_s": round(total / seconds, 1),
                       "peak_rss_mb": round(rss, 1), "rss_before_ingest_mb": round(rss0, 1),
                       "ingest_rss_growth_mb": round(rss_max - rss0, 1),
                       "client_cpu_us_per_chunk": round(1e6 * cpu / max(total, 1), 1)}), flush=True)
+
+
+def round_size(n: int, rounds: int) -> int:
+    """Chunks per round of an interleaved bulk comparison: ``n / rounds`` rounded up to whole
+    slices (``SLICE``); all of ``n`` when ``rounds`` is 0 (one uninterrupted run)."""
+    if rounds <= 1:
+        return max(n, 1)
+    return max(SLICE, -(-n // rounds // SLICE) * SLICE)
 
 
 def _rss_mb() -> float:
@@ -259,8 +279,7 @@ def _peer_store(url: str, index: str, dims: int, option: str):
 
 def run_child(kind: str, url: str, index: str, n: int, batch: int, option: str, progress: Progress,
               vector_copy: str = "auto") -> dict[str, Any]:
-    cmd = [sys.executable, str(Path(__file__)), "--child", kind, "--url", url, "--index", index, "--chunks", str(n),
-           "--batch", str(batch), "--option", option, "--vector-copy", vector_copy]
+    cmd = child_cmd(kind, url, index, n, batch, option, vector_copy)
     task = progress.add_task(f"{kind} bulk -> {index}", total=n)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=HERE)
     load0 = os.getloadavg()[0]
@@ -276,6 +295,56 @@ def run_child(kind: str, url: str, index: str, n: int, batch: int, option: str, 
         raise SystemExit(f"the {kind} bulk child failed (exit {proc.returncode})")
     result["loadavg_start"], result["loadavg_end"] = round(load0, 2), round(os.getloadavg()[0], 2)
     return result
+
+
+def child_cmd(kind: str, url: str, index: str, n: int, batch: int, option: str, vector_copy: str = "auto",
+              rounds: int = 0) -> list[str]:
+    """The command line of one bulk child (``--rounds R``: wait for a line on stdin before each round)."""
+    return [sys.executable, str(Path(__file__)), "--child", kind, "--url", url, "--index", index, "--chunks", str(n),
+            "--batch", str(batch), "--option", option, "--vector-copy", vector_copy, "--rounds", str(rounds)]
+
+
+def run_interleaved(kinds: list[str], url: str, tag: str, n: int, batch: int, option: str, rounds: int,
+                    progress: Progress) -> dict[str, dict[str, Any]]:
+    """The bulk comparison as interleaved rounds: one child per method (``kinds``), each with its
+    own index (``<tag>-<kind>``); round r lets every method index its next ``n / rounds`` chunks,
+    one after the other, in an order rotated each round (r=0: raw, esrag, peer; r=1: esrag,
+    peer, raw; ...). Drifts of the machine's load and the node's background merges of the
+    growing indices then fall on every method alike (a run of one method after the other puts
+    them all on whichever ran in the worst minutes). Per method: chunks/s over all its rounds
+    (summed timed seconds), each round's chunks/s, and the child's final report."""
+    procs: dict[str, subprocess.Popen[str]] = {}
+    for kind in kinds:
+        procs[kind] = subprocess.Popen(child_cmd(kind, url, f"{tag}-{kind}", n, batch, option, rounds=rounds),
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=HERE)
+    tasks = {k: progress.add_task(f"{k} bulk -> {tag}-{k} ({rounds} rounds, interleaved)", total=n) for k in kinds}
+    per_round: dict[str, list[float]] = {k: [] for k in kinds}
+    loads: dict[str, list[float]] = {k: [] for k in kinds}
+    done: dict[str, dict[str, Any]] = {}
+    n_rounds = -(-n // round_size(n, rounds))
+    for r in range(n_rounds):
+        for kind in kinds[r % len(kinds):] + kinds[: r % len(kinds)]:
+            proc = procs[kind]
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            loads[kind].append(os.getloadavg()[0])
+            for line in proc.stdout:
+                msg = json.loads(line)
+                progress.update(tasks[kind], completed=msg.get("progress", n))
+                if "round_seconds" in msg:
+                    per_round[kind].append(round(msg["round_chunks"] / msg["round_seconds"], 1))
+                if "done" in msg:
+                    done[kind] = msg
+                if "round_seconds" in msg and r < n_rounds - 1:
+                    break  # the last round reads on to the child's final report
+    for kind, proc in procs.items():
+        if proc.wait() != 0 or kind not in done:
+            raise SystemExit(f"the {kind} bulk child failed (exit {proc.returncode})")
+        done[kind]["round_chunks_per_s"] = per_round[kind]
+        done[kind]["loadavg_start"], done[kind]["loadavg_end"] = round(loads[kind][0], 2), round(os.getloadavg()[0], 2)
+        done[kind]["loadavg_mean"] = round(sum(loads[kind]) / len(loads[kind]), 2)
+    return done
 
 
 # -- measurements -----------------------------------------------------------------------------
@@ -414,19 +483,19 @@ def topology(name: str, url: str, args: argparse.Namespace, chunks, vectors, que
     bulk: dict[str, Any] = {}
     run_child("raw", url, f"{tag}-warmup", min(n, 20_000), args.batch, args.bulk_option, progress)  # a warm node for everyone
     drop(url, f"{tag}-warmup*")
-    kinds = ["raw", "esrag", "peer", "raw2"] if not args.skip_peer else ["raw", "esrag", "raw2"]
-    for kind in kinds:  # raw first and last: the limit is the faster of the two
-        index = f"{tag}-{kind}"
-        bulk[kind] = run_child(kind.rstrip("2"), url, index, n, args.batch, args.bulk_option, progress)
-        target = index if kind == "peer" else f"{index}-000001"
+    kinds = ["raw", "esrag", "peer"] if not args.skip_peer else ["raw", "esrag"]
+    bulk = run_interleaved(kinds, url, tag, n, args.batch, args.bulk_option, args.rounds, progress)
+    for kind in kinds:
+        target = f"{tag}-{kind}" if kind == "peer" else f"{tag}-{kind}-000001"
         bulk[kind]["settle_s"] = settle(es, target)
         bulk[kind].update(size_per_chunk(es, target))
+    for kind in kinds:
         if kind != "esrag":
-            drop(url, f"{index}*")
-    raw_runs = [bulk.pop("raw"), bulk.pop("raw2")]
-    bulk = {"raw": max(raw_runs, key=lambda r: r["chunks_per_s"]), **bulk}
-    out["raw_runs_chunks_per_s"] = [r["chunks_per_s"] for r in raw_runs]
+            drop(url, f"{tag}-{kind}*")
+    out["rounds"] = args.rounds
+    out["raw_runs_chunks_per_s"] = bulk["raw"]["round_chunks_per_s"]
     out["bulk"] = bulk
+    out["esrag_vs_raw_by_round"] = [round(e / r, 3) for e, r in zip(bulk["esrag"]["round_chunks_per_s"], bulk["raw"]["round_chunks_per_s"])]
     out["esrag_vs_raw"] = round(bulk["esrag"]["chunks_per_s"] / bulk["raw"]["chunks_per_s"], 3)
     if "peer" in bulk:
         out["esrag_vs_peer"] = round(bulk["esrag"]["chunks_per_s"] / bulk["peer"]["chunks_per_s"], 3)
@@ -487,6 +556,8 @@ def main() -> None:
     ap.add_argument("--bulk-option", default="int8_hnsw", help="index_options of the three bulk runs")
     ap.add_argument("--options", default="hnsw,int8_hnsw,bbq_hnsw+0,bbq_hnsw+3", help='index options to measure search on ("" = bulk only)')
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=10,
+                    help="the bulk comparison in this many interleaved rounds (each method's share of a round in turn)")
     ap.add_argument("--skip-peer", action="store_true")
     ap.add_argument("--skip-single", action="store_true")
     ap.add_argument("--merge", action="store_true", help="keep the other topologies' results already in scale.json")

@@ -30,6 +30,10 @@ from esrag.stores.elastic.connection import error_reason
 
 #: statuses retried per item (and for a whole request): the cluster is busy.
 RETRYABLE = (429, 503)
+#: the parts of a ``_bulk`` response the adapter reads (``filter_path``): per item its id, status,
+#: result and error, not ``_index``/``_version``/``_shards``/``_seq_no`` — a smaller answer to
+#: build, send and parse (Elasticsearch "Response filtering", common options).
+FILTER_PATH = "items.*._id,items.*.status,items.*.result,items.*.error"
 
 
 @dataclass(slots=True)
@@ -114,7 +118,7 @@ def _batch(client: Elasticsearch, batch: Sequence[Action], by_op: dict[str, str]
         stream = streaming_bulk(
             client, (a.to_bulk() for a in pending), chunk_size=len(pending), raise_on_error=False,
             raise_on_exception=False, max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff,
-            retry_on_status=RETRYABLE, yield_ok=True,
+            retry_on_status=RETRYABLE, yield_ok=True, filter_path=FILTER_PATH,
         )
         try:
             for ok, info in stream:
