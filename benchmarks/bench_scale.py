@@ -62,6 +62,7 @@ BM25 = {"text": 1.0, "section_path": 1.0}
 SLICE = 5000
 NOISE_COS = 0.9
 console = Console(stderr=True)
+SHARD_ARGS: list[str] = []  # --shards/--replicas handed to every child (set in main)
 
 
 # -- data -------------------------------------------------------------------------------------
@@ -163,14 +164,17 @@ def child(args: argparse.Namespace) -> None:
     rss0 = _rss_mb()
     rss_max = rss0
     total, seconds, cpu = 0, 0.0, 0.0
+    from esrag.stores.elastic.cluster import ClusterOptions
+
     store = ElasticStore(urls, args.index, batch_size=args.batch, index_options=args.option, request_timeout=120,
-                         rescore_oversample=getattr(args, "oversample", None), vector_copy=args.vector_copy)
+                         rescore_oversample=getattr(args, "oversample", None), vector_copy=args.vector_copy,
+                         cluster=ClusterOptions(shards=args.shards, replicas=args.replicas))
     if args.child in ("esrag", "raw"):
         from esrag.stores.base import IndexMeta
 
         store.ensure(IndexMeta.build("st:all-MiniLM-L6-v2", vectors.shape[1], _index_text()))
     if args.child == "peer":
-        peer, emb = _peer_store(urls, args.index, vectors.shape[1], args.option)
+        peer, emb = _peer_store(urls, args.index, vectors.shape[1], args.option, args.shards, args.replicas)
     from esrag.stores.elastic.documents import chunk_document
 
     concrete = store._state()["index"] if args.child == "raw" else None
@@ -262,14 +266,15 @@ def _precomputed():
     return Precomputed()
 
 
-def _peer_store(url: str, index: str, dims: int, option: str):
+def _peer_store(url: str, index: str, dims: int, option: str, shards: int = 1, replicas: int | None = None):
     from elasticsearch import Elasticsearch
     from langchain_elasticsearch import ElasticsearchStore
 
     from esrag.stores.elastic.vector_options import HNSW_M, HNSW_EF_CONSTRUCTION
 
     es = Elasticsearch(url.split(","), request_timeout=120)
-    es.indices.create(index=index, mappings={"properties": {
+    settings = {"number_of_shards": shards, **({"number_of_replicas": replicas} if replicas is not None else {"auto_expand_replicas": "0-1"})}
+    es.indices.create(index=index, settings=settings, mappings={"properties": {
         "text": {"type": "text"}, "metadata": {"type": "object"},
         "vector": {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine",
                    "index_options": {"type": option, "m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION}}}})
@@ -301,7 +306,8 @@ def child_cmd(kind: str, url: str, index: str, n: int, batch: int, option: str, 
               rounds: int = 0) -> list[str]:
     """The command line of one bulk child (``--rounds R``: wait for a line on stdin before each round)."""
     return [sys.executable, str(Path(__file__)), "--child", kind, "--url", url, "--index", index, "--chunks", str(n),
-            "--batch", str(batch), "--option", option, "--vector-copy", vector_copy, "--rounds", str(rounds)]
+            "--batch", str(batch), "--option", option, "--vector-copy", vector_copy, "--rounds", str(rounds),
+            *SHARD_ARGS]
 
 
 def run_interleaved(kinds: list[str], url: str, tag: str, n: int, batch: int, option: str, rounds: int,
@@ -479,7 +485,7 @@ def topology(name: str, url: str, args: argparse.Namespace, chunks, vectors, que
     n, tag = args.chunks, f"bench-scale-{name}"
     drop(url, f"{tag}-*")
     out: dict[str, Any] = {"url": url, "chunks": n, "batch": args.batch, "bulk_option": args.bulk_option,
-                           "nodes": es.cluster.health().body["number_of_nodes"]}
+                           "nodes": es.cluster.health().body["number_of_nodes"], "shards": args.shards, "replicas": args.replicas}
     bulk: dict[str, Any] = {}
     run_child("raw", url, f"{tag}-warmup", min(n, 20_000), args.batch, args.bulk_option, progress)  # a warm node for everyone
     drop(url, f"{tag}-warmup*")
@@ -555,6 +561,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--bulk-option", default="int8_hnsw", help="index_options of the three bulk runs")
     ap.add_argument("--options", default="hnsw,int8_hnsw,bbq_hnsw+0,bbq_hnsw+3", help='index options to measure search on ("" = bulk only)')
+    ap.add_argument("--shards", type=int, default=1, help="primary shards of every index (esrag, raw, peer alike)")
+    ap.add_argument("--replicas", type=int, default=None,
+                    help="replicas of every index (default: the template's auto_expand_replicas 0-1)")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=10,
                     help="the bulk comparison in this many interleaved rounds (each method's share of a round in turn)")
@@ -569,6 +578,7 @@ def main() -> None:
     ap.add_argument("--storage-chunks", type=int, default=50_000,
                     help="chunks of the vector_bin-vs-synthetic size comparison on the single node (0: skip)")
     args = ap.parse_args()
+    SHARD_ARGS[:] = ["--shards", str(args.shards), *(["--replicas", str(args.replicas)] if args.replicas is not None else [])]
     if args.child:
         kind, _, over = args.option.partition("+")
         args.option = kind

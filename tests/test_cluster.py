@@ -400,6 +400,28 @@ def test_one_node_ingest_waits_for_its_node_then_fails_clearly(lone_node, tmp_pa
     assert count == len(expected) and ids == expected and sorted(hashes) == sorted(expected.values())
     waited = time.monotonic() - t0
 
+    # the ingest's other requests wait for the node too: the manifest, reading vectors back for a
+    # metadata update, the refresh — each started while the node is dead, answered once it is back
+    chunk = s.get([next(iter(expected))])[0]
+    for step, call in (("manifest", lambda: s.manifest("laravel")),
+                       ("update_meta", lambda: s.update_meta([chunk], ["changed-meta"])),
+                       ("refresh", s.refresh)):
+        os.kill(node_pid(url), 9)
+        again: list[subprocess.CompletedProcess] = []
+        later = threading.Timer(3.0, lambda: again.append(es_single("start", lone_node, ES_KEEP_DATA="1")))
+        later.start()
+        t2 = time.monotonic()
+        result = call()
+        later.join()
+        assert again[0].returncode == 0, again[0].stdout[-2000:]
+        assert time.monotonic() - t2 > 3, step
+        if step == "manifest":
+            assert sum(len(v) for v in result.values()) == len(expected)
+        if step == "update_meta":
+            assert result.written == 1 and not result.failed
+    s.refresh()
+    assert stored(s, "laravel")[0] == len(expected)
+
     # the node does not come back within retry_seconds: the clear error of today, once
     short = ElasticStore(url, s.alias, batch_size=40, cluster=ClusterOptions(retry_seconds=4))
     (tree / "extra.md").write_text("# Extra\n\nA page added later, about " + "retries and backoff " * 30 + "\n")

@@ -174,8 +174,8 @@ class BulkLoad(Connected):
         """Restore the settings of ``index`` (``restore``: those its marker recorded; else this
         store's) and wait for its health; then drop its ``_meta`` marker."""
         settings = {"index": restore} if restore else self.cluster.restore_settings()
-        self._call(f"restore the refresh interval and replicas of {index}", self._es.indices.put_settings, index=index,
-                   settings=settings)
+        self._call_waiting(f"restore the refresh interval and replicas of {index}", self.cluster.retry_seconds,
+                           self._es.indices.put_settings, index=index, settings=settings)
         health = self._wait_health(index)
         state = self._info
         known = state is not None and state.get("concrete") == index

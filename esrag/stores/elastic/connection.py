@@ -5,6 +5,7 @@ specific reason of an error body, and the classification of refused retriever re
 from __future__ import annotations
 
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -253,11 +254,44 @@ class Connected:
         except (ApiError, TransportError) as exc:
             raise self._fail(exc, what) from None
 
+    def _call_waiting(self, what: str, retry_seconds: float, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """:meth:`_call`, but while the cluster looks lost — a connection error or timeout (the
+        client has already tried every node URL), or 429/502/503/504 — ``fn`` is called again
+        after 0.5 s, doubling to at most 10 s, for up to ``retry_seconds`` seconds (the last
+        pause clipped to it): the requests of an ingest besides its bulk writes (reading the
+        manifest and vectors back, the refresh, ending the bulk-load profile) wait for a
+        restarting node as long as the bulk writes do (``[elasticsearch] retry_seconds``).
+        Only for idempotent requests: ``fn`` may have run on the cluster before an answer was lost.
+
+        Raises:
+            StoreError: as :meth:`_call`; a lost cluster after ``retry_seconds``, with
+                ``retried for N s`` in the message.
+        """
+        t0, delay = time.monotonic(), 0.5
+        while True:
+            try:
+                return fn(*args, **kwargs)
+            except (ApiError, TransportError) as exc:
+                waited = time.monotonic() - t0
+                if not lost(exc) or waited >= retry_seconds:
+                    note = f" (retried for {waited:.0f} s, [elasticsearch] retry_seconds)" if lost(exc) and waited else ""
+                    raise self._fail(exc, what + note) from None
+                time.sleep(min(delay, retry_seconds - waited))
+                delay = min(delay * 2, 10.0)
+
     def _ready(self) -> None:
         """Check once that the cluster answers (``cluster.health``; never ``ping``/``info``)."""
         if not self._checked:
             self._call("check cluster health", self._es.cluster.health)
             self._checked = True
+
+
+def lost(exc: Exception) -> bool:
+    """Whether ``exc`` says the cluster is (for now) out of reach or busy, not that it refused
+    the request: a connection error or timeout, or HTTP 429/502/503/504."""
+    if isinstance(exc, ApiError):
+        return exc.meta.status in (429, 502, 503, 504)
+    return isinstance(exc, TransportError)
 
 
 def _warn(message: str) -> None:

@@ -266,15 +266,15 @@ class ElasticStore(Lifecycle):
         index = state["index"]
         if _vector_copy(state) == "synthetic":
             params = {"_source_exclude_vectors": "false"} if source else {"_source_exclude_vectors": "false", "_source_includes": "vector"}
-            resp = self._call("read chunks with their vectors", self._es.perform_request, "POST", f"/{quote(index, safe='')}/_mget",
-                              params=params, headers=_JSON, body={"ids": list(ids)})
+            resp = self._call_waiting("read chunks with their vectors", self.cluster.retry_seconds, self._es.perform_request, "POST",
+                                      f"/{quote(index, safe='')}/_mget", params=params, headers=_JSON, body={"ids": list(ids)})
             out = []
             for doc in resp.body["docs"]:
                 vec = (doc.get("_source") or {}).get("vector") if doc.get("found") else None
                 out.append((doc, np.asarray(vec, dtype=np.float32) if vec is not None else None))
             return out
-        resp = self._call("read chunks with their vectors", self._es.mget, index=index, ids=list(ids),
-                          stored_fields=["vector_bin"], source=source)
+        resp = self._call_waiting("read chunks with their vectors", self.cluster.retry_seconds, self._es.mget, index=index,
+                                  ids=list(ids), stored_fields=["vector_bin"], source=source)
         out = []
         for doc in resp.body["docs"]:
             binary = (doc.get("fields") or {}).get("vector_bin")
@@ -310,7 +310,7 @@ class ElasticStore(Lifecycle):
         self.end_bulk_load()
         target = self._target()
         if target is not None:
-            self._call("refresh the index", self._es.indices.refresh, index=target)
+            self._call_waiting("refresh the index", self.cluster.retry_seconds, self._es.indices.refresh, index=target)
 
     def manifest(self, corpus: str, doc_version: str | None = None) -> dict[str, dict[str, StoredEntry]]:
         """See :class:`esrag.stores.base.Store`. Scrolls over every chunk of ``corpus``."""
@@ -320,13 +320,15 @@ class ElasticStore(Lifecycle):
             return out
         clauses = [{"term": {"corpus": corpus}}] + ([version_clause(doc_version)] if doc_version is not None else [])
         query = {"query": {"bool": {"filter": clauses}}, "_source": ["source_path", "content_hash", "meta_hash"]}
-        try:
+
+        def read() -> dict[str, dict[str, StoredEntry]]:  # the whole scroll again after a lost node
+            out: dict[str, dict[str, StoredEntry]] = {}
             for hit in scan(self._es, query=query, index=target, size=2000, scroll="2m"):
                 src = hit["_source"]
                 out.setdefault(src["source_path"], {})[hit["_id"]] = StoredEntry(src.get("content_hash", ""), src.get("meta_hash", ""))
-        except (ApiError, TransportError) as exc:
-            raise self._fail(exc, f"read the manifest of corpus {corpus!r}") from None
-        return out
+            return out
+
+        return self._call_waiting(f"read the manifest of corpus {corpus!r}", self.cluster.retry_seconds, read)
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         """See :class:`esrag.stores.base.Store`."""
