@@ -5,18 +5,27 @@ the package (``esrag/data/cl100k_base.tiktoken``, regenerated from the npm packa
 by ``scripts/make-cl100k.py`` and checked against the SHA-256 tiktoken itself checks), so token
 counts work offline. The encoding is built with tiktoken's own loader and cl100k's regex.
 
-Many counts of related texts (a document's blocks, groups and chunks) come from one encoding of
-the whole text: :class:`LineTokens` (line ranges) and :class:`TokenCounter` (any text, line by
-line), both exact, by where cl100k's pre-tokenizer always cuts (``_CUT``).
+Many counts of related texts (a document's blocks, groups and chunks) come from one count of
+each piece of the text between the places where cl100k's pre-tokenizer always cuts (``_CUT``):
+:class:`LineTokens` (line ranges) and :class:`TokenCounter` (any text, line by line), both exact.
+
+:func:`count_tokens` is tiktoken's count (the reference). The chunker's many counts go through
+:func:`fast_count` instead: GitHub's ``bpe-openai`` Rust crate (``github/rust-gems``, MIT; the
+PyPI wheel ``bpe-openai``), which counts cl100k tokens without building the token list, ~2x
+tiktoken's encoding here, and gives the same counts (its own pre-tokenizer regex is cl100k's
+rewritten without look-ahead; ``tests/test_tokens.py`` checks every file and chunk of the four
+corpora and random strings of the characters where the pre-tokenizer is delicate). Without the
+package, or for text it cannot take (lone surrogates), tiktoken counts.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import string
+from collections.abc import Callable, Iterable
 from importlib import resources
-from collections.abc import Iterable
 
 import numpy as np
 import tiktoken
@@ -49,19 +58,39 @@ def encoding() -> tiktoken.Encoding:
     )
 
 
-@functools.cache
-def _token_sizes_array() -> np.ndarray:
-    """UTF-8 bytes of each ordinary cl100k token, by token id."""
-    ranks = _ranks()
-    sizes = np.zeros(max(ranks.values()) + 1, dtype=np.int64)
-    for token, rank in ranks.items():
-        sizes[rank] = len(token)
-    return sizes
-
-
 def count_tokens(text: str) -> int:
     """Number of cl100k_base tokens in ``text`` (special-token strings count as plain text)."""
     return len(encoding().encode_ordinary(text))
+
+
+@functools.cache
+def _bpe_count() -> Callable[[str], int] | None:
+    """``bpe-openai``'s cl100k count (its compiled tokenizer, without the tiktoken-like Python
+    wrapper, which would build rank tables at start-up), or None when it is not installed."""
+    try:
+        from bpe_openai import _bindings
+    except ImportError:  # not installed (a platform without its wheel): tiktoken counts
+        return None
+    return _bindings.tokenizer_for_encoding("cl100k_base").count
+
+
+def _tiktoken_count(text: str) -> int:
+    return len(encoding().encode_ordinary(text))
+
+
+def _valid_count() -> Callable[[str], int]:
+    """The fastest exact count of text that encodes to UTF-8 (no lone surrogates)."""
+    return _bpe_count() or _tiktoken_count
+
+
+def fast_count(text: str) -> int:
+    """:func:`count_tokens` of ``text``, by ``bpe-openai`` when installed (see the module
+    docstring; text with lone surrogates, which it cannot take, by tiktoken, which replaces
+    them)."""
+    try:
+        return _valid_count()(text)
+    except UnicodeEncodeError:
+        return _tiktoken_count(text)
 
 
 def count_tokens_batch(texts: list[str]) -> list[int]:
@@ -105,7 +134,7 @@ class TokenCounter:
 
     def __init__(self) -> None:
         self._memo: dict[str, int] = {}
-        self._encode = encoding().encode_ordinary
+        self._count = fast_count
 
     def __call__(self, text: str) -> int:
         """Number of cl100k_base tokens in ``text``."""
@@ -119,7 +148,7 @@ class TokenCounter:
                 elif piece[-1:] == "\n" and piece[-2:-1] in _ALNUM and (m := memo.get(piece[:-1])) is not None:
                     n = m + 1
                 else:
-                    n = len(self._encode(piece))
+                    n = self._count(piece)
                 memo[piece] = n
             total += n
         return total
@@ -146,23 +175,24 @@ def _offsets(lengths: Iterable[int], n: int) -> list[int]:
 
 
 class LineTokens:
-    """Exact cl100k_base counts of line ranges of one text, from one encoding of the whole text.
+    """Exact cl100k_base counts of line ranges of one text, from one count of each of its pieces.
 
-    ``lines`` is the text split at ``\n``. The text is encoded once; where the pre-tokenizer
-    always cuts (the start of a line that has a non-space character after optional spaces and
-    tabs, see ``_CUT``) a token starts, so the tokens of the text from one such *cut line* to
-    another are the tokens of that stretch on its own, read off the token offsets. A range's
-    count is then the tokens from its first line to its last cut line plus the count of the
-    rest (usually its last line without the line break after it — one token less than with
-    it when it ends in an ASCII letter or digit — else encoded, remembered). Ranges that do not
-    start at a cut line, and any other text (:meth:`text`), go through a :class:`TokenCounter`.
-    Every count equals :func:`count_tokens` of the same text (``tests/test_tokens.py``).
+    ``lines`` is the text split at ``\n``. Where the pre-tokenizer always cuts (the start of a
+    line that has a non-space character after optional spaces and tabs, see ``_CUT``) a token
+    starts, so the text's count is the sum of the counts of its *pieces* from one such *cut
+    line* to the next, each counted on its own (:func:`fast_count`), and the tokens from one cut
+    line to another are the sum of the pieces between them. A range's count is then the tokens
+    from its first line to its last cut line plus the count of the rest (usually its last line
+    without the line break after it — one token less than with it when it ends in an ASCII
+    letter or digit — else counted, remembered). Ranges that do not start at a cut line, and
+    any other text (:meth:`text`), go through a :class:`TokenCounter`. Every count equals
+    :func:`count_tokens` of the same text (``tests/test_tokens.py``).
     """
 
     def __init__(self, lines: list[str], like: LineTokens | None = None) -> None:
         """Count ``lines``; with ``like`` (the counts of an earlier version of the same text, as
         :func:`esrag.chunking.split.split_oversize` makes), each piece between cut lines that
-        ``like`` has is not encoded again."""
+        ``like`` has is not counted again."""
         self.lines = lines
         self.text = TokenCounter()
         self._chars = _offsets(map(len, lines), len(lines))
@@ -178,41 +208,33 @@ class LineTokens:
         self._bytes = sizes
         self._cut = [m is not None for m in map(_CUT_LINE.match, lines)]
         self._cut[0] = True  # the text's start
-        if like is not None and like._bytes is not None:
-            self._count_pieces(like.pieces())
-            return
-        ids = np.asarray(encoding().encode_ordinary(text), dtype=np.intp)
-        ends = np.cumsum(_token_sizes_array()[ids])
-        self._total = len(ids)
-        #: tokens before line k (meaningful at cut lines)
-        self._before: list[int] = np.searchsorted(ends, sizes, side="right").tolist()
+        self._count_pieces(like.pieces() if like is not None and like._bytes is not None else None)
 
     def _cut_lines(self) -> list[int]:
         return [k for k, c in enumerate(self._cut) if c]
 
     def pieces(self) -> dict[str, int]:
         """The text's pieces between cut lines (each with its line breaks), with their counts."""
-        lines, cuts = self.lines, self._cut_lines()
-        out: dict[str, int] = {}
-        for k, nk in zip(cuts, cuts[1:]):
-            out["\n".join(lines[k:nk]) + "\n"] = self._before[nk] - self._before[k]
-        if cuts:
-            out["\n".join(lines[cuts[-1]:])] = self._total - self._before[cuts[-1]]
-        return out
+        return dict(zip(self._pieces, self._counts))
 
-    def _count_pieces(self, known: dict[str, int]) -> None:
-        """``_before`` and ``_total`` from the counts of the pieces between cut lines (a piece's
-        count is its count on its own: the cut rule), encoding only pieces ``known`` lacks."""
+    def _count_pieces(self, known: dict[str, int] | None) -> None:
+        """``_before`` (tokens before line k, meaningful at cut lines) and ``_total`` from the
+        counts of the pieces between cut lines (a piece's count is its count on its own: the
+        cut rule), each counted by :func:`fast_count`, except those ``known`` has."""
         lines, cuts = self.lines, self._cut_lines()
+        ends = [*cuts[1:], len(lines)]
+        pieces = [lines[k] + "\n" if nk == k + 1 else "\n".join(lines[k:nk]) + "\n" for k, nk in zip(cuts, ends)]
+        pieces[-1] = pieces[-1][:-1]  # the text's last piece has no line break after it
+        count = _valid_count()  # the lines encode to UTF-8 (checked by the caller)
+        if known:
+            counts = [n if (n := known.get(p)) is not None else count(p) for p in pieces]
+        else:
+            counts = list(map(count, pieces))
         before = [0] * (len(lines) + 1)
-        total = 0
-        encode = encoding().encode_ordinary
-        for k, nk in zip(cuts, [*cuts[1:], len(lines)]):
-            piece = "\n".join(lines[k:nk]) + ("\n" if nk < len(lines) else "")
-            n = known.get(piece)
-            before[k] = total
-            total += n if n is not None else len(encode(piece))
-        self._before, self._total = before, total
+        for k, n in zip(cuts, itertools.accumulate(counts, initial=0)):
+            before[k] = n
+        self._before, self._total = before, sum(counts)
+        self._pieces, self._counts = pieces, counts
 
     def chars(self, a: int, b: int) -> int:
         """Characters of ``"\n".join(lines[a:b])`` (0 for an empty range)."""
@@ -268,7 +290,7 @@ _PUNCT = frozenset(string.punctuation)
 @functools.lru_cache(maxsize=4096)
 def _short_count(text: str) -> int:
     """:func:`count_tokens` of a short text that recurs (a stem and line breaks)."""
-    return len(encoding().encode_ordinary(text))
+    return fast_count(text)
 
 
 def _stem(line: str) -> str | None:

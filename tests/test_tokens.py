@@ -15,7 +15,8 @@ from esrag.app import make_chunker
 from esrag.chunking.blocks import normalize
 from esrag.config import Settings
 from esrag.model import Document
-from esrag.tokens import _CUT, LineTokens, TokenCounter, _stem, count_tokens
+import esrag.tokens as tokens_module
+from esrag.tokens import _CUT, LineTokens, TokenCounter, _bpe_count, _stem, count_tokens, fast_count
 
 ATOMS = ["a", "Z", "9", "12", "333", " ", "  ", "\t", "\n", "\n\n", ".", ":", ")", "`", "'s", "'", '"', "}", "{", "-",
          "_", "é", "中", "…", "’", "\u00a0", "\x0b", "\x0c", "\r", "\r\n", "\u2028", "\x1c", "\x85", "\u3000", "٣", "²",
@@ -120,3 +121,59 @@ def test_line_tokens_like_an_earlier_version_of_the_text():
         a = rng.randrange(len(later))
         b = rng.randint(a, min(len(later), a + 40))
         assert lt.span(a, b) == count_tokens("\n".join(later[a:b])), (a, b)
+
+
+CORPORA = ["laravel-docs", "pydantic-docs", "async-book", "requests-docs"]
+
+
+def test_bpe_openai_is_installed_and_counted_with():
+    """The fast counter is really in use (a missing wheel would silently fall back to tiktoken)."""
+    assert _bpe_count() is not None
+    assert fast_count("Hello, world!") == count_tokens("Hello, world!") == 4
+
+
+def test_fast_count_is_tiktoken_on_random_strings():
+    texts = _random_texts(7, 40000, 20) + _random_texts(8, 3000, 200)
+    bad = [t for t in texts if fast_count(t) != count_tokens(t)]
+    assert bad == []
+
+
+def test_fast_count_takes_lone_surrogates_and_special_token_strings_as_tiktoken_does():
+    for text in ["a\ud800b", "\udfff", "x <|endoftext|> y", "<|fim_prefix|><|endofprompt|>"]:
+        assert fast_count(text) == count_tokens(text), repr(text)
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_fast_count_is_tiktoken_on_every_file_line_and_piece_of_the_corpora(corpus):
+    files = sorted(p for p in (DATA / "corpora" / corpus).rglob("*") if p.suffix in (".md", ".rst", ".mdx"))
+    assert files
+    n = 0
+    for path in files:
+        text = normalize(path.read_text(encoding="utf-8"))
+        assert fast_count(text) == count_tokens(text), path
+        lt = LineTokens(text.split("\n"))
+        for piece, k in lt.pieces().items():
+            assert k == count_tokens(piece), (path, piece)
+            n += 1
+    assert n > 1000
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_fast_count_is_tiktoken_on_every_chunk_text(corpus):
+    chunker = make_chunker(Settings(db=None, es_url=None))
+    root = DATA / "corpora" / corpus
+    texts = [c.text for path in sorted(p for p in root.rglob("*") if p.suffix in (".md", ".rst"))
+             for c in chunker.chunk(Document(str(path.relative_to(root)), path.read_text(encoding="utf-8"),
+                                             source=str(path), root=str(root)))]
+    assert len(texts) > 100
+    assert [fast_count(t) for t in texts] == [count_tokens(t) for t in texts]
+
+
+def test_without_bpe_openai_tiktoken_counts_the_same(monkeypatch):
+    """The fallback (no ``bpe-openai`` wheel for the platform): the same counts, by tiktoken."""
+    monkeypatch.setattr(tokens_module, "_bpe_count", lambda: None)
+    path = DATA / "corpora" / "laravel-docs" / "queues.md"
+    lines = normalize(path.read_text(encoding="utf-8")).split("\n")
+    lt = LineTokens(lines)
+    assert lt.span(0, len(lines)) == count_tokens("\n".join(lines))
+    assert TokenCounter()("a\n  b\nc") == count_tokens("a\n  b\nc") == fast_count("a\n  b\nc")
