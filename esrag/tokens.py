@@ -20,6 +20,7 @@ package, or for text it cannot take (lone surrogates), tiktoken counts.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import re
@@ -27,7 +28,6 @@ import string
 from collections.abc import Callable, Iterable
 from importlib import resources
 
-import numpy as np
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
@@ -167,13 +167,6 @@ def decode(ids: list[int]) -> str:
 _CUT_LINE = re.compile(r"[ \t]*\S")
 
 
-def _offsets(lengths: Iterable[int], n: int) -> list[int]:
-    """Start offsets of n lines of these lengths joined by ``\\n``, and one past the end."""
-    out = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n) + 1, out=out[1:])
-    return out.tolist()
-
-
 class LineTokens:
     """Exact cl100k_base counts of line ranges of one text, from one count of each of its pieces.
 
@@ -189,52 +182,79 @@ class LineTokens:
     :func:`count_tokens` of the same text (``tests/test_tokens.py``).
     """
 
-    def __init__(self, lines: list[str], like: LineTokens | None = None) -> None:
-        """Count ``lines``; with ``like`` (the counts of an earlier version of the same text, as
-        :func:`esrag.chunking.split.split_oversize` makes), each piece between cut lines that
-        ``like`` has is not counted again."""
+    def __init__(self, lines: list[str], like: LineTokens | None = None, marks: Iterable[int] | None = None) -> None:
+        """Count ``lines``.
+
+        Args:
+            lines: the text split at ``\n``.
+            like: the counts of an earlier version of the same text (as
+                :func:`esrag.chunking.split.split_oversize` makes): each piece ``like`` has is
+                not counted again.
+            marks: the 0-based lines whose token offsets will be asked for (the chunker: each
+                block's first and last line); the text is then counted in pieces from one of
+                these that is a cut line to the next (fewer, longer pieces: each count costs a
+                call), and any other cut line's offset is counted when first asked for, from
+                the mark before it. None: every cut line.
+        """
         self.lines = lines
         self.text = TokenCounter()
-        self._chars = _offsets(map(len, lines), len(lines))
+        n = len(lines)
+        self._chars = chars = list(itertools.accumulate([len(x) + 1 for x in lines], initial=0))
         text = "\n".join(lines)
         try:
-            if text.count("\n") != len(lines) - 1:
+            if text.count("\n") != n - 1:
                 raise ValueError("a line holds a line break")  # then the lines are no lines: text by text
-            sizes = self._chars if text.isascii() else _offsets(map(len, map(str.encode, lines)), len(lines))
+            sizes = chars if text.isascii() else list(itertools.accumulate([len(x.encode()) + 1 for x in lines], initial=0))
         except (UnicodeEncodeError, ValueError):  # lone surrogates: tiktoken would replace them; count text by text
-            self._cut: list[bool] = [False] * len(lines)
+            self._cut: list[bool] = [False] * n
             self._bytes: list[int] | None = None
             return
         self._bytes = sizes
-        self._cut = [m is not None for m in map(_CUT_LINE.match, lines)]
-        self._cut[0] = True  # the text's start
+        # a cut line: [ \t]*\S at its start (_CUT_LINE); a printable ASCII first character is one
+        self._cut = cut = [("!" <= ln[:1] <= "~") or _CUT_LINE.match(ln) is not None for ln in lines]
+        cut[0] = True  # the text's start
+        self._text = text
+        self._count = _valid_count()  # the lines encode to UTF-8 (checked above)
+        if marks is None:
+            self._marks = [k for k, c in enumerate(cut) if c]
+        else:
+            self._marks = sorted({0, *(k for k in marks if 0 <= k < n and cut[k])})
         self._count_pieces(like.pieces() if like is not None and like._bytes is not None else None)
 
-    def _cut_lines(self) -> list[int]:
-        return [k for k, c in enumerate(self._cut) if c]
-
     def pieces(self) -> dict[str, int]:
-        """The text's pieces between cut lines (each with its line breaks), with their counts."""
+        """The text's pieces between marks (each with its line breaks), with their counts."""
         return dict(zip(self._pieces, self._counts))
 
     def _count_pieces(self, known: dict[str, int] | None) -> None:
-        """``_before`` (tokens before line k, meaningful at cut lines) and ``_total`` from the
-        counts of the pieces between cut lines (a piece's count is its count on its own: the
-        cut rule), each counted by :func:`fast_count`, except those ``known`` has."""
-        lines, cuts = self.lines, self._cut_lines()
-        ends = [*cuts[1:], len(lines)]
-        pieces = [lines[k] + "\n" if nk == k + 1 else "\n".join(lines[k:nk]) + "\n" for k, nk in zip(cuts, ends)]
-        pieces[-1] = pieces[-1][:-1]  # the text's last piece has no line break after it
-        count = _valid_count()  # the lines encode to UTF-8 (checked by the caller)
+        """``_before`` (tokens before line k: set at the marks and the end, -1 elsewhere until
+        :meth:`_at` counts it) and ``_total`` from the counts of the pieces between marks (a
+        piece's count is its count on its own: the cut rule), each counted by
+        :func:`fast_count`, except those ``known`` has."""
+        text, chars, marks = self._text, self._chars, self._marks
+        pieces = [text[chars[k]:chars[nk]] for k, nk in zip(marks, marks[1:])]
+        pieces.append(text[chars[marks[-1]]:])  # the text's last piece has no line break after it
+        count = self._count
         if known:
             counts = [n if (n := known.get(p)) is not None else count(p) for p in pieces]
         else:
             counts = list(map(count, pieces))
-        before = [0] * (len(lines) + 1)
-        for k, n in zip(cuts, itertools.accumulate(counts, initial=0)):
+        before = [-1] * (len(self.lines) + 1)
+        for k, n in zip(marks, itertools.accumulate(counts, initial=0)):
             before[k] = n
-        self._before, self._total = before, sum(counts)
+        self._total = before[-1] = sum(counts)
+        self._before = before
         self._pieces, self._counts = pieces, counts
+
+    def _at(self, k: int) -> int:
+        """Tokens before cut line ``k`` (or ``len(lines)``): the count of the text from the mark
+        before it to it, added to that mark's, the first time (the cut rule makes it exact)."""
+        v = self._before[k]
+        if v < 0:
+            marks = self._marks
+            m = marks[bisect.bisect_right(marks, k) - 1]
+            v = self._before[m] + self._count(self._text[self._chars[m]:self._chars[k]])
+            self._before[k] = v
+        return v
 
     def chars(self, a: int, b: int) -> int:
         """Characters of ``"\n".join(lines[a:b])`` (0 for an empty range)."""
@@ -254,7 +274,7 @@ class LineTokens:
         c = b - 1
         while not cut[c]:
             c -= 1
-        return self._before[c] - self._before[a] + self._tail(c, b, suffix)
+        return self._at(c) - self._at(a) + self._tail(c, b, suffix)
 
     def joined(self, spans: list[tuple[int, int]]) -> int:
         """cl100k tokens of the texts of line ranges ``(a, b)`` (in order, 0-based, ``b``
@@ -273,13 +293,13 @@ class LineTokens:
             n += 1
         if n == len(lines):  # the text's last piece has no line break after it
             if b == n and not suffix:
-                return self._total - self._before[c]
+                return self._total - self._at(c)
         elif b == c + 1 and (n == b or all(not lines[k] for k in range(b, n))):
             # the piece is lines[c] and n - c line breaks: swap those for the suffix in its last
             # pre-token (see _stem)
             stem = _stem(lines[c])
             if stem is not None:
-                piece = self._before[n] - self._before[c]
+                piece = self._at(n) - self._at(c)
                 return piece - _short_count(stem + "\n" * (n - c)) + _short_count(stem + suffix)
         return self.text("\n".join(lines[c:b]) + suffix)
 

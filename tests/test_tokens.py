@@ -68,6 +68,19 @@ def test_line_tokens_on_random_lines():
             assert lt.size(a, b) == len("\n".join(lines[a:b]).encode())
 
 
+def test_line_tokens_with_marks_count_any_span_exactly():
+    """Counted in pieces between a few marks, the other cut lines' offsets counted when asked."""
+    rng = random.Random(9)
+    for _ in range(200):
+        lines = ["".join(rng.choice(ATOMS) for _ in range(rng.randint(0, 6))).replace("\n", "") for _ in range(30)]
+        lt = LineTokens(lines, marks=rng.sample(range(-2, 33), rng.randint(0, 8)))
+        for _ in range(20):
+            a = rng.randrange(len(lines))
+            b = rng.randint(a, len(lines))
+            suffix = rng.choice(["", "\n\n"])
+            assert lt.span(a, b, suffix) == count_tokens("\n".join(lines[a:b]) + suffix), (lines[a:b], suffix)
+
+
 def test_line_tokens_with_lone_surrogates_or_line_breaks_in_lines_count_text_by_text():
     lines = ["a\ud800b", "c"]
     assert LineTokens(lines).span(0, 2) == count_tokens("a\ud800b\nc")
@@ -85,7 +98,7 @@ def test_line_tokens_on_the_corpora(corpus):
     assert files
     for path in files:
         lines = normalize(path.read_text(encoding="utf-8")).split("\n")
-        lt = LineTokens(lines)
+        lt = LineTokens(lines, marks=range(0, len(lines), 7) if len(lines) % 2 else None)
         spans = [(a, min(len(lines), a + rng.randint(0, 30))) for a in rng.sample(range(len(lines)), min(40, len(lines)))]
         for a, b in spans:
             assert lt.span(a, b) == count_tokens("\n".join(lines[a:b])), (path, a, b)

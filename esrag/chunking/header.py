@@ -97,11 +97,11 @@ class HeaderChunker:
         if doc.title is None:
             doc.title = document_title(parsed.blocks, doc.path)
         doc.headers = headings(parsed.blocks, parsed.line_map)
-        tokens = LineTokens(parsed.lines)  # the document encoded once; every count is read off it
+        tokens = LineTokens(parsed.lines, marks=_marks(parsed.blocks))  # the document counted once, block by block
         lines, line_map, end_map, blocks = split_oversize(parsed.lines, parsed.line_map, parsed.blocks,
                                                           self.max_block_tokens, parsed.end_map, tokens.text, tokens)
         if lines is not parsed.lines:  # oversize blocks were split: new lines, mostly the same pieces
-            tokens = LineTokens(lines, like=tokens)
+            tokens = LineTokens(lines, like=tokens, marks=_marks(blocks))
         pieces = self.merge_small(self.group(blocks, lines, tokens), tokens)
         return finalize(doc, [_to_source(p, line_map, end_map) for p in pieces], tokens.text)
 
@@ -179,6 +179,13 @@ class HeaderChunker:
             return len(text.encode()) <= self.max_block_tokens or count_tokens(text) <= self.max_block_tokens
         size = sum(tokens.size(p.start_line - 1, p.end_line) for p in parts) + 2 * (len(parts) - 1)
         return size <= self.max_block_tokens or _joined_tokens(parts, tokens) <= self.max_block_tokens
+
+
+def _marks(blocks: list[Block]) -> list[int]:
+    """The lines whose token offsets the grouping asks for (:class:`LineTokens` ``marks``): each
+    block's first and last line, 0-based (every span it counts runs from blocks' starts to
+    their ends)."""
+    return [k for b in blocks for k in (b.start_line - 1, b.end_line - 1)]
 
 
 def _anchors_before_headers(blocks: list[Block]) -> set[int]:
