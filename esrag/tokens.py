@@ -22,11 +22,16 @@ from __future__ import annotations
 
 import bisect
 import functools
+import importlib.machinery
+import importlib.util
 import itertools
+import os
 import re
 import string
+import sys
 from collections.abc import Callable, Iterable
 from importlib import resources
+from types import ModuleType
 
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
@@ -65,13 +70,45 @@ def count_tokens(text: str) -> int:
 
 @functools.cache
 def _bpe_count() -> Callable[[str], int] | None:
-    """``bpe-openai``'s cl100k count (its compiled tokenizer, without the tiktoken-like Python
-    wrapper, which would build rank tables at start-up), or None when it is not installed."""
+    """``bpe-openai``'s cl100k count, or None when it is not installed.
+
+    Its compiled module (``bpe_openai._bindings``, the Rust crate with its vocabularies built in)
+    is loaded on its own: the package's ``__init__`` reads three vocabularies from gzip in Python
+    for its tiktoken-like wrapper (~0.9 s at start-up, which ``esrag chunk`` does not need). The
+    module is registered under its own name, so a later ``import bpe_openai`` uses it."""
+    module = sys.modules.get("bpe_openai._bindings") or _load_bpe_bindings()
+    if module is None:
+        try:
+            module = importlib.import_module("bpe_openai._bindings")
+        except ImportError:  # not installed (a platform without its wheel): tiktoken counts
+            return None
+    return module.tokenizer_for_encoding("cl100k_base").count
+
+
+def _load_bpe_bindings() -> ModuleType | None:
+    """``bpe_openai._bindings`` loaded from its file without running ``bpe_openai/__init__``;
+    None when it cannot be found or loaded that way."""
     try:
-        from bpe_openai import _bindings
-    except ImportError:  # not installed (a platform without its wheel): tiktoken counts
+        package = importlib.util.find_spec("bpe_openai")
+    except (ImportError, ValueError):
         return None
-    return _bindings.tokenizer_for_encoding("cl100k_base").count
+    for folder in (package.submodule_search_locations or []) if package is not None else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "_bindings" + suffix)
+            if not os.path.isfile(path):
+                continue
+            spec = importlib.util.spec_from_file_location("bpe_openai._bindings", path)
+            if spec is None or spec.loader is None:
+                return None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["bpe_openai._bindings"] = module
+            try:
+                spec.loader.exec_module(module)
+            except ImportError:
+                del sys.modules["bpe_openai._bindings"]
+                return None
+            return module
+    return None
 
 
 def _tiktoken_count(text: str) -> int:

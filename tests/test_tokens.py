@@ -7,6 +7,8 @@ the characters where cl100k's pre-tokenizer is delicate, and on the real corpora
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 import pytest
 from paths import DATA
@@ -190,3 +192,15 @@ def test_without_bpe_openai_tiktoken_counts_the_same(monkeypatch):
     lt = LineTokens(lines)
     assert lt.span(0, len(lines)) == count_tokens("\n".join(lines))
     assert TokenCounter()("a\n  b\nc") == count_tokens("a\n  b\nc") == fast_count("a\n  b\nc")
+
+
+@pytest.mark.integration
+def test_bpe_openai_loads_without_its_package_init_and_the_package_still_imports_after():
+    """The compiled module alone (the package's __init__ reads three vocabularies at start-up);
+    a later ``import bpe_openai`` uses the same module (a PyO3 module loads once per process)."""
+    code = ("import sys; from esrag.tokens import fast_count, count_tokens; n = fast_count('Hello, world!'); "
+            "assert 'bpe_openai' not in sys.modules and 'bpe_openai._bindings' in sys.modules; "
+            "import bpe_openai; assert bpe_openai.get_encoding('cl100k_base').encode('Hello, world!') == "
+            "[9906, 11, 1917, 0]; print(n, count_tokens('Hello, world!'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["4", "4"]
