@@ -293,6 +293,12 @@ class LineTokens:
             self._before[k] = v
         return v
 
+    def string(self, a: int, b: int) -> str:
+        """``"\n".join(lines[a:b])`` (a slice of the text when the lines hold no line break)."""
+        if self._bytes is None or a >= b:
+            return "\n".join(self.lines[a:b])
+        return self._text[self._chars[a]:self._chars[b] - 1]
+
     def chars(self, a: int, b: int) -> int:
         """Characters of ``"\n".join(lines[a:b])`` (0 for an empty range)."""
         return max(self._chars[b] - self._chars[a] - 1, 0)
