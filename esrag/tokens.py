@@ -236,7 +236,8 @@ class LineTokens:
         self.lines = lines
         self.text = TokenCounter()
         n = len(lines)
-        self._chars = chars = list(itertools.accumulate([len(x) + 1 for x in lines], initial=0))
+        #: character offset of each line's start in the text, and len(text) + 1 at the end
+        self.offsets = self._chars = chars = list(itertools.accumulate([len(x) + 1 for x in lines], initial=0))
         text = "\n".join(lines)
         try:
             if text.count("\n") != n - 1:
@@ -248,7 +249,8 @@ class LineTokens:
             return
         self._bytes = sizes
         # a cut line: [ \t]*\S at its start (_CUT_LINE); a printable ASCII first character is one
-        self._cut = cut = [("!" <= ln[:1] <= "~") or _CUT_LINE.match(ln) is not None for ln in lines]
+        match = _CUT_LINE.match
+        self._cut = cut = [ln != "" and ("!" <= ln[0] <= "~" or match(ln) is not None) for ln in lines]
         cut[0] = True  # the text's start
         self._text = text
         self._count = _valid_count()  # the lines encode to UTF-8 (checked above)

@@ -101,7 +101,7 @@ class HeaderChunker:
         chunk rather than opening a chunk of its own.
         """
         tokens = tokens if tokens is not None and tokens.lines is lines else LineTokens(lines)
-        chars, over_cap, tau_max = tokens.chars, self._over_cap, self.tau_max
+        offsets, over_cap, tau_max = tokens.offsets, self._over_cap, self.tau_max  # chars(a, b): offsets[b] - offsets[a] - 1
         header = BlockKind.HEADER
         groups: list[tuple[int, int, int]] = []  # (first block, last block, block of its section path)
         start = -1  # first block of the current group (-1: no current group)
@@ -120,7 +120,7 @@ class HeaderChunker:
                 if body >= 0 and start >= 0:
                     close(i - 1)
             elif is_body:
-                if start >= 0 and body >= 0 and (chars(blocks[start].start_line - 1, block.end_line) > tau_max
+                if start >= 0 and body >= 0 and (offsets[block.end_line] - offsets[blocks[start].start_line - 1] - 1 > tau_max
                                                  or over_cap(blocks[start], block, tokens)):
                     close(i - 1)
             elif start < 0 and groups and block.text.lstrip().startswith("</") \
@@ -135,7 +135,7 @@ class HeaderChunker:
             if is_body:
                 if body < 0:
                     body = i
-                if kind in _CLOSING_KINDS and chars(blocks[start].start_line - 1, block.end_line) >= tau_max:
+                if kind in _CLOSING_KINDS and offsets[block.end_line] - offsets[blocks[start].start_line - 1] - 1 >= tau_max:
                     close(i)
             elif kind is header and head < 0:
                 head = i
