@@ -18,7 +18,7 @@ from esrag.chunking.blocks import normalize
 from esrag.config import Settings
 from esrag.model import Document
 import esrag.tokens as tokens_module
-from esrag.tokens import _CUT, LineTokens, TokenCounter, _bpe_count, _stem, count_tokens, fast_count
+from esrag.tokens import _CUT, LineTokens, TokenCounter, _bpe_count, _quicktok_count, _stem, _valid_count, count_tokens, fast_count
 
 ATOMS = ["a", "Z", "9", "12", "333", " ", "  ", "\t", "\n", "\n\n", ".", ":", ")", "`", "'s", "'", '"', "}", "{", "-",
          "_", "é", "中", "…", "’", "\u00a0", "\x0b", "\x0c", "\r", "\r\n", "\u2028", "\x1c", "\x85", "\u3000", "٣", "²",
@@ -141,25 +141,37 @@ def test_line_tokens_like_an_earlier_version_of_the_text():
 CORPORA = ["laravel-docs", "pydantic-docs", "async-book", "requests-docs"]
 
 
-def test_bpe_openai_is_installed_and_counted_with():
-    """The fast counter is really in use (a missing wheel would silently fall back to tiktoken)."""
-    assert _bpe_count() is not None
+BACKENDS = ["quicktok", "bpe-openai"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, monkeypatch):
+    """fast_count by each fast backend in turn (the other one switched off)."""
+    if request.param == "bpe-openai":
+        monkeypatch.setattr(tokens_module, "_quicktok_count", lambda: None)
+    return request.param
+
+
+def test_both_fast_counters_are_installed_and_quicktok_is_used():
+    """The fast counters are really in use (a missing wheel would silently fall back)."""
+    assert _quicktok_count() is not None and _bpe_count() is not None
+    assert _valid_count() is _quicktok_count()
     assert fast_count("Hello, world!") == count_tokens("Hello, world!") == 4
 
 
-def test_fast_count_is_tiktoken_on_random_strings():
+def test_fast_count_is_tiktoken_on_random_strings(backend):
     texts = _random_texts(7, 40000, 20) + _random_texts(8, 3000, 200)
     bad = [t for t in texts if fast_count(t) != count_tokens(t)]
     assert bad == []
 
 
-def test_fast_count_takes_lone_surrogates_and_special_token_strings_as_tiktoken_does():
+def test_fast_count_takes_lone_surrogates_and_special_token_strings_as_tiktoken_does(backend):
     for text in ["a\ud800b", "\udfff", "x <|endoftext|> y", "<|fim_prefix|><|endofprompt|>"]:
         assert fast_count(text) == count_tokens(text), repr(text)
 
 
 @pytest.mark.parametrize("corpus", CORPORA)
-def test_fast_count_is_tiktoken_on_every_file_line_and_piece_of_the_corpora(corpus):
+def test_fast_count_is_tiktoken_on_every_file_line_and_piece_of_the_corpora(corpus, backend):
     files = sorted(p for p in (DATA / "corpora" / corpus).rglob("*") if p.suffix in (".md", ".rst", ".mdx"))
     assert files
     n = 0
@@ -174,7 +186,7 @@ def test_fast_count_is_tiktoken_on_every_file_line_and_piece_of_the_corpora(corp
 
 
 @pytest.mark.parametrize("corpus", CORPORA)
-def test_fast_count_is_tiktoken_on_every_chunk_text(corpus):
+def test_fast_count_is_tiktoken_on_every_chunk_text(corpus, backend):
     chunker = make_chunker(Settings(db=None, es_url=None))
     root = DATA / "corpora" / corpus
     texts = [c.text for path in sorted(p for p in root.rglob("*") if p.suffix in (".md", ".rst"))
@@ -184,9 +196,10 @@ def test_fast_count_is_tiktoken_on_every_chunk_text(corpus):
     assert [fast_count(t) for t in texts] == [count_tokens(t) for t in texts]
 
 
-def test_without_bpe_openai_tiktoken_counts_the_same(monkeypatch):
-    """The fallback (no ``bpe-openai`` wheel for the platform): the same counts, by tiktoken."""
+def test_without_fast_counters_tiktoken_counts_the_same(monkeypatch):
+    """The fallback (no fast wheel for the platform): the same counts, by tiktoken."""
     monkeypatch.setattr(tokens_module, "_bpe_count", lambda: None)
+    monkeypatch.setattr(tokens_module, "_quicktok_count", lambda: None)
     path = DATA / "corpora" / "laravel-docs" / "queues.md"
     lines = normalize(path.read_text(encoding="utf-8")).split("\n")
     lt = LineTokens(lines)
@@ -198,7 +211,7 @@ def test_without_bpe_openai_tiktoken_counts_the_same(monkeypatch):
 def test_bpe_openai_loads_without_its_package_init_and_the_package_still_imports_after():
     """The compiled module alone (the package's __init__ reads three vocabularies at start-up);
     a later ``import bpe_openai`` uses the same module (a PyO3 module loads once per process)."""
-    code = ("import sys; from esrag.tokens import fast_count, count_tokens; n = fast_count('Hello, world!'); "
+    code = ("import sys; from esrag.tokens import _bpe_count, count_tokens; n = _bpe_count()('Hello, world!'); "
             "assert 'bpe_openai' not in sys.modules and 'bpe_openai._bindings' in sys.modules; "
             "import bpe_openai; assert bpe_openai.get_encoding('cl100k_base').encode('Hello, world!') == "
             "[9906, 11, 1917, 0]; print(n, count_tokens('Hello, world!'))")
