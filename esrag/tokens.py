@@ -137,6 +137,11 @@ def _valid_count() -> Callable[[str], int]:
     return _quicktok_count() or _bpe_count() or _tiktoken_count
 
 
+def fast_backend() -> str:
+    """Which counter :func:`fast_count` uses: ``"quicktok"``, ``"bpe-openai"`` or ``"tiktoken"``."""
+    return "quicktok" if _quicktok_count() else "bpe-openai" if _bpe_count() else "tiktoken"
+
+
 def fast_count(text: str) -> int:
     """:func:`count_tokens` of ``text``, by ``quicktok`` or ``bpe-openai`` when installed (see
     the module docstring; text with lone surrogates, which they cannot take, by tiktoken, which
