@@ -5,20 +5,40 @@ the package (``esrag/data/cl100k_base.tiktoken``, regenerated from the npm packa
 by ``scripts/make-cl100k.py`` and checked against the SHA-256 tiktoken itself checks), so token
 counts work offline. The encoding is built with tiktoken's own loader and cl100k's regex.
 
-Many counts of related texts (a document's blocks, groups and chunks) come from one encoding of
-the whole text: :class:`LineTokens` (line ranges) and :class:`TokenCounter` (any text, line by
-line), both exact, by where cl100k's pre-tokenizer always cuts (``_CUT``).
+Many counts of related texts (a document's blocks, groups and chunks) come from one count of
+each piece of the text between the places where cl100k's pre-tokenizer always cuts (``_CUT``):
+:class:`LineTokens` (line ranges) and :class:`TokenCounter` (any text, line by line), both exact.
+
+:func:`count_tokens` is tiktoken's count (the reference). The chunker's many counts go through
+:func:`fast_count` instead, which counts cl100k tokens without building the token list and gives
+the same counts (``tests/test_tokens.py`` checks every file, piece and chunk of the four corpora
+and random strings of the characters where the pre-tokenizer is delicate, for each backend):
+
+* ``quicktok`` (PyPI ``quicktok-v1``, MIT, C++): ~2.5x ``bpe-openai`` here, ~2.7x on whole
+  files; the only way found to bring ``esrag chunk`` to half the LangChain header splitter's
+  rate (issue 17);
+* else GitHub's ``bpe-openai`` Rust crate (``github/rust-gems``, MIT; the PyPI wheel
+  ``bpe-openai``): ~2x tiktoken's encoding (its own pre-tokenizer regex is cl100k's rewritten
+  without look-ahead);
+* else tiktoken. Text neither fast backend can take (lone surrogates) is counted by tiktoken,
+  which replaces them.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
+import importlib.machinery
+import importlib.util
+import itertools
+import os
 import re
 import string
+import sys
+from collections.abc import Callable, Iterable
 from importlib import resources
-from collections.abc import Iterable
+from types import ModuleType
 
-import numpy as np
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
@@ -49,19 +69,87 @@ def encoding() -> tiktoken.Encoding:
     )
 
 
-@functools.cache
-def _token_sizes_array() -> np.ndarray:
-    """UTF-8 bytes of each ordinary cl100k token, by token id."""
-    ranks = _ranks()
-    sizes = np.zeros(max(ranks.values()) + 1, dtype=np.int64)
-    for token, rank in ranks.items():
-        sizes[rank] = len(token)
-    return sizes
-
-
 def count_tokens(text: str) -> int:
     """Number of cl100k_base tokens in ``text`` (special-token strings count as plain text)."""
     return len(encoding().encode_ordinary(text))
+
+
+@functools.cache
+def _bpe_count() -> Callable[[str], int] | None:
+    """``bpe-openai``'s cl100k count, or None when it is not installed.
+
+    Its compiled module (``bpe_openai._bindings``, the Rust crate with its vocabularies built in)
+    is loaded on its own: the package's ``__init__`` reads three vocabularies from gzip in Python
+    for its tiktoken-like wrapper (~0.9 s at start-up, which ``esrag chunk`` does not need). The
+    module is registered under its own name, so a later ``import bpe_openai`` uses it."""
+    module = sys.modules.get("bpe_openai._bindings") or _load_bpe_bindings()
+    if module is None:
+        try:
+            module = importlib.import_module("bpe_openai._bindings")
+        except ImportError:  # not installed (a platform without its wheel): tiktoken counts
+            return None
+    return module.tokenizer_for_encoding("cl100k_base").count
+
+
+def _load_bpe_bindings() -> ModuleType | None:
+    """``bpe_openai._bindings`` loaded from its file without running ``bpe_openai/__init__``;
+    None when it cannot be found or loaded that way."""
+    try:
+        package = importlib.util.find_spec("bpe_openai")
+    except (ImportError, ValueError):
+        return None
+    for folder in (package.submodule_search_locations or []) if package is not None else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "_bindings" + suffix)
+            if not os.path.isfile(path):
+                continue
+            spec = importlib.util.spec_from_file_location("bpe_openai._bindings", path)
+            if spec is None or spec.loader is None:
+                return None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["bpe_openai._bindings"] = module
+            try:
+                spec.loader.exec_module(module)
+            except ImportError:
+                del sys.modules["bpe_openai._bindings"]
+                return None
+            return module
+    return None
+
+
+def _tiktoken_count(text: str) -> int:
+    return len(encoding().encode_ordinary(text))
+
+
+@functools.cache
+def _quicktok_count() -> Callable[[str], int] | None:
+    """``quicktok``'s cl100k count (its bundled vocabulary, ~0.3 s to load once), or None when
+    it is not installed."""
+    try:
+        import quicktok
+    except ImportError:  # not installed (no wheel for the platform): bpe-openai or tiktoken counts
+        return None
+    return quicktok.get_encoding("cl100k_base").count
+
+
+def _valid_count() -> Callable[[str], int]:
+    """The fastest exact count of text that encodes to UTF-8 (no lone surrogates)."""
+    return _quicktok_count() or _bpe_count() or _tiktoken_count
+
+
+def fast_backend() -> str:
+    """Which counter :func:`fast_count` uses: ``"quicktok"``, ``"bpe-openai"`` or ``"tiktoken"``."""
+    return "quicktok" if _quicktok_count() else "bpe-openai" if _bpe_count() else "tiktoken"
+
+
+def fast_count(text: str) -> int:
+    """:func:`count_tokens` of ``text``, by ``quicktok`` or ``bpe-openai`` when installed (see
+    the module docstring; text with lone surrogates, which they cannot take, by tiktoken, which
+    replaces them)."""
+    try:
+        return _valid_count()(text)
+    except (UnicodeEncodeError, TypeError):  # quicktok's binding refuses lone surrogates with TypeError
+        return _tiktoken_count(text)
 
 
 def count_tokens_batch(texts: list[str]) -> list[int]:
@@ -105,7 +193,7 @@ class TokenCounter:
 
     def __init__(self) -> None:
         self._memo: dict[str, int] = {}
-        self._encode = encoding().encode_ordinary
+        self._count = fast_count
 
     def __call__(self, text: str) -> int:
         """Number of cl100k_base tokens in ``text``."""
@@ -119,7 +207,7 @@ class TokenCounter:
                 elif piece[-1:] == "\n" and piece[-2:-1] in _ALNUM and (m := memo.get(piece[:-1])) is not None:
                     n = m + 1
                 else:
-                    n = len(self._encode(piece))
+                    n = self._count(piece)
                 memo[piece] = n
             total += n
         return total
@@ -138,81 +226,102 @@ def decode(ids: list[int]) -> str:
 _CUT_LINE = re.compile(r"[ \t]*\S")
 
 
-def _offsets(lengths: Iterable[int], n: int) -> list[int]:
-    """Start offsets of n lines of these lengths joined by ``\\n``, and one past the end."""
-    out = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n) + 1, out=out[1:])
-    return out.tolist()
-
-
 class LineTokens:
-    """Exact cl100k_base counts of line ranges of one text, from one encoding of the whole text.
+    """Exact cl100k_base counts of line ranges of one text, from one count of each of its pieces.
 
-    ``lines`` is the text split at ``\n``. The text is encoded once; where the pre-tokenizer
-    always cuts (the start of a line that has a non-space character after optional spaces and
-    tabs, see ``_CUT``) a token starts, so the tokens of the text from one such *cut line* to
-    another are the tokens of that stretch on its own, read off the token offsets. A range's
-    count is then the tokens from its first line to its last cut line plus the count of the
-    rest (usually its last line without the line break after it — one token less than with
-    it when it ends in an ASCII letter or digit — else encoded, remembered). Ranges that do not
-    start at a cut line, and any other text (:meth:`text`), go through a :class:`TokenCounter`.
-    Every count equals :func:`count_tokens` of the same text (``tests/test_tokens.py``).
+    ``lines`` is the text split at ``\n``. Where the pre-tokenizer always cuts (the start of a
+    line that has a non-space character after optional spaces and tabs, see ``_CUT``) a token
+    starts, so the text's count is the sum of the counts of its *pieces* from one such *cut
+    line* to the next, each counted on its own (:func:`fast_count`), and the tokens from one cut
+    line to another are the sum of the pieces between them. A range's count is then the tokens
+    from its first line to its last cut line plus the count of the rest (usually its last line
+    without the line break after it — one token less than with it when it ends in an ASCII
+    letter or digit — else counted, remembered). Ranges that do not start at a cut line, and
+    any other text (:meth:`text`), go through a :class:`TokenCounter`. Every count equals
+    :func:`count_tokens` of the same text (``tests/test_tokens.py``).
     """
 
-    def __init__(self, lines: list[str], like: LineTokens | None = None) -> None:
-        """Count ``lines``; with ``like`` (the counts of an earlier version of the same text, as
-        :func:`esrag.chunking.split.split_oversize` makes), each piece between cut lines that
-        ``like`` has is not encoded again."""
+    def __init__(self, lines: list[str], like: LineTokens | None = None, marks: Iterable[int] | None = None) -> None:
+        """Count ``lines``.
+
+        Args:
+            lines: the text split at ``\n``.
+            like: the counts of an earlier version of the same text (as
+                :func:`esrag.chunking.split.split_oversize` makes): each piece ``like`` has is
+                not counted again.
+            marks: the 0-based lines whose token offsets will be asked for (the chunker: each
+                block's first and last line); the text is then counted in pieces from one of
+                these that is a cut line to the next (fewer, longer pieces: each count costs a
+                call), and any other cut line's offset is counted when first asked for, from
+                the mark before it. None: every cut line.
+        """
         self.lines = lines
         self.text = TokenCounter()
-        self._chars = _offsets(map(len, lines), len(lines))
+        n = len(lines)
+        #: character offset of each line's start in the text, and len(text) + 1 at the end
+        self.offsets = self._chars = chars = list(itertools.accumulate([len(x) + 1 for x in lines], initial=0))
         text = "\n".join(lines)
         try:
-            if text.count("\n") != len(lines) - 1:
+            if text.count("\n") != n - 1:
                 raise ValueError("a line holds a line break")  # then the lines are no lines: text by text
-            sizes = self._chars if text.isascii() else _offsets(map(len, map(str.encode, lines)), len(lines))
+            sizes = chars if text.isascii() else list(itertools.accumulate([len(x.encode()) + 1 for x in lines], initial=0))
         except (UnicodeEncodeError, ValueError):  # lone surrogates: tiktoken would replace them; count text by text
-            self._cut: list[bool] = [False] * len(lines)
+            self._cut: list[bool] = [False] * n
             self._bytes: list[int] | None = None
             return
         self._bytes = sizes
-        self._cut = [m is not None for m in map(_CUT_LINE.match, lines)]
-        self._cut[0] = True  # the text's start
-        if like is not None and like._bytes is not None:
-            self._count_pieces(like.pieces())
-            return
-        ids = np.asarray(encoding().encode_ordinary(text), dtype=np.intp)
-        ends = np.cumsum(_token_sizes_array()[ids])
-        self._total = len(ids)
-        #: tokens before line k (meaningful at cut lines)
-        self._before: list[int] = np.searchsorted(ends, sizes, side="right").tolist()
-
-    def _cut_lines(self) -> list[int]:
-        return [k for k, c in enumerate(self._cut) if c]
+        # a cut line: [ \t]*\S at its start (_CUT_LINE); a printable ASCII first character is one
+        match = _CUT_LINE.match
+        self._cut = cut = [ln != "" and ("!" <= ln[0] <= "~" or match(ln) is not None) for ln in lines]
+        cut[0] = True  # the text's start
+        self._text = text
+        self._count = _valid_count()  # the lines encode to UTF-8 (checked above)
+        if marks is None:
+            self._marks = [k for k, c in enumerate(cut) if c]
+        else:
+            self._marks = sorted({0, *(k for k in marks if 0 <= k < n and cut[k])})
+        self._count_pieces(like.pieces() if like is not None and like._bytes is not None else None)
 
     def pieces(self) -> dict[str, int]:
-        """The text's pieces between cut lines (each with its line breaks), with their counts."""
-        lines, cuts = self.lines, self._cut_lines()
-        out: dict[str, int] = {}
-        for k, nk in zip(cuts, cuts[1:]):
-            out["\n".join(lines[k:nk]) + "\n"] = self._before[nk] - self._before[k]
-        if cuts:
-            out["\n".join(lines[cuts[-1]:])] = self._total - self._before[cuts[-1]]
-        return out
+        """The text's pieces between marks (each with its line breaks), with their counts."""
+        return dict(zip(self._pieces, self._counts))
 
-    def _count_pieces(self, known: dict[str, int]) -> None:
-        """``_before`` and ``_total`` from the counts of the pieces between cut lines (a piece's
-        count is its count on its own: the cut rule), encoding only pieces ``known`` lacks."""
-        lines, cuts = self.lines, self._cut_lines()
-        before = [0] * (len(lines) + 1)
-        total = 0
-        encode = encoding().encode_ordinary
-        for k, nk in zip(cuts, [*cuts[1:], len(lines)]):
-            piece = "\n".join(lines[k:nk]) + ("\n" if nk < len(lines) else "")
-            n = known.get(piece)
-            before[k] = total
-            total += n if n is not None else len(encode(piece))
-        self._before, self._total = before, total
+    def _count_pieces(self, known: dict[str, int] | None) -> None:
+        """``_before`` (tokens before line k: set at the marks and the end, -1 elsewhere until
+        :meth:`_at` counts it) and ``_total`` from the counts of the pieces between marks (a
+        piece's count is its count on its own: the cut rule), each counted by
+        :func:`fast_count`, except those ``known`` has."""
+        text, chars, marks = self._text, self._chars, self._marks
+        pieces = [text[chars[k]:chars[nk]] for k, nk in zip(marks, marks[1:])]
+        pieces.append(text[chars[marks[-1]]:])  # the text's last piece has no line break after it
+        count = self._count
+        if known:
+            counts = [n if (n := known.get(p)) is not None else count(p) for p in pieces]
+        else:
+            counts = list(map(count, pieces))
+        before = [-1] * (len(self.lines) + 1)
+        for k, n in zip(marks, itertools.accumulate(counts, initial=0)):
+            before[k] = n
+        self._total = before[-1] = sum(counts)
+        self._before = before
+        self._pieces, self._counts = pieces, counts
+
+    def _at(self, k: int) -> int:
+        """Tokens before cut line ``k`` (or ``len(lines)``): the count of the text from the mark
+        before it to it, added to that mark's, the first time (the cut rule makes it exact)."""
+        v = self._before[k]
+        if v < 0:
+            marks = self._marks
+            m = marks[bisect.bisect_right(marks, k) - 1]
+            v = self._before[m] + self._count(self._text[self._chars[m]:self._chars[k]])
+            self._before[k] = v
+        return v
+
+    def string(self, a: int, b: int) -> str:
+        """``"\n".join(lines[a:b])`` (a slice of the text when the lines hold no line break)."""
+        if self._bytes is None or a >= b:
+            return "\n".join(self.lines[a:b])
+        return self._text[self._chars[a]:self._chars[b] - 1]
 
     def chars(self, a: int, b: int) -> int:
         """Characters of ``"\n".join(lines[a:b])`` (0 for an empty range)."""
@@ -232,7 +341,7 @@ class LineTokens:
         c = b - 1
         while not cut[c]:
             c -= 1
-        return self._before[c] - self._before[a] + self._tail(c, b, suffix)
+        return self._at(c) - self._at(a) + self._tail(c, b, suffix)
 
     def joined(self, spans: list[tuple[int, int]]) -> int:
         """cl100k tokens of the texts of line ranges ``(a, b)`` (in order, 0-based, ``b``
@@ -251,13 +360,13 @@ class LineTokens:
             n += 1
         if n == len(lines):  # the text's last piece has no line break after it
             if b == n and not suffix:
-                return self._total - self._before[c]
+                return self._total - self._at(c)
         elif b == c + 1 and (n == b or all(not lines[k] for k in range(b, n))):
             # the piece is lines[c] and n - c line breaks: swap those for the suffix in its last
             # pre-token (see _stem)
             stem = _stem(lines[c])
             if stem is not None:
-                piece = self._before[n] - self._before[c]
+                piece = self._at(n) - self._at(c)
                 return piece - _short_count(stem + "\n" * (n - c)) + _short_count(stem + suffix)
         return self.text("\n".join(lines[c:b]) + suffix)
 
@@ -268,7 +377,7 @@ _PUNCT = frozenset(string.punctuation)
 @functools.lru_cache(maxsize=4096)
 def _short_count(text: str) -> int:
     """:func:`count_tokens` of a short text that recurs (a stem and line breaks)."""
-    return len(encoding().encode_ordinary(text))
+    return fast_count(text)
 
 
 def _stem(line: str) -> str | None:

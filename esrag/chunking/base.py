@@ -4,7 +4,6 @@ counts and content hashes."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -49,31 +48,35 @@ def finalize(doc: Document, pieces: list[Piece], count: Callable[[str], int] | N
     default indexed text derives from). ``doc.doc_version`` (when set) enters the id and is
     copied onto every chunk.
     """
-    seen: Counter[str] = Counter()
+    seen: dict[str, int] = {}
     count = count or TokenCounter()
-    tokens = [p.tokens if p.tokens >= 0 else count(p.text) for p in pieces]
     chunks: list[Chunk] = []
     doc_title = doc.title or ""
-    for i, (piece, n_tokens) in enumerate(zip(pieces, tokens), start=1):
-        path = SECTION_SEPARATOR.join(piece.section_path)
-        ordinal = seen[path]
-        seen[path] += 1
+    corpus, source, version, metadata, n = doc.corpus, doc.path, doc.doc_version, doc.metadata, len(pieces)
+    joined: dict[tuple[str, ...], str] = {}  # section path -> its string (pieces of a section share the tuple)
+    for i, piece in enumerate(pieces, start=1):
+        path = joined.get(piece.section_path)
+        if path is None:
+            path = joined[piece.section_path] = SECTION_SEPARATOR.join(piece.section_path)
+        ordinal = seen.get(path, 0)
+        seen[path] = ordinal + 1
+        text = piece.text
         chunks.append(
             Chunk(
-                id=make_chunk_id(doc.corpus, doc.path, path, ordinal, doc.doc_version),
-                text=piece.text,
-                corpus=doc.corpus,
-                source_path=doc.path,
+                id=make_chunk_id(corpus, source, path, ordinal, version),
+                text=text,
+                corpus=corpus,
+                source_path=source,
                 section_path=path,
                 start_line=piece.start_line,
                 end_line=piece.end_line,
                 position=i,
-                n_chunks=len(pieces),
-                tokens=n_tokens,
-                content_hash=content_hash(piece.text, path, doc_title),
+                n_chunks=n,
+                tokens=piece.tokens if piece.tokens >= 0 else count(text),
+                content_hash=content_hash(text, path, doc_title),
                 doc_title=doc_title,
-                doc_version=doc.doc_version,
-                metadata=dict(doc.metadata),
+                doc_version=version,
+                metadata=dict(metadata),
             )
         )
     return chunks

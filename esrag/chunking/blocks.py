@@ -151,7 +151,7 @@ def anchor_names(html: str) -> list[str]:
     return [next(g for g in m.groups() if g is not None) for m in _ANCHOR_NAME.finditer(html)]
 
 
-def parse_blocks(text: str, autorefs: bool = False, icons: bool = False) -> list[Block]:
+def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: list[str] | None = None) -> list[Block]:
     """Parse normalised Markdown into blocks in document order, each with its section path.
 
     Args:
@@ -159,6 +159,7 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False) -> list
         autorefs: headers read undefined ``[text][identifier]`` links as their text, as
             mkdocs-autorefs renders them (:func:`header_title`).
         icons: headers drop MkDocs Material icon shortcodes (:func:`header_title`).
+        lines: ``text.split("\\n")`` when the caller has it (not split again).
 
     Returns:
         Blocks with 1-based inclusive line spans. A header block's section path ends with its
@@ -168,15 +169,15 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False) -> list
         at its end (``{#id}``, removed from the title), else an ``<a name|id>`` inside it, else
         the last ``<a name|id>`` of the anchor blocks standing right before it.
     """
-    lines = text.split("\n")
-    spans = _top_level_spans(text, autorefs, icons)
+    lines = text.split("\n") if lines is None else lines
+    spans = _top_level_spans(text, autorefs, icons, lines)
     blocks: list[Block] = []
     stack: list[tuple[int, str]] = []
     path: tuple[str, ...] = ()  # the titles of the stack (kept in step with it)
     covered_until = 0  # 0-based line index: lines before this are covered
     paragraph, header, anchor_kind = BlockKind.PARAGRAPH, BlockKind.HEADER, BlockKind.ANCHOR
     for kind, start, end, token_content in spans:
-        if covered_until < start:
+        if covered_until < start and (start - covered_until > 1 or lines[covered_until].strip()):
             blocks.extend(_gap_paragraphs(lines, covered_until, start, stack))
         if end > covered_until:
             covered_until = end
@@ -201,7 +202,8 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False) -> list
     return blocks
 
 
-def _top_level_spans(text: str, autorefs: bool = False, icons: bool = False) -> list[tuple[BlockKind, int, int, Any]]:
+def _top_level_spans(text: str, autorefs: bool = False, icons: bool = False,
+                     lines: list[str] | None = None) -> list[tuple[BlockKind, int, int, Any]]:
     """(kind, start, end, extra) for each top-level markdown-it block; 0-based [start, end).
 
     The blocks are markdown-it-py's (:func:`esrag.chunking.scan.top_level_blocks`: a line
@@ -210,7 +212,7 @@ def _top_level_spans(text: str, autorefs: bool = False, icons: bool = False) -> 
     """
     env: dict = {}
     spans: list[tuple[BlockKind, int, int, Any]] = []
-    for ttype, start, end, payload in top_level_blocks(_block_parser(), text, env, _region_parser()):
+    for ttype, start, end, payload in top_level_blocks(_block_parser(), text, env, _region_parser(), lines):
         kind = _TOKEN_KIND[ttype]
         extra: Any = None  # HEADER: (level, title, anchor); PARAGRAPH: its inline source
         if kind is BlockKind.HEADER:

@@ -22,7 +22,6 @@ sections.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from esrag.chunking.base import Piece, finalize
 from esrag.chunking.split import split_oversize
@@ -36,17 +35,6 @@ MAX_BLOCK_TOKENS = 0  # the seed's rule (a block is never split); esrag's settin
 _NOT_BODY = frozenset({BlockKind.HEADER, BlockKind.HTML, BlockKind.ANCHOR})  # Block.is_body is False
 _CLOSING_KINDS = (BlockKind.CODE, BlockKind.TABLE, BlockKind.FRONT_MATTER, BlockKind.BLOCKQUOTE)
 _FRONT_MATTER_TITLE = re.compile(r"^title:\s*['\"]?(.+?)['\"]?\s*$", re.MULTILINE)
-
-
-@dataclass
-class _Group:
-    blocks: list[Block] = field(default_factory=list)
-    has_body: bool = False
-
-    def section_path(self) -> tuple[str, ...]:
-        body = next((b for b in self.blocks if b.kind not in _NOT_BODY), None)
-        first = body or next((b for b in self.blocks if b.kind is BlockKind.HEADER), self.blocks[0])
-        return first.section_path
 
 
 class HeaderChunker:
@@ -97,11 +85,11 @@ class HeaderChunker:
         if doc.title is None:
             doc.title = document_title(parsed.blocks, doc.path)
         doc.headers = headings(parsed.blocks, parsed.line_map)
-        tokens = LineTokens(parsed.lines)  # the document encoded once; every count is read off it
+        tokens = LineTokens(parsed.lines, marks=_marks(parsed.blocks))  # the document counted once, block by block
         lines, line_map, end_map, blocks = split_oversize(parsed.lines, parsed.line_map, parsed.blocks,
                                                           self.max_block_tokens, parsed.end_map, tokens.text, tokens)
         if lines is not parsed.lines:  # oversize blocks were split: new lines, mostly the same pieces
-            tokens = LineTokens(lines, like=tokens)
+            tokens = LineTokens(lines, like=tokens, marks=_marks(blocks))
         pieces = self.merge_small(self.group(blocks, lines, tokens), tokens)
         return finalize(doc, [_to_source(p, line_map, end_map) for p in pieces], tokens.text)
 
@@ -113,37 +101,47 @@ class HeaderChunker:
         chunk rather than opening a chunk of its own.
         """
         tokens = tokens if tokens is not None and tokens.lines is lines else LineTokens(lines)
-        chars = tokens.chars
-        groups: list[_Group] = []
-        cur = _Group()
+        offsets, over_cap, tau_max = tokens.offsets, self._over_cap, self.tau_max  # chars(a, b): offsets[b] - offsets[a] - 1
+        header = BlockKind.HEADER
+        groups: list[tuple[int, int, int]] = []  # (first block, last block, block of its section path)
+        start = -1  # first block of the current group (-1: no current group)
+        body = head = -1  # its first body block, its first header (-1: none yet)
+
+        def close(last: int) -> None:
+            nonlocal start
+            groups.append((start, last, body if body >= 0 else head if head >= 0 else start))
+            start = -1
+
         leads = _anchors_before_headers(blocks)
         for i, block in enumerate(blocks):
-            is_body = block.kind not in _NOT_BODY
-            if block.kind is BlockKind.HEADER or i in leads:
-                if cur.has_body:
-                    groups.append(cur)
-                    cur = _Group()
+            kind = block.kind
+            is_body = kind not in _NOT_BODY
+            if kind is header or i in leads:
+                if body >= 0 and start >= 0:
+                    close(i - 1)
             elif is_body:
-                if cur.has_body and (chars(cur.blocks[0].start_line - 1, block.end_line) > self.tau_max
-                                     or self._over_cap(cur.blocks[0], block, tokens)):
-                    groups.append(cur)
-                    cur = _Group()
-            elif not cur.blocks and groups and block.text.lstrip().startswith("</") \
-                    and not self._over_cap(groups[-1].blocks[0], block, tokens):
-                groups[-1].blocks.append(block)
+                if start >= 0 and body >= 0 and (offsets[block.end_line] - offsets[blocks[start].start_line - 1] - 1 > tau_max
+                                                 or over_cap(blocks[start], block, tokens)):
+                    close(i - 1)
+            elif start < 0 and groups and block.text.lstrip().startswith("</") \
+                    and not over_cap(blocks[groups[-1][0]], block, tokens):
+                first, _, path = groups[-1]
+                groups[-1] = (first, i, path)  # rides with the chunk just closed
                 continue
-            elif cur.blocks and self._over_cap(cur.blocks[0], block, tokens):  # raw HTML past the cap
-                groups.append(cur)
-                cur = _Group()
-            cur.blocks.append(block)
+            elif start >= 0 and over_cap(blocks[start], block, tokens):  # raw HTML past the cap
+                close(i - 1)
+            if start < 0:
+                start, body, head = i, -1, -1
             if is_body:
-                cur.has_body = True
-                if block.kind in _CLOSING_KINDS and chars(cur.blocks[0].start_line - 1, block.end_line) >= self.tau_max:
-                    groups.append(cur)
-                    cur = _Group()
-        if cur.blocks:
-            groups.append(cur)
-        return [_piece(g, lines, tokens) for g in groups]
+                if body < 0:
+                    body = i
+                if kind in _CLOSING_KINDS and offsets[block.end_line] - offsets[blocks[start].start_line - 1] - 1 >= tau_max:
+                    close(i)
+            elif kind is header and head < 0:
+                head = i
+        if start >= 0:
+            close(len(blocks) - 1)
+        return [_piece(blocks[first], blocks[last], blocks[path].section_path, tokens) for first, last, path in groups]
 
     def merge_small(self, pieces: list[Piece], tokens: LineTokens | None = None) -> list[Piece]:
         """The small-chunk merge pass (joined by one blank line, capped at 2 * tau_max).
@@ -181,6 +179,13 @@ class HeaderChunker:
         return size <= self.max_block_tokens or _joined_tokens(parts, tokens) <= self.max_block_tokens
 
 
+def _marks(blocks: list[Block]) -> list[int]:
+    """The lines whose token offsets the grouping asks for (:class:`LineTokens` ``marks``): each
+    block's first and last line, 0-based (every span it counts runs from blocks' starts to
+    their ends)."""
+    return [k for b in blocks for k in (b.start_line - 1, b.end_line - 1)]
+
+
 def _anchors_before_headers(blocks: list[Block]) -> set[int]:
     """Indices of anchor blocks followed (through further anchors) by a header. Only these act
     like a header under rule 1; an anchor elsewhere rides along like raw HTML."""
@@ -196,10 +201,9 @@ def _anchors_before_headers(blocks: list[Block]) -> set[int]:
     return out
 
 
-def _piece(group: _Group, lines: list[str], tokens: LineTokens) -> Piece:
-    first, last = group.blocks[0], group.blocks[-1]
+def _piece(first: Block, last: Block, section_path: tuple[str, ...], tokens: LineTokens) -> Piece:
     a, b = first.start_line - 1, last.end_line
-    return Piece("\n".join(lines[a:b]), group.section_path(), first.start_line, last.end_line, tokens.span(a, b))
+    return Piece(tokens.string(a, b), section_path, first.start_line, last.end_line, tokens.span(a, b))
 
 
 def _joined_tokens(parts: list[Piece], tokens: LineTokens) -> int:

@@ -88,7 +88,8 @@ def markdown_it_blocks(md: MarkdownIt, text: str, env: dict, offset: int = 0) ->
     return out
 
 
-def top_level_blocks(md: MarkdownIt, text: str, env: dict, region_md: MarkdownIt | None = None) -> list[RawBlock]:
+def top_level_blocks(md: MarkdownIt, text: str, env: dict, region_md: MarkdownIt | None = None,
+                     lines: list[str] | None = None) -> list[RawBlock]:
     """Exactly :func:`markdown_it_blocks` of ``text`` (see the module docstring for how).
 
     Args:
@@ -98,6 +99,7 @@ def top_level_blocks(md: MarkdownIt, text: str, env: dict, region_md: MarkdownIt
         region_md: ``md`` without its front matter rule, for regions that do not start the
             document (the rule fires at a text's line 0, which a region's first line is);
             required when ``md`` has that rule.
+        lines: ``text.split("\\n")`` when the caller has it (not split again).
     """
     if not text or text[0] == "-" or "\r" in text or "\x00" in text:
         return markdown_it_blocks(md, text, env)
@@ -105,7 +107,7 @@ def top_level_blocks(md: MarkdownIt, text: str, env: dict, region_md: MarkdownIt
         if "front_matter" in md.block.ruler.get_active_rules():
             raise ValueError("top_level_blocks: md has a front matter rule; pass region_md without it")
         region_md = md
-    return _Scanner(md, region_md, text, env).run()
+    return _Scanner(md, region_md, text, env, lines).run()
 
 
 def _indent(line: str) -> int:
@@ -182,9 +184,9 @@ def _html_seq(line: str) -> int:
 
 
 class _Scanner:
-    def __init__(self, md: MarkdownIt, region_md: MarkdownIt, text: str, env: dict) -> None:
+    def __init__(self, md: MarkdownIt, region_md: MarkdownIt, text: str, env: dict, lines: list[str] | None = None) -> None:
         self.md, self.region_md, self.env = md, region_md, env
-        self.lines = lines = text.split("\n")
+        self.lines = lines = text.split("\n") if lines is None else lines
         # markdown-it's lineMax: a last line of only spaces and tabs (or empty) is no line
         self.n = len(lines) - 1 if _blank(lines[-1]) else len(lines)
         self.out: list[RawBlock] = []

@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from esrag.model import Block, BlockKind
-from esrag.tokens import LineTokens, count_tokens
+from esrag.tokens import _CUT_LINE, LineTokens, count_tokens
 
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
 _FENCE_OPEN = re.compile(r"^(\s*)(`{3,}|~{3,})")
@@ -66,13 +66,25 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
     out_lines: list[str] = []
     out_spans: list[tuple[int, int]] = []
     out_blocks: list[Block] = []
-    pos = 0
+    pos = 0  # the next line of ``lines`` not yet copied to ``out_lines``
+    shift = 0  # output line - input line of the lines copied as they are (after the last split block)
+    # a block's text is its lines joined (parse_blocks, parse_rst); without a line holding a line
+    # break (LineTokens checked) its length says so, and a block not split keeps its text
+    offsets = tokens.offsets if tokens is not None and tokens._bytes is not None else None
     for i, block in enumerate(blocks):
+        if i not in todo:  # its lines are copied as they are (below, in one slice)
+            a, b = block.start_line - 1, block.end_line
+            same = offsets is not None and len(block.text) == max(offsets[b] - offsets[a] - 1, 0)
+            if same and not shift:
+                out_blocks.append(block)
+            else:
+                out_blocks.append(Block(block.kind, block.text if same else "\n".join(lines[a:b]), a + 1 + shift,
+                                        b + shift, block.section_path, block.level, block.anchor))
+            continue
         out_lines.extend(lines[pos : block.start_line - 1])
         out_spans.extend(spans[pos : block.start_line - 1])
         own = [(lines[j], spans[j]) for j in range(block.start_line - 1, block.end_line)]
-        pieces = split_block(block.kind, own, budgets[i], cap, count) if i in todo else [own]
-        for k, piece in enumerate(pieces):
+        for k, piece in enumerate(split_block(block.kind, own, budgets[i], cap, count)):
             if k:
                 out_lines.append("")
                 out_spans.append(out_spans[-1])
@@ -82,6 +94,7 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
             out_blocks.append(Block(block.kind, "\n".join(t for t, _ in piece), start, len(out_lines),
                                     block.section_path, block.level, block.anchor))
         pos = block.end_line
+        shift = len(out_lines) - pos
     out_lines.extend(lines[pos:])
     out_spans.extend(spans[pos:])
     return out_lines, [a for a, _ in out_spans], [b for _, b in out_spans], out_blocks
@@ -218,42 +231,65 @@ def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, count: Ca
           suffix: Sequence[Line] = (), cut_lines: bool = True) -> list[list[Line]]:
     """Greedy packing of units (lists of lines) into pieces ``prefix + units + suffix`` of at
     most the budget; a unit too large alone is packed by its lines, a line too large alone is
-    cut inside (sentence ends, then spaces) unless ``cut_lines`` is False."""
+    cut inside (sentence ends, then spaces) unless ``cut_lines`` is False.
+
+    A candidate piece is counted as the count of the piece so far (``head``: its lines and a
+    line break) plus the count of what is added, when the first added line starts with
+    ``[ \t]*\S`` (cl100k's pre-tokenizer always cuts there, :data:`esrag.tokens._CUT`: the
+    sum is the count of the whole); else as a whole."""
     pieces: list[list[Line]] = []
     cur: list[Line] = []
+    cut_start = _CUT_LINE.match
+
+    def joined(ls: Sequence[Line]) -> str:
+        return "\n".join(t for t, _ in ls)
+
+    head = count(joined(prefix) + "\n") if prefix else -1  # tokens of the piece so far + "\n" (-1: empty)
 
     def fits(extra: list[Line]) -> bool:
         limit = first_budget if not pieces else budget
-        return count("\n".join(t for t, _ in (*prefix, *cur, *extra, *suffix))) <= limit
+        tail = [*extra, *suffix]
+        if head >= 0 and tail and cut_start(tail[0][0]):
+            return head + count(joined(tail)) <= limit
+        return count(joined([*prefix, *cur, *tail])) <= limit
+
+    def add(ls: list[Line]) -> None:
+        nonlocal head
+        if head >= 0 and cut_start(ls[0][0]):
+            head += count(joined(ls) + "\n")
+        else:
+            head = count(joined([*prefix, *cur, *ls]) + "\n")
+        cur.extend(ls)
 
     def close() -> None:
-        nonlocal cur
+        nonlocal cur, head
         if cur:
             pieces.append(cur)
             cur = []
+            head = count(joined(prefix) + "\n") if prefix else -1
 
     for unit in units:
         if fits(unit):
-            cur.extend(unit)
+            add(unit)
             continue
         close()
         if fits(unit):
-            cur.extend(unit)
+            add(unit)
             continue
         for ln in unit:  # the unit alone is too large: by lines
             if fits([ln]):
-                cur.append(ln)
+                add([ln])
                 continue
             close()
             if fits([ln]) or not cut_lines:
-                cur.append(ln)
+                add([ln])
                 if not fits([]):
                     close()
                 continue
             for part in _cut_line(ln[0], first_budget if not pieces else budget, count):
                 if not fits([(part, ln[1])]):
                     close()
-                cur.append((part, ln[1]))
+                add([(part, ln[1])])
     close()
     last = len(pieces) - 1
     return [[*(prefix if k == 0 else [(t, body[0][1]) for t, _ in prefix]), *body,

@@ -56,6 +56,8 @@ def _parse_markdown(text: str, doc: Document) -> Parsed:
     file = source_file(doc)
     ctx = context_for(file, Path(doc.root)) if file is not None and doc.root else None  # source_file: both set
     res = resolve(text, ctx)
-    blocks = parse_blocks("\n".join(res.lines), autorefs=ctx.autorefs if ctx is not None else False,
-                          icons=ctx.icons if ctx is not None else False)
+    joined = "\n".join(res.lines)
+    same = joined.count("\n") == len(res.lines) - 1  # no resolved line holds a line break: they are its split
+    blocks = parse_blocks(joined, autorefs=ctx.autorefs if ctx is not None else False,
+                          icons=ctx.icons if ctx is not None else False, lines=res.lines if same else None)
     return Parsed(res.lines, blocks, res.line_map, problems=res.problems, dependencies=res.dependencies)
