@@ -280,7 +280,7 @@ class LineTokens:
             self._marks = [k for k, c in enumerate(cut) if c]
         else:
             self._marks = sorted({0, *(k for k in marks if 0 <= k < n and cut[k])})
-        self._count_pieces(like.pieces() if like is not None and like._bytes is not None else None)
+        self._count_pieces(like.pieces() if like is not None and like.plain else None)
 
     def pieces(self) -> dict[str, int]:
         """The text's pieces between marks (each with its line breaks), with their counts."""
@@ -316,6 +316,12 @@ class LineTokens:
             v = self._before[m] + self._count(self._text[self._chars[m]:self._chars[k]])
             self._before[k] = v
         return v
+
+    @property
+    def plain(self) -> bool:
+        """True when ``lines`` are real lines (none holds a line break) and the text encodes to
+        UTF-8: then counts come by pieces and :meth:`string` slices the text."""
+        return self._bytes is not None
 
     def string(self, a: int, b: int) -> str:
         """``"\n".join(lines[a:b])`` (a slice of the text when the lines hold no line break)."""

@@ -70,11 +70,11 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
     shift = 0  # output line - input line of the lines copied as they are (after the last split block)
     # a block's text is its lines joined (parse_blocks, parse_rst); without a line holding a line
     # break (LineTokens checked) its length says so, and a block not split keeps its text
-    offsets = tokens.offsets if tokens is not None and tokens._bytes is not None else None
+    plain = tokens if tokens is not None and tokens.plain else None
     for i, block in enumerate(blocks):
         if i not in todo:  # its lines are copied as they are (below, in one slice)
             a, b = block.start_line - 1, block.end_line
-            same = offsets is not None and len(block.text) == max(offsets[b] - offsets[a] - 1, 0)
+            same = plain is not None and len(block.text) == plain.chars(a, b)
             if same and not shift:
                 out_blocks.append(block)
             else:

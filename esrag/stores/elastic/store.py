@@ -314,10 +314,9 @@ class ElasticStore(Lifecycle):
 
     def manifest(self, corpus: str, doc_version: str | None = None) -> dict[str, dict[str, StoredEntry]]:
         """See :class:`esrag.stores.base.Store`. Scrolls over every chunk of ``corpus``."""
-        out: dict[str, dict[str, StoredEntry]] = {}
         target = self._target()
         if target is None:
-            return out
+            return {}
         clauses = [{"term": {"corpus": corpus}}] + ([version_clause(doc_version)] if doc_version is not None else [])
         query = {"query": {"bool": {"filter": clauses}}, "_source": ["source_path", "content_hash", "meta_hash"]}
 
