@@ -241,20 +241,32 @@ class LineTokens:
     :func:`count_tokens` of the same text (``tests/test_tokens.py``).
     """
 
-    def __init__(self, lines: list[str], like: LineTokens | None = None, marks: Iterable[int] | None = None) -> None:
+    def __init__(self, lines: list[str], marks: Iterable[int] | None = None) -> None:
         """Count ``lines``.
 
         Args:
             lines: the text split at ``\n``.
-            like: the counts of an earlier version of the same text (as
-                :func:`esrag.chunking.split.split_oversize` makes): each piece ``like`` has is
-                not counted again.
             marks: the 0-based lines whose token offsets will be asked for (the chunker: each
                 block's first and last line); the text is then counted in pieces from one of
                 these that is a cut line to the next (fewer, longer pieces: each count costs a
                 call), and any other cut line's offset is counted when first asked for, from
                 the mark before it. None: every cut line.
         """
+        self._lines(lines)
+        if self._bytes is None:
+            return
+        cut = self._cut
+        if marks is None:
+            self._marks = [k for k, c in enumerate(cut) if c]
+        else:
+            n = len(lines)
+            self._marks = sorted({0, *(k for k in marks if 0 <= k < n and cut[k])})
+        self._count_pieces()
+
+    def _lines(self, lines: list[str], cut: list[bool] | None = None) -> None:
+        """Set the text, the character and byte offsets of ``lines`` and which are cut lines
+        (``cut`` when the caller knows them); ``_bytes`` None when the lines hold a line break or
+        a lone surrogate (then everything is counted text by text)."""
         self.lines = lines
         self.text = TokenCounter()
         n = len(lines)
@@ -270,35 +282,98 @@ class LineTokens:
             self._bytes: list[int] | None = None
             return
         self._bytes = sizes
-        # a cut line: [ \t]*\S at its start (_CUT_LINE); a printable ASCII first character is one
-        match = _CUT_LINE.match
-        self._cut = cut = [ln != "" and ("!" <= ln[0] <= "~" or match(ln) is not None) for ln in lines]
-        cut[0] = True  # the text's start
+        if cut is None:
+            # a cut line: [ \t]*\S at its start (_CUT_LINE); a printable ASCII first character is one
+            match = _CUT_LINE.match
+            cut = [ln != "" and ("!" <= ln[0] <= "~" or match(ln) is not None) for ln in lines]
+            cut[0] = True  # the text's start
+        self._cut = cut
         self._text = text
         self._count = _valid_count()  # the lines encode to UTF-8 (checked above)
-        if marks is None:
-            self._marks = [k for k, c in enumerate(cut) if c]
-        else:
-            self._marks = sorted({0, *(k for k in marks if 0 <= k < n and cut[k])})
-        self._count_pieces(like.pieces() if like is not None and like.plain else None)
+
+    def spliced(self, lines: list[str], edits: list[tuple[int, int, int, int]], marks: Iterable[int]) -> LineTokens:
+        """The counts of ``lines``: these lines with ranges of lines replaced, from this text's
+        counts and a count of each replaced range only.
+
+        Args:
+            lines: the new text's lines.
+            edits: ``(a, b, na, nb)`` in order: lines ``a:b`` of this text became lines
+                ``na:nb`` of ``lines`` (0-based, end exclusive); every other line is the same
+                line, shifted. As :func:`esrag.chunking.split.split_oversize` reports them.
+            marks: as for the constructor, for ``lines``.
+
+        Tokens before a cut line outside the edits are this text's plus what the edits before
+        it added (the cut rule: the pre-tokenizer cuts there in both texts); each edited range,
+        from its first line to the next cut line after it, is counted in pieces between the
+        marks in it. Falls back to counting ``lines`` afresh when this text is not
+        :attr:`plain` or an edit does not start at a cut line in both texts.
+        """
+        n = len(lines)
+        old_cut = self._cut
+        if self._bytes is None or not _consistent(edits, len(old_cut), n) or not all(old_cut[a] for a, _, _, _ in edits):
+            return LineTokens(lines, marks)
+        match = _CUT_LINE.match
+        cut: list[bool] = []
+        pos = 0  # the next old line whose cut flag is not yet copied
+        for a, b, na, nb in edits:
+            cut.extend(old_cut[pos:a])
+            cut.extend(ln != "" and ("!" <= ln[0] <= "~" or match(ln) is not None) for ln in lines[na:nb])
+            pos = b
+        cut.extend(old_cut[pos:])
+        if len(cut) != n or not all(cut[na] for _, _, na, _ in edits):
+            return LineTokens(lines, marks)
+        out = LineTokens.__new__(LineTokens)
+        out._lines(lines, cut)
+        if out._bytes is None:
+            return LineTokens(lines, marks)
+        wanted = sorted({k for k in marks if 0 <= k < n and cut[k]})
+        old_marks, old_before, old_n = self._marks, self._before, len(old_cut)
+        before = [-1] * (n + 1)
+        new_marks: list[int] = []
+        text, chars, count = out._text, out._chars, out._count
+        delta = 0  # tokens the edits so far added
+        pos = 0  # the next old line not yet mapped
+        for a, b, na, nb in edits:
+            shift = na - a
+            for m in old_marks[bisect.bisect_left(old_marks, pos):bisect.bisect_left(old_marks, a)]:
+                before[m + shift] = old_before[m] + delta
+                new_marks.append(m + shift)
+            end = b  # the next cut line after the edit (the piece of the edit ends there), or the end
+            while end < old_n and not old_cut[end]:
+                end += 1
+            old_tokens = (self._at(end) if end < old_n else self._total) - self._at(a)
+            new_end = end + nb - b
+            base = self._at(a) + delta
+            inner = [na, *(k for k in wanted[bisect.bisect_right(wanted, na):bisect.bisect_left(wanted, nb)])]
+            counts = [count(text[chars[k]:chars[nk]]) for k, nk in zip(inner, inner[1:])]
+            counts.append(count(text[chars[inner[-1]]:chars[new_end]] if new_end < n else text[chars[inner[-1]]:]))
+            for k, t in zip(inner, itertools.accumulate(counts, initial=base)):
+                before[k] = t
+            new_marks.extend(inner)
+            delta += sum(counts) - old_tokens
+            pos = end
+        shift = n - old_n
+        for m in old_marks[bisect.bisect_left(old_marks, pos):]:
+            before[m + shift] = old_before[m] + delta
+            new_marks.append(m + shift)
+        out._total = before[n] = self._total + delta
+        out._before, out._marks = before, new_marks
+        out._pieces, out._counts = [], []
+        return out
 
     def pieces(self) -> dict[str, int]:
         """The text's pieces between marks (each with its line breaks), with their counts."""
         return dict(zip(self._pieces, self._counts))
 
-    def _count_pieces(self, known: dict[str, int] | None) -> None:
+    def _count_pieces(self) -> None:
         """``_before`` (tokens before line k: set at the marks and the end, -1 elsewhere until
         :meth:`_at` counts it) and ``_total`` from the counts of the pieces between marks (a
         piece's count is its count on its own: the cut rule), each counted by
-        :func:`fast_count`, except those ``known`` has."""
+        :func:`fast_count`."""
         text, chars, marks = self._text, self._chars, self._marks
         pieces = [text[chars[k]:chars[nk]] for k, nk in zip(marks, marks[1:])]
         pieces.append(text[chars[marks[-1]]:])  # the text's last piece has no line break after it
-        count = self._count
-        if known:
-            counts = [n if (n := known.get(p)) is not None else count(p) for p in pieces]
-        else:
-            counts = list(map(count, pieces))
+        counts = list(map(self._count, pieces))
         before = [-1] * (len(self.lines) + 1)
         for k, n in zip(marks, itertools.accumulate(counts, initial=0)):
             before[k] = n
@@ -375,6 +450,17 @@ class LineTokens:
                 piece = self._at(n) - self._at(c)
                 return piece - _short_count(stem + "\n" * (n - c)) + _short_count(stem + suffix)
         return self.text("\n".join(lines[c:b]) + suffix)
+
+
+def _consistent(edits: list[tuple[int, int, int, int]], old_n: int, new_n: int) -> bool:
+    """True when ``edits`` (``(a, b, na, nb)``, see :meth:`LineTokens.spliced`) are in order,
+    non-empty, within both texts, and the lines between them are the same lines shifted."""
+    shift, pos = 0, 0
+    for a, b, na, nb in edits:
+        if not (pos <= a < b <= old_n and na == a + shift and na < nb <= new_n):
+            return False
+        shift, pos = nb - b, b
+    return bool(edits) and old_n + shift == new_n
 
 
 _PUNCT = frozenset(string.punctuation)

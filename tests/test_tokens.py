@@ -123,19 +123,50 @@ def test_every_chunk_has_its_exact_token_count(corpus):
     assert n > 100
 
 
-def test_line_tokens_like_an_earlier_version_of_the_text():
+def test_line_tokens_spliced_from_an_earlier_version_of_the_text():
     """After the oversize split (new empty lines, repeated table header rows and fences) the
-    counts come from the earlier version's pieces and the few new ones."""
+    counts come from the earlier version's and a count of each replaced range: every span,
+    with and without marks, equals tiktoken's count, on random edits of a real file."""
     rng = random.Random(6)
     path = DATA / "corpora" / "laravel-docs" / "validation.md"
     lines = normalize(path.read_text(encoding="utf-8")).split("\n")
+    starts = [k for k, ln in enumerate(lines) if ln.strip() and not ln[0].isspace()]
+    inserts = [["", "| a | b |", "|---|---|"], ["```", "", "    code"], ["x"], ["", ""], ["- item", "", "  more."]]
+    for trial in range(12):
+        earlier = LineTokens(lines, marks=rng.sample(range(len(lines)), 60) if trial % 2 else None)
+        later: list[str] = []
+        edits = []
+        pos = 0
+        for a in sorted(rng.sample(starts, rng.randint(1, 5))):
+            if a < pos:
+                continue
+            b = min(len(lines), a + rng.randint(1, 30))
+            later.extend(lines[pos:a])
+            na = len(later)
+            later.extend(lines[a:b][: rng.randint(0, b - a)] + rng.choice(inserts))
+            if len(later) == na or not later[na].strip():
+                later.insert(na, lines[a])
+            edits.append((a, b, na, len(later)))
+            pos = b
+        later.extend(lines[pos:])
+        lt = earlier.spliced(later, edits, marks=rng.sample(range(len(later)), 40))
+        assert lt.pieces() == {}  # spliced, not counted afresh (which keeps its pieces)
+        assert lt._total == count_tokens("\n".join(later))
+        for _ in range(200):
+            a = rng.randrange(len(later))
+            b = rng.randint(a, min(len(later), a + 40))
+            suffix = rng.choice(["", "\n\n"])
+            assert lt.span(a, b, suffix) == count_tokens("\n".join(later[a:b]) + suffix), (trial, a, b)
+
+
+def test_line_tokens_spliced_falls_back_on_edits_that_do_not_fit():
+    lines = ["a", "", "b c", "d"]
     earlier = LineTokens(lines)
-    later = lines[:40] + ["", "| a | b |", "|---|---|"] + lines[40:300] + ["```", "", "    code"] + lines[300:]
-    lt = LineTokens(later, like=earlier)
-    for _ in range(300):
-        a = rng.randrange(len(later))
-        b = rng.randint(a, min(len(later), a + 40))
-        assert lt.span(a, b) == count_tokens("\n".join(later[a:b])), (a, b)
+    for edits in ([], [(1, 2, 1, 2)], [(0, 5, 0, 1)], [(2, 3, 3, 4)]):  # none, not a cut line, out of range, shifted
+        later = ["a", "", "b", "c", "d"]
+        lt = earlier.spliced(later, edits, marks=[0, 2])
+        assert [lt.span(a, b) for a in range(5) for b in range(a, 6)] == \
+            [count_tokens("\n".join(later[a:b])) for a in range(5) for b in range(a, 6)]
 
 
 CORPORA = ["laravel-docs", "pydantic-docs", "async-book", "requests-docs"]

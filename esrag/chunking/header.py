@@ -86,10 +86,12 @@ class HeaderChunker:
             doc.title = document_title(parsed.blocks, doc.path)
         doc.headers = headings(parsed.blocks, parsed.line_map)
         tokens = LineTokens(parsed.lines, marks=_marks(parsed.blocks))  # the document counted once, block by block
+        edits: list[tuple[int, int, int, int]] = []
         lines, line_map, end_map, blocks = split_oversize(parsed.lines, parsed.line_map, parsed.blocks,
-                                                          self.max_block_tokens, parsed.end_map, tokens.text, tokens)
-        if lines is not parsed.lines:  # oversize blocks were split: new lines, mostly the same pieces
-            tokens = LineTokens(lines, like=tokens, marks=_marks(blocks))
+                                                          self.max_block_tokens, parsed.end_map, tokens.text, tokens,
+                                                          edits)
+        if lines is not parsed.lines:  # oversize blocks were split: the same lines but for the split blocks
+            tokens = tokens.spliced(lines, edits, _marks(blocks))
         pieces = self.merge_small(self.group(blocks, lines, tokens), tokens)
         return finalize(doc, [_to_source(p, line_map, end_map) for p in pieces], tokens.text)
 

@@ -35,7 +35,8 @@ Line = tuple[str, tuple[int, int]]  # (text, (first, last) source line)
 
 def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], cap: int,
                    end_map: list[int] | None = None, count: Callable[[str], int] = count_tokens,
-                   tokens: LineTokens | None = None) -> tuple[list[str], list[int], list[int], list[Block]]:
+                   tokens: LineTokens | None = None, edits: list[tuple[int, int, int, int]] | None = None
+                   ) -> tuple[list[str], list[int], list[int], list[Block]]:
     """Lines, line map and blocks with every oversize block replaced by its pieces.
 
     Args:
@@ -48,6 +49,9 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
             passes its document's :class:`esrag.tokens.LineTokens` ``.text``).
         tokens: counts of ``lines`` by line span (:class:`esrag.tokens.LineTokens`), used for
             blocks whose text is their lines joined.
+        edits: when given, ``(a, b, na, nb)`` is appended for each split block, in order: its
+            lines ``a:b`` became the output lines ``na:nb`` (0-based, end exclusive; every other
+            line is copied, shifted), as :meth:`esrag.tokens.LineTokens.spliced` takes them.
 
     Returns:
         New ``(lines, line_map, end_map, blocks)``; unchanged when nothing is over budget.
@@ -93,6 +97,8 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
             out_spans.extend(s for _, s in piece)
             out_blocks.append(Block(block.kind, "\n".join(t for t, _ in piece), start, len(out_lines),
                                     block.section_path, block.level, block.anchor))
+        if edits is not None:
+            edits.append((block.start_line - 1, block.end_line, block.start_line - 1 + shift, len(out_lines)))
         pos = block.end_line
         shift = len(out_lines) - pos
     out_lines.extend(lines[pos:])
@@ -229,7 +235,7 @@ def _sentences(lines: list[Line]) -> list[list[Line]]:
 
 def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, count: Callable[[str], int], prefix: Sequence[Line] = (),
           suffix: Sequence[Line] = (), cut_lines: bool = True) -> list[list[Line]]:
-    """Greedy packing of units (lists of lines) into pieces ``prefix + units + suffix`` of at
+    r"""Greedy packing of units (lists of lines) into pieces ``prefix + units + suffix`` of at
     most the budget; a unit too large alone is packed by its lines, a line too large alone is
     cut inside (sentence ends, then spaces) unless ``cut_lines`` is False.
 
