@@ -159,6 +159,27 @@ def test_header_titles_show_link_and_code_text_never_urls():
     assert header_title("[x](http://a.b 'title')") == "x"
 
 
+def test_header_titles_with_code_spans_read_as_markdown_it_reads_them():
+    """The code-span fast path gives what markdown-it's inline parse gives, on random titles of
+    backticks, spaces, underscores, stars and letters (odd backticks, double runs, syntax in and
+    outside the spans)."""
+    import random
+
+    from esrag.chunking import blocks
+
+    rng = random.Random(3)
+    atoms = ["`", "`", " ", "a", "b_c", "*", "``", " `x` ", "_", "\\", "<", "d"]
+    seen_fast = 0
+    for _ in range(3000):
+        source = "".join(rng.choice(atoms) for _ in range(rng.randint(1, 9))).strip() or "t"
+        fast = blocks._code_spans_only(source)
+        seen_fast += fast is not None
+        parsed = blocks._inline_parser().parseInline(source, {})[0].children or []
+        want = " ".join("".join(t.content if t.type in ("text", "code_inline") else "" for t in parsed).split())
+        assert header_title(source) == want, source
+    assert seen_fast > 150  # the fast path was taken often enough to be tested
+
+
 def test_header_with_reference_link_shows_the_link_text():
     # GitHub renders "# See [the guide][g]" as "See the guide" when [g] is defined (even below).
     text = "# See [the guide][g] and [Docs]\n\n" + words(120) + "\n\n[g]: https://example.com/guide\n[docs]: /docs\n"

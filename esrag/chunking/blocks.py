@@ -118,6 +118,8 @@ def header_title(inline_source: str, env: dict | None = None, autorefs: bool = F
         inline_source = _ICON.sub("", inline_source)
     if not _INLINE_SYNTAX.search(inline_source):
         return " ".join(inline_source.split())
+    if "`" in inline_source and (plain := _code_spans_only(inline_source)) is not None:
+        return " ".join(plain.split())
     tokens = _inline_parser().parseInline(inline_source, env)
     parts: list[str] = []
     for tok in tokens[0].children or [] if tokens else []:
@@ -128,6 +130,22 @@ def header_title(inline_source: str, env: dict | None = None, autorefs: bool = F
         elif tok.type in ("softbreak", "hardbreak"):
             parts.append(" ")
     return " ".join("".join(parts).split())
+
+
+def _code_spans_only(source: str) -> str | None:
+    """The plain text of inline Markdown whose only inline syntax is code spans of single
+    backticks (``Via the `Gate` Facade``), as markdown-it's ``backticks`` rule reads them: each
+    backtick pairs with the next, the content between is literal, with one space stripped from
+    each side when both sides have one and it is not all spaces. None for anything else (an odd
+    number of backticks, a longer backtick run, inline syntax outside the spans)."""
+    parts = source.split("`")
+    if len(parts) % 2 == 0 or "``" in source or any(_INLINE_SYNTAX.search(p) for p in parts[::2]):
+        return None
+    for k in range(1, len(parts), 2):
+        code = parts[k]
+        if code[:1] == " " and code[-1:] == " " and code.strip(" "):
+            parts[k] = code[1:-1]
+    return "".join(parts)
 
 
 def split_header_attrs(inline_source: str) -> tuple[str, str]:
