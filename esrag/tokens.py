@@ -290,6 +290,7 @@ class LineTokens:
         self._cut = cut
         self._text = text
         self._count = _valid_count()  # the lines encode to UTF-8 (checked above)
+        self._ends: dict[tuple[int, str], int] = {}  # (b, suffix) -> tokens before the last cut line c < b + the rest
 
     def spliced(self, lines: list[str], edits: list[tuple[int, int, int, int]], marks: Iterable[int]) -> LineTokens:
         """The counts of ``lines``: these lines with ranges of lines replaced, from this text's
@@ -416,13 +417,16 @@ class LineTokens:
 
     def span(self, a: int, b: int, suffix: str = "") -> int:
         """cl100k tokens of ``"\n".join(lines[a:b]) + suffix`` (0-based, ``b`` exclusive)."""
-        lines, cut = self.lines, self._cut
+        cut = self._cut
         if a >= b or not cut[a]:
-            return self.text("\n".join(lines[a:b]) + suffix)
-        c = b - 1
-        while not cut[c]:
-            c -= 1
-        return self._at(c) - self._at(a) + self._tail(c, b, suffix)
+            return self.text("\n".join(self.lines[a:b]) + suffix)
+        end = self._ends.get((b, suffix))
+        if end is None:  # the same end is asked for by the grouping, its pieces and the merge
+            c = b - 1
+            while not cut[c]:
+                c -= 1
+            end = self._ends[b, suffix] = self._at(c) + self._tail(c, b, suffix)
+        return end - self._at(a)
 
     def joined(self, spans: list[tuple[int, int]]) -> int:
         """cl100k tokens of the texts of line ranges ``(a, b)`` (in order, 0-based, ``b``
