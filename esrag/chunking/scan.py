@@ -20,6 +20,8 @@ lines it can classify from their first characters, at column 0 of the top level:
   blank lines inside kept, ends before the first line with less indent);
 * HTML blocks opened at column 0, with markdown-it's own start/end conditions
   (``HTML_SEQUENCES``, spec 4.6: types 1-5 end at their closing sequence, 6-7 at a blank line);
+* tables (GFM 4.10) at column 0 whose body rows all start with ``|`` at column 0 and that end
+  at a blank line (markdown-it's ``table``: delimiter row, column count, terminators);
 * paragraphs (spec 4.8) that start at column 0 with a character no other block can start
   with, whose further lines are at column 0 or indented >= 4 columns (lazy continuation),
   ending at a blank line, an ATX heading, a fence, or an HTML block of types 1-6 (the
@@ -27,8 +29,8 @@ lines it can classify from their first characters, at column 0 of the top level:
 
 Anything else — a line indented 1-3 columns, a block quote ``>``, a list or thematic break
 marker (``-``, ``+``, ``*``, ``_``, ``1.``), a link reference definition ``[``, a possible
-setext underline (``=``/``-``) or table delimiter row after a line, a backtick fence with a
-backtick in its info string, a document starting with ``-`` (front matter), a NUL or CR
+setext underline (``=``/``-``) or table delimiter row after a paragraph line, a table
+the fast path does not take, a backtick fence with a backtick in its info string, a document starting with ``-`` (front matter), a NUL or CR
 character — sends a *region* to markdown-it: from the start of the block being scanned to the
 next line that follows a blank line and starts at column 0 with none of ``> - + *`` or a digit.
 No CommonMark block open at the top level continues past such a line (lists need indent or a
@@ -46,6 +48,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import mdTrim
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
+from markdown_it.rules_block.table import MAX_AUTOCOMPLETED_CELLS, escapedSplit
 
 #: (markdown-it token type, start, end, payload): heading payload (level, inline source),
 #: paragraph payload its inline source, else None. Lines are 0-based, end exclusive.
@@ -61,6 +64,17 @@ _MAYBE_DELIM = re.compile(r"[ \t]*[|:-][|:\- \t]*\Z")
 # A line after a blank line where no top-level block but fences / HTML 1-5 can still be open.
 _BOUNDARY_BAD = frozenset(" \t>-+*0123456789")
 _ORDERED = re.compile(r"\d{1,9}[.)]")
+# A line of indented code that is not blank: >= 4 columns of spaces and tabs (tabs to the next
+# multiple of 4, markdown-it's sCount), then a character that is neither.
+_CODE_LINE = re.compile(r"(?: {4}| {0,3}\t)[ \t]*[^ \t]")
+# markdown-it's HTML block openers in one pattern, in their order: the name of the group that
+# matched is the index of the first that matches (each starts with ^; the case-insensitive ones
+# keep their flag in a scoped group).
+_HTML_OPEN = re.compile("|".join(
+    f"(?P<h{k}>{f'(?i:{seq[0].pattern})' if seq[0].flags & re.IGNORECASE else seq[0].pattern})"
+    for k, seq in enumerate(HTML_SEQUENCES)))
+# A cell of a table's delimiter row, trimmed (markdown-it ``table``'s headerLineRe).
+_DELIM_CELL = re.compile(r"^:?-+:?$")
 
 
 def markdown_it_blocks(md: MarkdownIt, text: str, env: dict, offset: int = 0) -> list[RawBlock]:
@@ -177,10 +191,8 @@ def _fence_closes(line: str, fence: str) -> bool:
 
 def _html_seq(line: str) -> int:
     """Index into markdown-it's ``HTML_SEQUENCES`` of the HTML block a ``<`` line opens, or -1."""
-    for k, seq in enumerate(HTML_SEQUENCES):
-        if seq[0].search(line):
-            return k
-    return -1
+    m = _HTML_OPEN.match(line)
+    return -1 if m is None else int(m.lastgroup[1:])  # type: ignore[index]  # every alternative is a named group
 
 
 class _Scanner:
@@ -217,7 +229,7 @@ class _Scanner:
         """Scan the block starting at column 0 on line i; its end line, or 0 when unsure."""
         line = self.lines[i]
         if self._delim_after(i):
-            return 0
+            return self._table(i)
         c = line[0]
         if c == "#":
             level = _heading_level(line)
@@ -294,19 +306,62 @@ class _Scanner:
 
     def _code(self, i: int) -> int:
         lines, n = self.lines, self.n
+        code_line = _CODE_LINE.match
         last = j = i + 1
         while j < n:
             line = lines[j]
-            if _blank(line):
-                j += 1
-                continue
-            if line[0] in " \t" and _indent(line) >= 4:
+            if code_line(line):
                 j += 1
                 last = j
-                continue
-            break
+            elif _blank(line):
+                j += 1
+            else:
+                break
         self.out.append(("code_block", i, last, None))
         return last
+
+    def _table(self, i: int) -> int:
+        """A table whose header row is line i (column 0), whose delimiter row is line i + 1, and
+        whose body rows all start with ``|`` at column 0, up to a blank line or the end (GFM 4.10;
+        markdown-it ``table``: the delimiter row's cells give the column count, which the header
+        row must match; a row starting with ``|`` is no terminator, code or empty line, so it is a
+        row); 0 when unsure (rows without a leading ``|`` go to markdown-it)."""
+        lines, n = self.lines, self.n
+        delim = lines[i + 1]
+        if _indent(delim) >= 4:
+            return 0
+        d = delim.lstrip(" \t")
+        if len(d) < 2 or d[0] not in "|-:" or d[1] not in "|-: \t" or (d[0] == "-" and d[1] in " \t") \
+                or d.strip("|-: \t"):
+            return 0
+        cells = d.split("|")
+        aligns = 0
+        for k, cell in enumerate(cells):
+            t = mdTrim(cell)
+            if not t:
+                if k == 0 or k == len(cells) - 1:
+                    continue
+                return 0
+            if not _DELIM_CELL.match(t):
+                return 0
+            aligns += 1
+        head = mdTrim(lines[i])
+        if "|" not in head:
+            return 0
+        columns = escapedSplit(head)
+        if columns and columns[0] == "":
+            columns.pop(0)
+        if columns and columns[-1] == "":
+            columns.pop()
+        if not columns or len(columns) != aligns:
+            return 0
+        j = i + 2
+        while j < n and lines[j][:1] == "|":
+            j += 1
+        if j < n and not _blank(lines[j]) or aligns * (j - i - 2) > MAX_AUTOCOMPLETED_CELLS:
+            return 0
+        self.out.append(("table_open", i, j, None))
+        return j
 
     def _fence(self, i: int, fence: str) -> int:
         lines, n = self.lines, self.n

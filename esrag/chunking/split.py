@@ -110,7 +110,7 @@ def _block_tokens(block: Block, lines: list[str], count: Callable[[str], int], t
     """cl100k tokens of a block's text: by its line span when it is its lines joined."""
     a, b = block.start_line - 1, block.end_line
     if tokens is not None and tokens.lines is lines and tokens.chars(a, b) == len(block.text) \
-            and "\n".join(lines[a:b]) == block.text:
+            and tokens.string(a, b) == block.text:
         return tokens.span(a, b)
     return count(block.text)
 
@@ -126,7 +126,8 @@ def _budgets(blocks: list[Block], cap: int, count: Callable[[str], int] = count_
     lead: list[Block] = []
     lead_size = 0  # UTF-8 bytes of the lead joined by blank lines: at least its tokens
     for block in blocks:
-        size = len(block.text.encode())
+        text = block.text
+        size = len(text) if text.isascii() else len(text.encode())
         if block.kind not in _NOT_BODY:
             if not lead:
                 budget = cap
@@ -145,7 +146,7 @@ def _budgets(blocks: list[Block], cap: int, count: Callable[[str], int] = count_
 
 def _lead_tokens(lead: list[Block], count: Callable[[str], int], tokens: LineTokens | None) -> int:
     if tokens is not None and all(tokens.chars(b.start_line - 1, b.end_line) == len(b.text)
-                                  and "\n".join(tokens.lines[b.start_line - 1 : b.end_line]) == b.text for b in lead):
+                                  and tokens.string(b.start_line - 1, b.end_line) == b.text for b in lead):
         return tokens.joined([(b.start_line - 1, b.end_line) for b in lead])
     return count("\n\n".join(b.text for b in lead))
 
