@@ -36,11 +36,15 @@ class Piece:
     tokens: int = -1
 
 
-def finalize(doc: Document, pieces: list[Piece], count: Callable[[str], int] | None = None) -> list[Chunk]:
+def finalize(doc: Document, pieces: list[Piece], count: Callable[[str], int] | None = None,
+             line_map: list[int] | None = None, end_map: list[int] | None = None) -> list[Chunk]:
     """Turn pieces into chunks: stable ids, position i of n, cl100k token counts, hashes.
 
     A piece's cl100k count is its ``tokens`` when set, else ``count(text)`` (default: a fresh
-    :class:`esrag.tokens.TokenCounter`).
+    :class:`esrag.tokens.TokenCounter`). With ``line_map`` (1-based line of the text a chunker
+    read -> first 1-based source line, :class:`esrag.formats.Parsed`) and ``end_map`` (-> last
+    source line; default ``line_map``) the pieces' line spans are mapped to source lines (a
+    chunk never ends before it starts); without, they are source lines already.
 
     The id's ordinal counts earlier pieces of the same document with the same section path, so
     ids survive edits in other sections and siblings with equal titles get distinct ids. The
@@ -54,7 +58,13 @@ def finalize(doc: Document, pieces: list[Piece], count: Callable[[str], int] | N
     doc_title = doc.title or ""
     corpus, source, version, metadata, n = doc.corpus, doc.path, doc.doc_version, doc.metadata, len(pieces)
     joined: dict[tuple[str, ...], str] = {}  # section path -> its string (pieces of a section share the tuple)
+    end_map = end_map if end_map is not None else line_map
+    last = len(line_map) if line_map else 0
     for i, piece in enumerate(pieces, start=1):
+        start_line, end_line = piece.start_line, piece.end_line
+        if line_map and end_map:
+            start_line = line_map[min(start_line, last) - 1]
+            end_line = max(start_line, end_map[min(end_line, len(end_map)) - 1])
         path = joined.get(piece.section_path)
         if path is None:
             path = joined[piece.section_path] = SECTION_SEPARATOR.join(piece.section_path)
@@ -68,8 +78,8 @@ def finalize(doc: Document, pieces: list[Piece], count: Callable[[str], int] | N
                 corpus=corpus,
                 source_path=source,
                 section_path=path,
-                start_line=piece.start_line,
-                end_line=piece.end_line,
+                start_line=start_line,
+                end_line=end_line,
                 position=i,
                 n_chunks=n,
                 tokens=piece.tokens if piece.tokens >= 0 else count(text),

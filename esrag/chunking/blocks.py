@@ -188,71 +188,54 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: 
         the last ``<a name|id>`` of the anchor blocks standing right before it.
     """
     lines = text.split("\n") if lines is None else lines
-    spans = _top_level_spans(text, autorefs, icons, lines)
+    env: dict = {}
+    # the blocks are markdown-it-py's (esrag.chunking.scan.top_level_blocks: a line scanner for the
+    # common blocks, markdown-it for the rest, the same result); header titles are read once every
+    # block is known, so a reference defined below a header resolves in it
+    raw = top_level_blocks(_block_parser(), text, env, _region_parser(), lines)
     blocks: list[Block] = []
     stack: list[tuple[int, str]] = []
     path: tuple[str, ...] = ()  # the titles of the stack (kept in step with it)
     covered_until = 0  # 0-based line index: lines before this are covered
     paragraph, header, anchor_kind = BlockKind.PARAGRAPH, BlockKind.HEADER, BlockKind.ANCHOR
-    for kind, start, end, token_content in spans:
+    kinds = _TOKEN_KIND
+    lead = ""  # the last <a name|id> of the run of anchor blocks that ends ``blocks`` ('' if none)
+    for ttype, start, end, payload in raw:
+        kind = kinds[ttype]
         if covered_until < start and (start - covered_until > 1 or lines[covered_until].strip()):
-            blocks.extend(_gap_paragraphs(lines, covered_until, start, stack))
+            gap = _gap_paragraphs(lines, covered_until, start, stack)
+            if gap:
+                blocks.extend(gap)
+                lead = ""
         if end > covered_until:
             covered_until = end
         n = end - start
         while n and not lines[start + n - 1].strip():
             n -= 1
         block_text = "\n".join(lines[start : start + n]) if n != 1 else lines[start]
+        level, anchor = 0, ""
         if kind is paragraph:
-            content = token_content or block_text
+            content = payload or block_text
             if (content[:1] == "<" or content[:1].isspace()) and _ANCHOR_ONLY.match(content):
                 kind = anchor_kind
-        level, anchor = 0, ""
-        if kind is header:
-            level, title, anchor = token_content
-            anchor = anchor or _leading_anchor(blocks)
+                names = anchor_names(block_text)
+                lead = names[-1] if names else lead
+                blocks.append(Block(kind, block_text, start + 1, start + n, path, 0, ""))
+                continue
+        elif kind is header:
+            level, content = payload
+            source, attr_id = split_header_attrs(content)
+            inline = anchor_names(source) if "<" in source else []
+            title = header_title(source, env, autorefs, icons)
+            anchor = attr_id or (inline[0] if inline else "") or lead
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
             path = tuple(t for _, t in stack if t)
+        lead = ""
         blocks.append(Block(kind, block_text, start + 1, start + n, path, level, anchor))
     blocks.extend(_gap_paragraphs(lines, covered_until, len(lines), stack))
     return blocks
-
-
-def _top_level_spans(text: str, autorefs: bool = False, icons: bool = False,
-                     lines: list[str] | None = None) -> list[tuple[BlockKind, int, int, Any]]:
-    """(kind, start, end, extra) for each top-level markdown-it block; 0-based [start, end).
-
-    The blocks are markdown-it-py's (:func:`esrag.chunking.scan.top_level_blocks`: a line
-    scanner for the common blocks, markdown-it for the rest, the same result); header titles
-    are read once every block is known, so a reference defined below a header resolves in it.
-    """
-    env: dict = {}
-    spans: list[tuple[BlockKind, int, int, Any]] = []
-    for ttype, start, end, payload in top_level_blocks(_block_parser(), text, env, _region_parser(), lines):
-        kind = _TOKEN_KIND[ttype]
-        extra: Any = None  # HEADER: (level, title, anchor); PARAGRAPH: its inline source
-        if kind is BlockKind.HEADER:
-            level, content = payload
-            source, attr_id = split_header_attrs(content)
-            inline = anchor_names(source) if "<" in source else []
-            extra = (level, header_title(source, env, autorefs, icons), attr_id or (inline[0] if inline else ""))
-        elif kind is BlockKind.PARAGRAPH:
-            extra = payload
-        spans.append((kind, start, end, extra))
-    return spans
-
-
-def _leading_anchor(blocks: list[Block]) -> str:
-    """The last ``<a name|id>`` of the run of anchor blocks that ends ``blocks`` ('' if none)."""
-    for block in reversed(blocks):
-        if block.kind is not BlockKind.ANCHOR:
-            return ""
-        names = anchor_names(block.text)
-        if names:
-            return names[-1]
-    return ""
 
 
 def _gap_paragraphs(lines: list[str], start: int, end: int, stack: list[tuple[int, str]]) -> list[Block]:

@@ -93,7 +93,7 @@ class HeaderChunker:
         if lines is not parsed.lines:  # oversize blocks were split: the same lines but for the split blocks
             tokens = tokens.spliced(lines, edits, _marks(blocks))
         pieces = self.merge_small(self.group(blocks, lines, tokens), tokens)
-        return finalize(doc, [_to_source(p, line_map, end_map) for p in pieces], tokens.text)
+        return finalize(doc, pieces, tokens.text, line_map, end_map)  # spans mapped to the source file's lines
 
     def group(self, blocks: list[Block], lines: list[str], tokens: LineTokens | None = None) -> list[Piece]:
         """Grouping rules 1–3: pieces whose body blocks all come from one section, each with its
@@ -211,15 +211,6 @@ def _piece(first: Block, last: Block, section_path: tuple[str, ...], tokens: Lin
 def _joined_tokens(parts: list[Piece], tokens: LineTokens) -> int:
     """cl100k tokens of the parts' texts joined by blank lines, from their line spans."""
     return tokens.joined([(p.start_line - 1, p.end_line) for p in parts])
-
-
-def _to_source(piece: Piece, line_map: list[int], end_map: list[int]) -> Piece:
-    """``piece`` with its span in source lines (its text stays the resolved text)."""
-    if not line_map:
-        return piece
-    start = line_map[min(piece.start_line, len(line_map)) - 1]
-    end = end_map[min(piece.end_line, len(end_map)) - 1]
-    return Piece(piece.text, piece.section_path, start, max(start, end), piece.tokens)
 
 
 def _joined_len(parts: list[Piece]) -> int:

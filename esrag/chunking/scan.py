@@ -61,6 +61,7 @@ _KEPT = frozenset({"front_matter", "fence", "code_block", "heading_open", "table
 _UNSAFE_START = frozenset(" \t>-+*_[<`~#=0123456789")
 # A superset of markdown-it's table delimiter rows (table rule: /^[-:|][-:|\s]*$/ after indent).
 _MAYBE_DELIM = re.compile(r"[ \t]*[|:-][|:\- \t]*\Z")
+_DELIM_START = frozenset(" \t|:-")  # the first characters such a row can have
 # A line after a blank line where no top-level block but fences / HTML 1-5 can still be open.
 _BOUNDARY_BAD = frozenset(" \t>-+*0123456789")
 _ORDERED = re.compile(r"\d{1,9}[.)]")
@@ -223,7 +224,10 @@ class _Scanner:
 
     def _delim_after(self, i: int) -> bool:
         """True when line i + 1 might be a table delimiter row (the table rule looks at it first)."""
-        return i + 1 < self.n and _MAYBE_DELIM.match(self.lines[i + 1]) is not None
+        if i + 1 >= self.n:
+            return False
+        line = self.lines[i + 1]
+        return line[:1] in _DELIM_START and _MAYBE_DELIM.match(line) is not None
 
     def _block(self, i: int) -> int:
         """Scan the block starting at column 0 on line i; its end line, or 0 when unsure."""
