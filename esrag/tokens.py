@@ -329,7 +329,7 @@ class LineTokens:
             return LineTokens(lines, marks)
         wanted = sorted({k for k in marks if 0 <= k < n and cut[k]})
         old_marks, old_before, old_n = self._marks, self._before, len(old_cut)
-        before = [-1] * (n + 1)
+        before: dict[int, int] = {}
         new_marks: list[int] = []
         text, chars, count = out._text, out._chars, out._count
         delta = 0  # tokens the edits so far added
@@ -367,26 +367,26 @@ class LineTokens:
         return dict(zip(self._pieces, self._counts))
 
     def _count_pieces(self) -> None:
-        """``_before`` (tokens before line k: set at the marks and the end, -1 elsewhere until
-        :meth:`_at` counts it) and ``_total`` from the counts of the pieces between marks (a
-        piece's count is its count on its own: the cut rule), each counted by
-        :func:`fast_count`."""
+        """``_before`` (line k -> tokens before it: set at the marks and the end, further cut
+        lines added when :meth:`_at` counts them) and ``_total`` from the counts of the pieces
+        between marks (a piece's count is its count on its own: the cut rule), each counted by
+        :func:`fast_count`. (Every step is a C-level map: this runs once per document.)"""
         text, chars, marks = self._text, self._chars, self._marks
-        pieces = [text[chars[k]:chars[nk]] for k, nk in zip(marks, marks[1:])]
-        pieces.append(text[chars[marks[-1]]:])  # the text's last piece has no line break after it
+        starts = list(map(chars.__getitem__, marks))
+        ends = starts[1:]
+        ends.append(len(text))  # the text's last piece has no line break after it
+        pieces = list(map(text.__getitem__, map(slice, starts, ends)))
         counts = list(map(self._count, pieces))
-        before = [-1] * (len(self.lines) + 1)
-        for k, n in zip(marks, itertools.accumulate(counts, initial=0)):
-            before[k] = n
-        self._total = before[-1] = sum(counts)
+        before = dict(zip(marks, itertools.accumulate(counts, initial=0)))
+        self._total = before[len(self.lines)] = sum(counts)
         self._before = before
         self._pieces, self._counts = pieces, counts
 
     def _at(self, k: int) -> int:
         """Tokens before cut line ``k`` (or ``len(lines)``): the count of the text from the mark
         before it to it, added to that mark's, the first time (the cut rule makes it exact)."""
-        v = self._before[k]
-        if v < 0:
+        v = self._before.get(k)
+        if v is None:
             marks = self._marks
             m = marks[bisect.bisect_right(marks, k) - 1]
             v = self._before[m] + self._count(self._text[self._chars[m]:self._chars[k]])
