@@ -446,12 +446,13 @@ class LineTokens:
         if n == len(lines):  # the text's last piece has no line break after it
             if b == n and not suffix:
                 return self._total - self._at(c)
-        elif b == c + 1 and (n == b or all(not lines[k] for k in range(b, n))):
+        elif b == c + 1 and self._chars[n] - self._chars[b] == n - b:  # lines b..n-1 are empty
             # the piece is lines[c] and n - c line breaks: swap those for the suffix in its last
             # pre-token (see _stem)
             stem = _stem(lines[c])
             if stem is not None:
-                piece = self._at(n) - self._at(c)
+                before = self._before
+                piece = (before.get(n) or self._at(n)) - (before.get(c) or self._at(c))
                 return piece - _short_count(stem + "\n" * (n - c)) + _short_count(stem + suffix)
         return self.text("\n".join(lines[c:b]) + suffix)
 
