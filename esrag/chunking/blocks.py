@@ -109,8 +109,7 @@ def header_title(inline_source: str, env: dict | None = None, autorefs: bool = F
     A title with none of the characters that start inline syntax in markdown-it's commonmark
     preset (``_INLINE_SYNTAX``) is its own text and skips the inline parser.
     """
-    env = dict(env or {})
-    refs = env.get("references") or {}
+    refs = (env or {}).get("references") or {}
     if autorefs and "[" in inline_source:
         inline_source = _UNDEFINED_REF.sub(
             lambda m: m.group(0) if normalizeReference(m.group(2)) in refs else m.group(1), inline_source)
@@ -120,7 +119,7 @@ def header_title(inline_source: str, env: dict | None = None, autorefs: bool = F
         return " ".join(inline_source.split())
     if "`" in inline_source and (plain := _code_spans_only(inline_source)) is not None:
         return " ".join(plain.split())
-    tokens = _inline_parser().parseInline(inline_source, env)
+    tokens = _inline_parser().parseInline(inline_source, dict(env or {}))  # a copy: parsing may add to it
     parts: list[str] = []
     for tok in tokens[0].children or [] if tokens else []:
         if tok.type in ("text", "code_inline"):
