@@ -18,7 +18,8 @@ parse of each file (what the chunker did before issue 17), esrag's block scanner
 (:func:`esrag.chunking.scan.top_level_blocks`, markdown-it only for the blocks it leaves), one
 cl100k encoding of each file (tiktoken), and one count of each file by the counter the chunker
 uses (:func:`esrag.tokens.fast_count`: quicktok, else bpe-openai; the least the exact token
-counts cost). The 1-minute load average of each round is printed beside it.
+counts cost). The 1-minute load average of each round is printed beside it. Every round's
+numbers go to ``benchmarks/results/chunk.json`` (``--out``).
 
     .venv/bin/python benchmarks/bench_chunk.py [--copies 10] [--rounds 7] [--slice 20] [--parts]
 """
@@ -26,9 +27,12 @@ counts cost). The 1-minute load average of each round is printed beside it.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import statistics
 import time
+from pathlib import Path
 
 from _data import default_chunker, shared_data
 
@@ -45,6 +49,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--slice", type=int, default=20, help="files timed by one side before the other takes them")
     ap.add_argument("--parts", action="store_true", help="also time the parts on their own")
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "chunk.json")
     args = ap.parse_args()
     from langchain_text_splitters import MarkdownHeaderTextSplitter
 
@@ -66,7 +71,7 @@ def main() -> None:
     def langchain(part) -> int:
         return sum(len(splitter.split_text(text)) for _, text in part)
 
-    ratios, load = [], []
+    ratios, load, rounds = [], [], []
     best = {"esrag": float("inf"), "langchain": float("inf"), "parse": float("inf"), "scan": float("inf"),
             "encode": float("inf"), "fast": float("inf")}
     n = m = 0
@@ -88,6 +93,8 @@ def main() -> None:
         for side, t in spent.items():
             best[side] = min(best[side], t)
         ratios.append(spent["langchain"] / spent["esrag"])
+        rounds.append({"esrag_mb_s": mb / spent["esrag"], "langchain_mb_s": mb / spent["langchain"], "ratio": ratios[-1],
+                       "load_1min": load[-1]})
         print(f"  round {r + 1}: {mb / spent['esrag']:.2f}  {mb / spent['langchain']:.2f}  {ratios[-1]:.3f}x  "
               f"load {load[-1]:.1f}", flush=True)
         if args.parts:
@@ -109,6 +116,13 @@ def main() -> None:
               f"{rate['encode']:.2f} MB/s ({rate['encode'] / lc:.2f}x), one count per file by the chunker's counter "
               f"({fast_backend()}) {rate['fast']:.2f} MB/s ({rate['fast'] / lc:.2f}x)")
     print(f"load average (1 min) per round: {', '.join(f'{x:.1f}' for x in load)}; CPU: {' '.join(cpu_features())}")
+    result = {"mb": mb, "files": len(files), "chunks": n, "sections": m, "slice": args.slice, "counter": fast_backend(),
+              "cpu": platform.processor() or platform.machine(), "cpu_features": cpu_features(), "rounds": rounds,
+              "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+              "best_mb_s": {k: v for k, v in rate.items() if k in ("esrag", "langchain") or args.parts}}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

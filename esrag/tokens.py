@@ -363,7 +363,8 @@ class LineTokens:
         return out
 
     def pieces(self) -> dict[str, int]:
-        """The text's pieces between marks (each with its line breaks), with their counts."""
+        """The text's pieces between marks (each with its line breaks), with their counts; empty
+        for counts made by :meth:`spliced` (which counts only the edited ranges)."""
         return dict(zip(self._pieces, self._counts))
 
     def _count_pieces(self) -> None:
