@@ -201,7 +201,7 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: 
     lead = ""  # the last <a name|id> of the run of anchor blocks that ends ``blocks`` ('' if none)
     for ttype, start, end, payload in raw:
         kind = kinds[ttype]
-        if covered_until < start and (start - covered_until > 1 or lines[covered_until].strip()):
+        if covered_until < start and (start - covered_until > 1 or _filled(lines[covered_until])):  # (rare)
             gap = _gap_paragraphs(lines, covered_until, start, stack)
             if gap:
                 blocks.extend(gap)
@@ -209,7 +209,7 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: 
         if end > covered_until:
             covered_until = end
         n = end - start
-        while n and not lines[start + n - 1].strip():
+        while n and (not (last := lines[start + n - 1]) or last.isspace()):  # trailing blank lines
             n -= 1
         block_text = "\n".join(lines[start : start + n]) if n != 1 else lines[start]
         level, anchor = 0, ""
@@ -237,16 +237,21 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: 
     return blocks
 
 
+def _filled(line: str) -> bool:
+    """``bool(line.strip())`` without copying the line: it has a non-whitespace character."""
+    return bool(line) and not line.isspace()
+
+
 def _gap_paragraphs(lines: list[str], start: int, end: int, stack: list[tuple[int, str]]) -> list[Block]:
     """Paragraph blocks for non-blank lines no markdown-it block covers (e.g. link definitions)."""
     out: list[Block] = []
     i = start
     while i < end:
-        if not lines[i].strip():
+        if not _filled(lines[i]):
             i += 1
             continue
         j = i
-        while j < end and lines[j].strip():
+        while j < end and _filled(lines[j]):
             j += 1
         path = tuple(t for _, t in stack if t)
         out.append(Block(BlockKind.PARAGRAPH, "\n".join(lines[i:j]), i + 1, j, path))

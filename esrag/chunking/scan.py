@@ -210,10 +210,10 @@ class _Scanner:
         while i < n:
             line = lines[i]
             if not line or line[0] in " \t":
-                if _blank(line):
+                if not line.strip(" \t"):  # blank
                     i += 1
                     continue
-                if _indent(line) >= 4:
+                if _CODE_LINE.match(line):  # indented >= 4 columns
                     i = self._code(i)
                     continue
                 i = self._fallback(i, i)
@@ -401,13 +401,14 @@ class _Scanner:
         while j < n:
             line = lines[j]
             if not line or line[0] in " \t":
-                if _blank(line):
+                if not line.strip(" \t"):  # blank
                     break
-                if _indent(line) >= 4:  # lazy continuation, never a terminator
+                if _CODE_LINE.match(line):  # indented >= 4 columns: lazy continuation, never a terminator
                     j += 1
                     continue
                 return 0
-            if self._delim_after(j):
+            after = lines[j + 1] if j + 1 < n else ""
+            if after[:1] in _DELIM_START and _MAYBE_DELIM.match(after):  # maybe a table's delimiter row
                 return 0
             c = line[0]
             if c == "#":
