@@ -15,8 +15,8 @@ the same counts (``tests/test_tokens.py`` checks every file, piece and chunk of 
 and random strings of the characters where the pre-tokenizer is delicate, for each backend):
 
 * ``quicktok`` (PyPI ``quicktok-v1``, MIT, C++): ~2.5x ``bpe-openai`` here, ~2.7x on whole
-  files; the only way found to bring ``esrag chunk`` to half the LangChain header splitter's
-  rate (issue 17);
+  files; with it ``esrag chunk`` runs at ~0.6x the LangChain header splitter's rate, with
+  ``bpe-openai`` at ~0.5x (``benchmarks/bench_chunk.py``, issue 17);
 * else GitHub's ``bpe-openai`` Rust crate (``github/rust-gems``, MIT; the PyPI wheel
   ``bpe-openai``): ~2x tiktoken's encoding (its own pre-tokenizer regex is cl100k's rewritten
   without look-ahead);
