@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import normalizeReference

@@ -62,8 +62,8 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
         return lines, line_map, end_map, blocks
     tokens = tokens if tokens is not None and tokens.lines is lines else None
     budgets = _budgets(blocks, cap, count, tokens)
-    todo = {i for i, budget in enumerate(budgets) if budget >= 0 and (b := blocks[i]).kind is not BlockKind.FRONT_MATTER
-            and (b.is_body or b.kind is BlockKind.HTML) and _block_tokens(b, lines, count, tokens) > budget}
+    todo = {i for i, budget in enumerate(budgets) if budget >= 0 and (blk := blocks[i]).kind is not BlockKind.FRONT_MATTER
+            and (blk.is_body or blk.kind is BlockKind.HTML) and _block_tokens(blk, lines, count, tokens) > budget}
     if not todo:
         return lines, line_map, end_map, blocks
     spans = list(zip(line_map, end_map))
