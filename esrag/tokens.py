@@ -237,8 +237,10 @@ class LineTokens:
     from its first line to its last cut line plus the count of the rest (usually its last line
     without the line break after it — one token less than with it when it ends in an ASCII
     letter or digit — else counted, remembered). Ranges that do not start at a cut line, and
-    any other text (:meth:`text`), go through a :class:`TokenCounter`. Every count equals
-    :func:`count_tokens` of the same text (``tests/test_tokens.py``).
+    any other text (:meth:`text`), go through a :class:`TokenCounter`. When ranges of lines are
+    replaced (the oversize split), :meth:`spliced` gives the new text's counts from these and a
+    count of each replaced range. Every count equals :func:`count_tokens` of the same text
+    (``tests/test_tokens.py``).
     """
 
     def __init__(self, lines: list[str], marks: Iterable[int] | None = None) -> None:
