@@ -44,6 +44,23 @@ def test_durable_across_connections(tmp_path):
     again.close()
 
 
+def test_knn_sees_what_another_connection_wrote_and_deleted(tmp_path):
+    """A long-running reader (``esrag serve``) and a later writer (``esrag ingest`` in another
+    process) on one file: the reader's kNN must see the new chunks and forget the deleted ones."""
+    path = tmp_path / "shared.db"
+    server = SQLiteStore(path)
+    server.ensure(meta())
+    server.write([make_chunk(0, "first")], np.stack([unit(0)]), ["m"])
+    assert [i for i, _ in server.knn(unit(0), 5, Filters(), 10)] == ["docs-a.md-0"]  # matrix read
+    ingest = SQLiteStore(path)
+    ingest.write([make_chunk(1, "second")], np.stack([unit(1)]), ["m"])
+    assert server.knn(unit(1), 1, Filters(), 10)[0][0] == "docs-a.md-1"
+    ingest.delete(["docs-a.md-0"])
+    assert [i for i, _ in server.knn(unit(0), 5, Filters(), 10)] == ["docs-a.md-1"]
+    ingest.close()
+    server.close()
+
+
 def test_failed_batch_writes_nothing(tmp_path):
     s = SQLiteStore(tmp_path / "t.db")
     s.ensure(meta())

@@ -96,6 +96,7 @@ class SQLiteStore:
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the embedded store at {self.path}: {exc}; set ESRAG_DB to a writable path") from exc
         self._matrix: _VectorMatrix | None = None
+        self._matrix_version = -1  # PRAGMA data_version when the matrix was read
         self._migrate()
 
     def _migrate(self) -> None:
@@ -373,16 +374,23 @@ class SQLiteStore:
             raise NotIndexedError(f"nothing is indexed in {self.path} yet; run `esrag ingest PATH` first")
 
     def _vectors(self) -> _VectorMatrix:
+        """The in-memory matrix of every chunk's vector, read again when the database changed:
+        this store's own writes drop it, and ``PRAGMA data_version`` (which changes when another
+        connection — another process's ``esrag ingest`` while ``esrag serve`` runs — commits)
+        tells of everyone else's."""
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
         matrix = self._matrix
-        if matrix is not None:
+        if matrix is not None and version == self._matrix_version:
             return matrix
         with self._db:  # one thread builds it; a write in between cannot leave it stale
-            if self._matrix is None:
+            if self._matrix is None or self._matrix_version != version:
+                self._analyzer = None  # the index may have been rebuilt
                 rows = self._db.execute(
                     "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by, doc_version FROM chunks"
                 ).fetchall()
                 meta = self.meta()
                 self._matrix = _VectorMatrix(rows, meta.dims if meta else 0)
+                self._matrix_version = version
             return self._matrix
 
 
