@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, Task, TextCol
 from rich.table import Table
 from rich.text import Text
 
+from esrag.urls import scrub_credentials
 from esrag import __version__, app, plugins
 from esrag.app import open_store
 from esrag.config import SEARCH_MODES, load_settings
@@ -99,7 +100,8 @@ class _RichObserver(Observer):
         self.progress.advance(self.embeds, n)
 
     def failure(self, failure: Failure) -> None:
-        self.progress.console.print(f"[red]failed[/red] {escape(failure.path)}: {escape(failure.error)}", soft_wrap=True)
+        self.progress.console.print(f"[red]failed[/red] {escape(failure.path)}: {escape(scrub_credentials(failure.error))}",
+                                    soft_wrap=True)
 
 
 class _RateColumn(TextColumn):

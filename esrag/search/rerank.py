@@ -32,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 from esrag.errors import ConfigError, ModelLoadError, PluginError, RerankError
 from esrag.model import Hit, LegResult
 from esrag.stores.base import NativeRerank
+from esrag.urls import redact_url
 
 DEFAULT_TOP_N = 30
 
@@ -187,7 +188,7 @@ class HTTPReranker:
         if not url.startswith(("http://", "https://")):
             raise ConfigError(f"http reranker URL {url!r} must start with http:// or https://")
         self.url = url
-        self.spec = f"http:{url}"
+        self.spec = f"http:{redact_url(url)}"
         self.model = model if model is not None else os.environ.get("ESRAG_RERANK_MODEL")
         self._key = api_key if api_key is not None else os.environ.get("ESRAG_RERANK_API_KEY")
         self.timeout = timeout

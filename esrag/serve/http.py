@@ -36,6 +36,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from esrag.urls import scrub_credentials
 from esrag import __version__
 from esrag.errors import (
     AnswerError, ConfigError, EsragError, ModelLoadError, NotIndexedError, RerankError, StoreError,
@@ -99,7 +100,7 @@ def _status(exc: EsragError) -> int:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())[:500]
+    return scrub_credentials(" ".join(str(text).split()))[:500]
 
 
 class FastJSON(JSONResponse):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from esrag.urls import scrub_credentials
 from esrag import __version__
 from esrag.errors import EsragError
 from esrag.serve.security import LIMITS
@@ -48,7 +49,7 @@ def instructions(service: SearchService) -> str:
 
 
 def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())[:500] or type(exc).__name__
+    return scrub_credentials(" ".join(str(exc).split()))[:500] or type(exc).__name__
 
 
 def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:

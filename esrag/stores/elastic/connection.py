@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import orjson
 from elasticsearch import (
@@ -30,6 +30,7 @@ from elasticsearch.serializer import (
     NdjsonSerializer,
 )
 
+from esrag.urls import redact_url  # noqa: F401  (re-exported: esrag.stores.elastic.redact_url)
 from esrag.errors import ConfigError, StoreError
 
 _PACKAGE = __name__.rsplit(".", 1)[0]
@@ -128,20 +129,6 @@ def fast_serializers() -> dict[str, Any]:
     """The client's serializers by mimetype (JSON, NDJSON and their ``compatible-with``
     variants, which the 8.x client sends and 9.x servers answer with) backed by orjson."""
     return {kind.mimetype: kind() for kind in _ORJSON_SERIALIZERS}
-
-
-def redact_url(url: str) -> str:
-    """``url`` without user:password (safe to print); for a comma-separated list of node URLs,
-    each of them."""
-    if "," in url:
-        return ",".join(redact_url(u.strip()) for u in url.split(","))
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
-        return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-    return url
 
 
 def node_urls(url: str) -> list[str]:
