@@ -378,7 +378,8 @@ class SQLiteStore:
         this store's own writes drop it, and ``PRAGMA data_version`` (which changes when another
         connection — another process's ``esrag ingest`` while ``esrag serve`` runs — commits)
         tells of everyone else's."""
-        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        row = self._db.execute("PRAGMA data_version").fetchone()
+        version = row[0] if row else -1
         matrix = self._matrix
         if matrix is not None and version == self._matrix_version:
             return matrix
