@@ -203,7 +203,8 @@ def test_parse_expand():
     assert str(parse_expand("neighbours:2")) == "neighbours:2" and str(parse_expand("neighbors:1")) == "neighbours:1"
     assert str(parse_expand("parent")) == "parent" and str(parse_expand("auto-merge:3")) == "auto-merge:3"
     assert parse_expand(None) is None and parse_expand("none").kind == "none"
-    for bad in ("window:2", "neighbours:0", "auto-merge:1", "parent:2"):
+    assert str(parse_expand("neighbours:50")) == "neighbours:50"
+    for bad in ("window:2", "neighbours:0", "auto-merge:1", "parent:2", "neighbours:51", "neighbours:999999"):
         with pytest.raises(ConfigError, match="neighbours:W"):
             parse_expand(bad)
 

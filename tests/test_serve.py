@@ -92,6 +92,8 @@ HOSTILE = [
     ("GET", "/search", {"params": {"q": "   "}}, 422),
     ("GET", "/search", {}, 422),
     ("GET", "/search", {"params": {"q": "routes", "expand": "sideways:9"}}, 422),
+    ("GET", "/search", {"params": {"q": "routes", "expand": "neighbours:999999"}}, 422),  # was 500 (too many SQL variables)
+    ("GET", "/search", {"params": {"q": "routes", "expand": "neighbours:" + "9" * 90}}, 422),
     ("GET", "/search", {"params": {"q": "routes", "corpus": "nope"}}, 404),
     ("POST", "/search", {"content": b"{not json", "headers": {"content-type": "application/json"}}, 422),
     ("POST", "/search", {"content": b"[1, 2]", "headers": {"content-type": "application/json"}}, 422),

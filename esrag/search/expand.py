@@ -4,7 +4,8 @@ Seed 001: regulations need the subsection that scopes a clause ("keep the number
 the parent, and merge upward when several clauses of one subsection match"), tickets need no
 expansion at all. Specs (``--expand``, ``search.expand``, ``[corpora.NAME] expand``):
 
-``neighbours:W``  each hit grows to the chunks at positions ``p-W .. p+W`` of its source.
+``neighbours:W``  each hit grows to the chunks at positions ``p-W .. p+W`` of its source
+                  (``1 <= W <= 50``).
 ``parent``        each hit grows to its **parent section**: the chunks of its source whose
                   section path equals, or lies under, the hit's section path with its last
                   title removed ("A > B > C" -> every chunk in "A > B"; a top-level path's
@@ -62,11 +63,18 @@ class ExpandSpec:
         return f"{self.kind}:{self.n}" if self.kind in ("neighbours", "auto-merge") else self.kind
 
 
+#: The widest ``neighbours:W``: each hit fetches its 2W + 1 positions from the store (one request
+#: or statement per hit), and an expanded hit stops at ``expand_max_tokens`` (1,024 by default),
+#: which 50 chunks on each side pass in any real corpus.
+MAX_NEIGHBOURS = 50
+
+
 def parse_expand(spec: str | None) -> ExpandSpec | None:
     """``"neighbours:2"``, ``"parent"``, ``"auto-merge:3"``, ``"none"`` (None/'' -> None).
 
     Raises:
-        ConfigError: an unknown kind or a bad number (names the valid forms).
+        ConfigError: an unknown kind or a bad number (names the valid forms; ``W`` at most
+            :data:`MAX_NEIGHBOURS`).
     """
     if spec is None or not str(spec).strip():
         return None
@@ -76,9 +84,10 @@ def parse_expand(spec: str | None) -> ExpandSpec | None:
         raise ConfigError(f"unknown expansion {spec!r}; valid: neighbours:W (W >= 1), parent, auto-merge:M (M >= 2), none")
     if m.group(3):
         return ExpandSpec(m.group(3))
-    n = int(m.group(2))
-    if (m.group(1) == "neighbours" and n < 1) or (m.group(1) == "auto-merge" and n < 2):
-        raise ConfigError(f"expansion {spec!r}: use neighbours:W with W >= 1 or auto-merge:M with M >= 2")
+    n = int(m.group(2)) if len(m.group(2)) <= 6 else MAX_NEIGHBOURS + 1
+    if (m.group(1) == "neighbours" and not 1 <= n <= MAX_NEIGHBOURS) or (m.group(1) == "auto-merge" and n < 2):
+        raise ConfigError(f"expansion {spec!r}: use neighbours:W with 1 <= W <= {MAX_NEIGHBOURS} "
+                          "or auto-merge:M with M >= 2")
     return ExpandSpec(m.group(1), n)
 
 
