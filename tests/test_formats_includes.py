@@ -129,11 +129,24 @@ def test_pymdownx_snippets_forms(tmp_path):
         '--8<-- "missing.md"',
     ]))
     p = parse(_doc(root, "docs/page.md"))
-    whole = ["one", "two", "--8<-- [start:sec]", "in section", "--8<-- [end:sec]", "five"]  # markers stay (snippets.py)
-    assert p.lines[:11] == ["# Page", *whole, "text", "    one", "    two", "in section"]
-    assert p.lines[11:13] == ["five", '--8<-- "snip.md"']  # block form, a ';' comment skipped, the escape shown
+    whole = ["one", "two", "in section", "five"]  # section markers removed (snippets.py parse_snippets)
+    assert p.lines[:9] == ["# Page", *whole, "text", "    one", "    two", "in section"]
+    assert p.lines[9:11] == ["five", '--8<-- "snip.md"']  # block form, a ';' comment skipped, the escape shown
     assert p.lines[-1] == '--8<-- "missing.md"' and p.problems == ["line 11: --8<-- 'missing.md': no such file missing.md"]
     assert p.line_map[p.lines.index("in section")] == 2 and p.line_map[p.lines.index("text")] == 3
+
+
+def test_snippet_section_markers_are_not_on_the_page(tmp_path):
+    """The page's own markers and a whole file's go (HTML-comment form too); an escaped marker
+    shows without its ';'; headers after them keep their own section path."""
+    root = _mkdocs(tmp_path, "\n".join([
+        "# Page", "<!-- --8<-- [start:s1] -->", "mine", "<!-- --8<-- [end:s1] -->", '--8<-- "part.md"',
+        ";--8<-- [start:shown]", "## Outside", "text",
+    ]))
+    (root / "docs" / "part.md").write_text("# --8<-- [start:sec]\nkept\n# --8<-- [end:sec]\n")
+    p = parse(_doc(root, "docs/page.md"))
+    assert p.lines == ["# Page", "mine", "kept", "--8<-- [start:shown]", "## Outside", "text"]
+    assert [b.section_path for b in p.blocks if b.kind.name == "HEADER"] == [("Page",), ("Page", "Outside")]
 
 
 def test_snippets_need_the_extension_in_mkdocs_yml(tmp_path):

@@ -14,7 +14,8 @@ Two preprocessors are reproduced, each from its own source:
   (``# `` lines, ``hide_lines.rs``), are not what a reader sees and are left out here.
 * pymdownx.snippets (``pymdownx/snippets.py``, pymdown-extensions 10): a line
   ``--8<-- "path"`` (also ``'path'``, any number of dashes), ``"path:start:end"`` line ranges,
-  ``"path:section"`` sections between ``--8<-- [start:section]`` / ``[end:section]`` markers,
+  ``"path:section"`` sections between ``--8<-- [start:section]`` / ``[end:section]`` markers
+  (marker lines themselves never reach the page, as in upstream's ``parse_snippets``),
   the block form (paths one per line between two ``--8<--`` lines), ``;--8<--`` escapes and
   ``;path`` comments. Paths are relative to the configured ``base_path`` of ``mkdocs.yml``
   (default: the MkDocs project root), then to the including file. The snippet line's
@@ -299,8 +300,11 @@ def _rust_hidden(line: str) -> bool:
 
 
 def _snippets(lines: list[str], src: list[int], ctx: IncludeContext, file: Path, stack: tuple[Path, ...],
-              out: Resolved) -> tuple[list[str], list[int]]:
-    """pymdownx.snippets' ``parse_snippets`` over ``lines`` (with their source lines ``src``)."""
+              out: Resolved, is_section: bool = False) -> tuple[list[str], list[int]]:
+    """pymdownx.snippets' ``parse_snippets`` over ``lines`` (with their source lines ``src``):
+    outside a section include (``is_section``), section marker lines (``--8<-- [start:x]``,
+    ``<!-- --8<-- [end:x] -->``) are removed and an escaped one (``;--8<-- [start:x]``) is
+    shown without its first ``;``, as the page the reader sees has them."""
     new: list[str] = []
     new_src: list[int] = []
     block = False
@@ -320,6 +324,12 @@ def _snippets(lines: list[str], src: list[int], ctx: IncludeContext, file: Path,
                 block = not block
                 continue
         elif not block:
+            marker = None if is_section else _SNIPPET_SECTION.match(line)
+            if marker is not None and marker.group("escape"):
+                line = (marker.group("pre") + marker.group("escape").replace(";", "", 1) + marker.group("inline")
+                        + marker.group("section") + marker.group("post"))
+            elif marker is not None:
+                continue  # a section marker: not on the page
             new.append(line)
             new_src.append(n)
             continue
@@ -332,7 +342,7 @@ def _snippets(lines: list[str], src: list[int], ctx: IncludeContext, file: Path,
         if path.startswith(";"):
             continue
         try:
-            included, target = _snippet_lines(path, ctx, file, stack)
+            included, target, section = _snippet_lines(path, ctx, file, stack)
         except IncludeError as exc:
             out.problems.append(f"line {n}: --8<-- {path!r}: {exc}")
             new.append(line)
@@ -340,13 +350,15 @@ def _snippets(lines: list[str], src: list[int], ctx: IncludeContext, file: Path,
             continue
         out.directives += 1
         out.dependencies.add(target)
-        sub, _ = _snippets(included, [n] * len(included), ctx, target, (*stack, target), out)
+        sub, _ = _snippets(included, [n] * len(included), ctx, target, (*stack, target), out, section)
         new.extend(space + s for s in sub)
         new_src.extend([n] * len(sub))
     return new, new_src
 
 
-def _snippet_lines(path: str, ctx: IncludeContext, file: Path, stack: tuple[Path, ...]) -> tuple[list[str], Path]:
+def _snippet_lines(path: str, ctx: IncludeContext, file: Path, stack: tuple[Path, ...]) -> tuple[list[str], Path, bool]:
+    """The lines a snippet path includes, the file they come from, and whether they are a
+    named section (``path:name``)."""
     m = _SNIPPET_FILE.match(path)
     if m is None:  # the pattern's parts are all optional: it matches any path
         raise IncludeError(f"cannot read the snippet path {path!r}")
@@ -364,10 +376,10 @@ def _snippet_lines(path: str, ctx: IncludeContext, file: Path, stack: tuple[Path
     start = max(0, int(m.group(2)[1:]) - 1) if m.group(2) and len(m.group(2)) > 1 else None
     end = int(m.group(3)[1:]) if m.group(3) and len(m.group(3)) > 1 else None
     if start is not None or end is not None:
-        return lines[slice(start, end)], target
+        return lines[slice(start, end)], target, False
     if m.group(4):
-        return _snippet_section(lines, m.group(4)[1:], name), target
-    return lines, target
+        return _snippet_section(lines, m.group(4)[1:], name), target, True
+    return lines, target, False
 
 
 def _snippet_section(lines: list[str], section: str, name: str) -> list[str]:
