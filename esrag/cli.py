@@ -202,7 +202,7 @@ def _print_summary(s: IngestSummary) -> None:
 
 @main.command()
 @click.argument("query")
-@click.option("-k", "k", type=int, help="Number of hits (default 10).")
+@click.option("-k", "k", type=click.IntRange(min=1), help="Number of hits (default 10).")
 @click.option("--mode", type=click.Choice(SEARCH_MODES), help="hybrid (BM25 + kNN fused by RRF; default), bm25 or dense.")
 @click.option("--corpus", "corpora", multiple=True, help="Only these corpora (repeatable).")
 @click.option("--path", "path_prefix", help="Only sources whose path starts with this prefix.")

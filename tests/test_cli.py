@@ -52,6 +52,14 @@ def test_every_command_has_help_text():
         assert result.exit_code == 0 and "--json" in result.output, name
 
 
+def test_search_k_below_one_is_refused_as_over_http_and_mcp(tmp_path):
+    runner = CliRunner()
+    for k in ("0", "-3"):
+        result = runner.invoke(main, ["search", "waker", "-k", k], env={"ESRAG_DB": str(tmp_path / "x.db")})
+        assert result.exit_code == 2 and "-k" in result.output and "Traceback" not in result.output, result.output
+    assert not (tmp_path / "x.db").exists()  # refused before anything was opened
+
+
 def test_ingest_json_summary_and_default_location(workdir):
     assert (workdir / ".esrag" / "esrag.db").exists()
     again = json.loads(run(["ingest", "docs", "--json"], cwd=workdir).stdout)
