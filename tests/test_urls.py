@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 import pytest
 
-from esrag.cli_common import handle_errors, one_line_warning
+from esrag.cli.common import handle_errors, one_line_warning
 from esrag.embedding.remote import OllamaEmbedder, OpenAIEmbedder
 from esrag.errors import EsragError, ModelLoadError, RerankError
 from esrag.llm.clients import LLMError

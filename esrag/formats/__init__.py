@@ -2,12 +2,14 @@
 
 :func:`parse` turns one :class:`~esrag.model.Document` into a :class:`Parsed`:
 
-* Markdown (``.md``, ``.markdown``) and MDX (``.mdx``, :mod:`esrag.formats.mdx`) with include
+* Markdown (``.md``, ``.markdown``) and MDX (``.mdx``, :mod:`esrag.formats.mdx`, imported
+  Markdown/MDX partials inlined where they are used) with include
   directives resolved first (:mod:`esrag.formats.includes`: mdBook ``{{#include}}`` /
   ``{{#rustdoc_include}}``, pymdownx.snippets ``--8<--``), then markdown-it-py blocks
-  (:func:`esrag.chunking.blocks.parse_blocks`);
-* reStructuredText (``.rst`` and the configured suffixes, :mod:`esrag.formats.rst`) parsed by
-  docutils and rendered block by block.
+  (:func:`esrag.formats.markdown_blocks.parse_blocks`);
+* reStructuredText (``.rst`` and the configured suffixes, or any file whose ``Document.format``
+  the site set to ``rst``, e.g. Sphinx ``source_suffix = ".txt"``; :mod:`esrag.formats.rst`)
+  parsed by docutils and rendered block by block.
 
 Blocks' line spans index :attr:`Parsed.lines` (the resolved text); :attr:`Parsed.line_map`
 takes a resolved line back to its source line, so chunks keep the including page's line span.
@@ -17,10 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from esrag.chunking.blocks import normalize, parse_blocks
 from esrag.formats.base import RST_SUFFIXES, Parsed
 from esrag.formats.includes import context_for, resolve
-from esrag.formats.mdx import blank_code_lines
+from esrag.formats.markdown_blocks import normalize, parse_blocks
+from esrag.formats.mdx import blank_code_lines, expand_partials
 from esrag.formats.rst import parse_rst
 from esrag.model import Document
 
@@ -45,17 +47,25 @@ def parse(doc: Document, rst_suffixes: tuple[str, ...] = RST_SUFFIXES) -> Parsed
     include); ``doc.text`` may use any line endings.
     """
     text = normalize(doc.text)
-    if is_rst(doc.path, rst_suffixes):
-        return parse_rst(text, doc.path, source_file(doc), Path(doc.root) if doc.root else None)
+    if doc.format == "rst" or (doc.format != "markdown" and is_rst(doc.path, rst_suffixes)):
+        return parse_rst(text, doc.path, source_file(doc), Path(doc.root) if doc.root else None, doc.format_options)
     return _parse_markdown(text, doc)
 
 
 def _parse_markdown(text: str, doc: Document) -> Parsed:
-    if doc.path.lower().endswith(".mdx"):
-        text = blank_code_lines(text)
     file = source_file(doc)
+    partials = None
+    if doc.path.lower().endswith(".mdx"):
+        if file is not None and doc.root:
+            partials = expand_partials(text, file.resolve(), Path(doc.root).resolve())
+            text = "\n".join(partials.lines)
+        text = blank_code_lines(text)
     ctx = context_for(file, Path(doc.root)) if file is not None and doc.root else None  # source_file: both set
     res = resolve(text, ctx)
+    if partials is not None:
+        res.line_map = [partials.line_map[n - 1] for n in res.line_map]
+        res.problems = partials.problems + res.problems
+        res.dependencies |= partials.dependencies
     joined = "\n".join(res.lines)
     same = joined.count("\n") == len(res.lines) - 1  # no resolved line holds a line break: they are its split
     blocks = parse_blocks(joined, autorefs=ctx.autorefs if ctx is not None else False,

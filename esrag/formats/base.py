@@ -9,6 +9,17 @@ from esrag.model import Block
 
 RST_SUFFIXES = (".rst", ".rest")
 
+# Every problem about an include directive that was not resolved holds this phrase (the ingest
+# summary counts them: ``includes_unresolved``).
+UNRESOLVED = "include not resolved"
+
+
+def is_unresolved_include(problem: str) -> bool:
+    """True when ``problem`` (one of :attr:`Parsed.problems`) is about an include directive that
+    was not resolved (a failed one, left out of the text, or a line that looks like one of a
+    form no enabled extension handles, kept as text)."""
+    return UNRESOLVED in problem
+
 
 @dataclass
 class Parsed:

@@ -12,6 +12,9 @@ Two preprocessors are reproduced, each from its own source:
   includes. ``rustdoc_include`` passes the whole file to rustdoc but shows only the selected
   lines; the rest, and the selected lines that mdBook's HTML renderer hides in Rust code
   (``# `` lines, ``hide_lines.rs``), are not what a reader sees and are left out here.
+* Hugo shortcodes (:mod:`esrag.formats.shortcodes`), for files of a Hugo project: the inner
+  content of paired shortcodes, ``{{% include "page" %}}`` pages of the content tree, nothing for
+  the others.
 * pymdownx.snippets (``pymdownx/snippets.py``, pymdown-extensions 10): a line
   ``--8<-- "path"`` (also ``'path'``, any number of dashes), ``"path:start:end"`` line ranges,
   ``"path:section"`` sections between ``--8<-- [start:section]`` / ``[end:section]`` markers
@@ -21,17 +24,32 @@ Two preprocessors are reproduced, each from its own source:
   (default: the MkDocs project root), then to the including file. The snippet line's
   indentation prefixes every included line.
 
+* mdx_include (``mdx_include.py``, mdx-include 1.4) and FastAPI's markdown-include-variants
+  (``markdown_include_variants/_main.py``): ``{!path!}`` and ``{* path ln[…] hl[…] title["…"] *}``
+  when ``mkdocs.yml`` lists them under ``markdown_extensions`` (see :func:`_mdx_include` and
+  :func:`_variants`).
+
 Every output line maps to the 1-based source line it came from; included lines map to the
 directive's line. An include that cannot be resolved (missing file, outside the allowed tree,
-a cycle) keeps the directive as text and is reported as a problem.
+a cycle, a URL) is left out of the text — an agent must not be handed a raw directive for the
+code it stands for — and reported as a problem naming the line (mdx_include's own
+``truncate_on_failure`` and pymdownx.snippets without ``check_paths`` drop it too; mdBook would
+show it raw). A line that looks like a directive of a form whose extension is not enabled stays
+as text (it is what the page shows) and is reported as well.
 """
 
 from __future__ import annotations
 
+import os
 import functools
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from esrag.formats.shortcodes import Finder, content_finder, expand
+from esrag.sites.hugo import project_of, read_hugo
+from esrag.formats.base import UNRESOLVED
+from esrag.formats.include_base import IncludeContext, IncludeError, Resolved, checked_target, read_included
+from esrag.formats.mkdocs_config import find_mkdocs, read_mkdocs
 
 MAX_DEPTH = 10  # mdBook's MAX_LINK_NESTED_DEPTH
 
@@ -52,73 +70,55 @@ _SNIPPET_SECTION = re.compile(
 _SNIPPET_FILE = re.compile(r"(?i)(.*?)(?:(:[0-9]*)?(:[0-9]*)?|(:[a-z][-_0-9a-z]*)?)$")
 
 
-class IncludeError(Exception):
-    """An include that cannot be resolved; the message names the target and why."""
-
-
-@dataclass
-class Resolved:
-    """Text after include resolution.
-
-    Attributes:
-        lines: the resolved lines (what the page shows), without newlines.
-        line_map: ``line_map[i]`` is the 1-based source line of ``lines[i]``.
-        problems: one-line messages ``"line N: …"`` for includes left unresolved.
-        dependencies: absolute paths of the files that were included (any depth).
-        directives: how many include directives were found and resolved.
-    """
-
-    lines: list[str]
-    line_map: list[int]
-    problems: list[str] = field(default_factory=list)
-    dependencies: set[Path] = field(default_factory=set)
-    directives: int = 0
-
-
-@dataclass(frozen=True)
-class IncludeContext:
-    """Where includes of one file may read from.
-
-    Attributes:
-        file: absolute path of the including file.
-        allowed: absolute directory every include must stay inside (the ingested tree, and
-            for mdBook also the book's root).
-        mdbook: resolve mdBook ``{{#include}}`` directives (a ``book.toml`` governs the file).
-        snippet_bases: base directories of pymdownx.snippets (empty: snippets are off).
-        autorefs: the ``mkdocs.yml`` enables mkdocs-autorefs (its ``autorefs`` plugin, or
-            ``mkdocstrings``, which turns it on): ``[text][identifier]`` with no definition is a
-            cross-reference link, read as its text.
-        icons: the ``mkdocs.yml`` enables ``pymdownx.emoji``: icon shortcodes of MkDocs
-            Material's icon sets (``:material-api:``, ``:simple-github:``, ``:octicons-…:``,
-            ``:fontawesome-…:``) render as icons, not text.
-    """
-
-    file: Path
-    allowed: Path
-    mdbook: bool = False
-    snippet_bases: tuple[Path, ...] = ()
-    autorefs: bool = False
-    icons: bool = False
-
-
 def context_for(file: Path, root: Path) -> IncludeContext:
     """The include context of ``file`` inside the ingested tree ``root``: mdBook when a
     ``book.toml`` stands in an ancestor directory (reads are then limited to the tighter of
-    ``root`` and the book root), snippets when an ``mkdocs.yml`` that enables
-    ``pymdownx.snippets`` does (its ``base_path`` entries, default the MkDocs project root)."""
+    ``root`` and the book root); from the nearest ``mkdocs.yml`` (:mod:`esrag.formats.mkdocs_config`)
+    the Markdown extensions it enables: ``pymdownx.snippets`` (its ``base_path`` entries, default
+    the MkDocs project root), ``mdx_include`` (its ``base_path``, default ``.``, i.e. the project
+    root where ``mkdocs build`` runs) and ``markdown_include_variants``."""
     file, root = file.resolve(), root.resolve()
     allowed = root
     book = _find_upwards(file.parent, "book.toml")
-    if book is not None and _inside(book.parent, root):
+    if book is not None and book.parent.is_relative_to(root):
         allowed = book.parent
-    mkdocs = _find_upwards(file.parent, "mkdocs.yml")
+    found = find_mkdocs(file.parent)
+    if found is None:  # a Hugo project's include shortcodes, outside an mdBook
+        return IncludeContext(file, allowed, mdbook=book is not None,
+                              hugo=_hugo_finder(file.parent, allowed) if book is None else None)
+    cfg = read_mkdocs(found)
+    ext = cfg.extensions
     bases: tuple[Path, ...] = ()
-    autorefs = icons = False
-    if mkdocs is not None:
-        bases = _snippet_bases(mkdocs)
-        autorefs = _autorefs(mkdocs)
-        icons = "pymdownx.emoji" in mkdocs.read_text(encoding="utf-8", errors="replace")
-    return IncludeContext(file, allowed, mdbook=book is not None, snippet_bases=bases, autorefs=autorefs, icons=icons)
+    if "pymdownx.snippets" in ext:
+        bases = tuple((cfg.root / n).resolve() for n in (_str_list(ext["pymdownx.snippets"].get("base_path")) or ["."]))
+    mdx: Path | None = None
+    if "mdx_include" in ext:
+        mdx = (cfg.root / (_str_list(ext["mdx_include"].get("base_path")) or ["."])[0]).resolve()
+    return IncludeContext(file, allowed, mdbook=book is not None, snippet_bases=bases,
+                          autorefs=bool({"autorefs", "mkdocstrings"} & set(cfg.plugins)),
+                          icons="pymdownx.emoji" in ext, mdx_include_base=mdx,
+                          include_variants="markdown_include_variants" in ext, mkdocs=cfg.path)
+
+
+def _hugo_finder(start: Path, allowed: Path) -> Finder | None:
+    """The content-page finder of the Hugo project above ``start`` (its content mounts, reads
+    limited to ``allowed``), or None outside a Hugo project."""
+    project = project_of(start)
+    if project is None:
+        return None
+    find = _content_finder(project)
+    if find is None:
+        return None
+    return lambda path, including: (lambda t: t if t is not None and t.is_relative_to(allowed) else None)(find(path, including))
+
+
+@functools.lru_cache(maxsize=16)
+def _content_finder(project: Path) -> Finder | None:
+    try:
+        layout = read_hugo(project)
+    except Exception:  # an invalid configuration is reported by the site layer; no includes here
+        return None
+    return content_finder([(m.source, m.target) for m in layout.mounts]) if layout is not None else None
 
 
 def _find_upwards(start: Path, name: str) -> Path | None:
@@ -128,38 +128,23 @@ def _find_upwards(start: Path, name: str) -> Path | None:
     return None
 
 
-@functools.lru_cache(maxsize=64)
-def _snippet_bases(mkdocs: Path) -> tuple[Path, ...]:
-    """pymdownx.snippets base paths from ``mkdocs.yml`` (relative to its directory); () when
-    the extension is not enabled. Reads only the ``base_path`` key (a string or a list)."""
-    text = mkdocs.read_text(encoding="utf-8", errors="replace")
-    if "pymdownx.snippets" not in text:
-        return ()
-    block = text.split("pymdownx.snippets", 1)[1]
-    m = re.search(r"base_path:\s*(\[[^\]]*\]|[^\n]+)", block[:2000])
-    raw = m.group(1) if m else "."
-    names = [s.strip().strip("'\"") for s in raw.strip("[]").split(",") if s.strip().strip("'\"")]
-    return tuple((mkdocs.parent / n).resolve() for n in (names or ["."]))
-
-
-@functools.lru_cache(maxsize=64)
-def _autorefs(mkdocs: Path) -> bool:
-    """True when ``mkdocs.yml`` lists the ``autorefs`` or ``mkdocstrings`` plugin (a plugin
-    entry ``- autorefs`` / ``- mkdocstrings:`` under ``plugins:``)."""
-    text = mkdocs.read_text(encoding="utf-8", errors="replace")
-    return re.search(r"^\s*-\s*['\"]?(?:autorefs|mkdocstrings)['\"]?\s*:?\s*$", text, re.MULTILINE) is not None
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-        return True
-    except ValueError:
-        return False
+def _str_list(value: object) -> list[str]:
+    """A string-or-list option (``base_path``) as a list of non-empty strings."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list):
+        return [str(v) for v in value if isinstance(v, str | int | float) and str(v).strip()]
+    return []
 
 
 def resolve(text: str, ctx: IncludeContext | None) -> Resolved:
     """Resolve the include directives of ``text`` (already normalised to ``\\n`` endings).
+
+    Python-Markdown runs preprocessors by priority: ``markdown_include_variants`` (110), then
+    ``mdx_include`` (101), then ``pymdownx.snippets`` (32); mdBook's ``links`` preprocessor is
+    the only one of a book. Afterwards every line that still looks like an include directive of
+    a form no enabled extension handles is reported (:func:`unresolved_lookalikes`) and kept as
+    the text it is on the page.
 
     Args:
         text: the including file's text.
@@ -170,21 +155,264 @@ def resolve(text: str, ctx: IncludeContext | None) -> Resolved:
     """
     lines = text.split("\n")
     out = Resolved(lines=[], line_map=[])
-    if ctx is None or not (ctx.mdbook or ctx.snippet_bases):
-        out.lines, out.line_map = lines, list(range(1, len(lines) + 1))
+    if ctx is not None and ctx.hugo is not None:
+        expanded = expand(text, ctx.file, ctx.hugo)
+        out.lines, out.line_map, out.problems = expanded.lines, expanded.line_map, expanded.problems
+        out.dependencies, out.directives = expanded.dependencies, len(expanded.dependencies)
         return out
-    if ctx.snippet_bases:
-        lines, src = _snippets(lines, list(range(1, len(lines) + 1)), ctx, ctx.file, (ctx.file,), out)
-    else:
-        src = list(range(1, len(lines) + 1))
+    src = list(range(1, len(lines) + 1))
+    if ctx is not None and ctx.include_variants:
+        lines, src = _variants(lines, src, ctx, out)
+    if ctx is not None and ctx.mdx_include_base is not None:
+        lines, src = _mdx_include(lines, src, ctx, ctx.file, (ctx.file,), out, 0)
+    if ctx is not None and ctx.snippet_bases:
+        lines, src = _snippets(lines, src, ctx, ctx.file, (ctx.file,), out)
     for line, n in zip(lines, src):
-        if ctx.mdbook and "{{" in line:
+        if ctx is not None and ctx.mdbook and "{{" in line:
             new = _mdbook_line(line, ctx.file.parent, ctx, (ctx.file,), 0, out, n)
             out.lines.extend(new)
             out.line_map.extend([n] * len(new))
         else:
             out.lines.append(line)
             out.line_map.append(n)
+    for n, problem in unresolved_lookalikes(out.lines, out.line_map, ctx):
+        out.unresolved += 1
+        out.problems.append(problem)
+    return out
+
+
+# --- what looks like an include -----------------------------------------------------------
+
+# Each form esrag resolves, as a whole line with a path-like argument (no spaces), so that a
+# template's ``{!! $x !!}`` (Blade) or prose is not taken for one. (form, extension, pattern)
+_LOOKALIKES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    ("mdBook", "book.toml", re.compile(r"(?<!\\)\{\{\s*#(?:include|rustdoc_include|playground|playpen)\s+[^\s}]+[^}]*\}\}")),
+    ("pymdownx.snippets", "pymdownx.snippets", re.compile(r"""^[ \t]*-+8<-+[ \t]+(?:"[^"\s]+"|'[^'\s]+')[ \t]*$""")),
+    ("mdx_include", "mdx_include", re.compile(r"^\s*\{![+-]?>?\s*[^\s!\]|\[]+(?:\s*\[ln:[\d.,e-]+\])?\s*!\}\s*$")),
+    ("markdown_include_variants", "markdown_include_variants",
+     re.compile(r"^\{\*\s*[^\s*]+\.[A-Za-z0-9]+(?:\s+\w+\[[^\]]*\])*\s*\*\}$")),
+)
+
+
+def unresolved_lookalikes(lines: list[str], line_map: list[int], ctx: IncludeContext | None) -> list[tuple[int, str]]:
+    """Lines that look like an include directive of a form whose extension is not enabled for
+    this file (so nothing resolved it): ``(source line, problem)`` per line, the problem naming
+    the form, the line and why it stayed (it is indexed as the text the page shows)."""
+    enabled = {
+        "mdBook": ctx is not None and ctx.mdbook,
+        "pymdownx.snippets": ctx is not None and bool(ctx.snippet_bases),
+        "mdx_include": ctx is not None and ctx.mdx_include_base is not None,
+        "markdown_include_variants": ctx is not None and ctx.include_variants,
+    }
+    found: list[tuple[int, str]] = []
+    for line, n in zip(lines, line_map):
+        if "{" not in line and "8<" not in line:
+            continue
+        for form, extension, pattern in _LOOKALIKES:
+            if enabled[form] or not pattern.search(line):
+                continue
+            found.append((n, f"line {n}: {line.strip()[:120]}: looks like a {form} include, but {_why_off(form, extension, ctx)}"
+                             f" ({UNRESOLVED}; indexed as text)"))
+            break
+    return found
+
+
+def _why_off(form: str, extension: str, ctx: IncludeContext | None) -> str:
+    if ctx is None:
+        return "the file was not read from an ingested tree"
+    if form == "mdBook":
+        return "no book.toml governs this file"
+    if ctx.mkdocs is None:
+        return f"no mkdocs.yml governs this file (it would enable {extension})"
+    return f"{ctx.mkdocs.name} does not enable {extension}"
+
+
+# --- FastAPI's markdown-include-variants ---------------------------------------------------
+
+_VARIANT_LINE = re.compile(r"^\{\*\s*(\S+)\s*(.*)\*\}$")
+_VARIANT_OPTION = re.compile(r"(\w+)\[([^\]]+)\]")
+
+
+def _variants(lines: list[str], src: list[int], ctx: IncludeContext, out: Resolved) -> tuple[list[str], list[int]]:
+    """markdown-include-variants (``markdown_include_variants/_main.py``,
+    ``IncludeVariantsPreprocessor``): a line ``{* path ln[…] hl[…] title["…"] *}`` becomes the
+    file's code in a ``python`` fence (with ``title="…"`` when given), as the page's first tab
+    shows it: ``ln[3:6,8]`` keeps those 1-based inclusive line ranges with upstream's
+    ``# Code above omitted 👆`` / ``# Code here omitted 👈`` / ``# Code below omitted 👇``
+    lines between them; ``hl[…]`` only highlights and changes nothing here. The path is relative
+    to the MkDocs project root (where ``mkdocs build`` runs). Left out, as they are collapsed
+    on the page: the "Full file preview" box of an ``ln`` include and the "Other versions and
+    variants" box (the same example for other Python versions); ``ln[0]``, which shows only the
+    preview, shows the whole file here."""
+    new: list[str] = []
+    new_src: list[int] = []
+    for line, n in zip(lines, src):
+        m = _VARIANT_LINE.match(line)
+        if m is None:
+            new.append(line)
+            new_src.append(n)
+            continue
+        try:
+            block, target = _variant_block(m.group(1), m.group(2), ctx)
+        except IncludeError as exc:
+            out.fail(n, line.strip(), str(exc))
+            continue
+        out.directives += 1
+        out.dependencies.add(target)
+        new.extend(block)
+        new_src.extend([n] * len(block))
+    return new, new_src
+
+
+def _variant_block(path: str, options: str, ctx: IncludeContext) -> tuple[list[str], Path]:
+    root = ctx.mkdocs.parent if ctx.mkdocs is not None else ctx.file.parent
+    target = checked_target(root / path, ctx, (ctx.file,), path)
+    code = read_included(target, path).splitlines()
+    ln: list[tuple[int, int]] = []
+    title = None
+    for name, value in _VARIANT_OPTION.findall(options):
+        if name == "ln":
+            ln.extend(_variant_ranges(value))
+        elif name == "title":
+            title = value.strip()[1:-1] if len(value.strip()) > 1 and value.strip()[0] == value.strip()[-1] == '"' else None
+            if title is None:
+                raise IncludeError(f'title[{value}] is not a quoted string (title["…"])')
+    body: list[str] = []
+    if not ln or ln == [(0, 0)]:
+        body = code
+    else:
+        for i, (start, end) in enumerate(ln):
+            if i == 0 and start > 1:
+                body += ["# Code above omitted 👆", ""]
+            if i >= 1:
+                body += ["", "# Code here omitted 👈", ""]
+            body += code[start - 1 : end]
+            if i == len(ln) - 1 and end < len(code):
+                body += ["", "# Code below omitted 👇"]
+    fence = "`" * max(3, _longest_backtick_run(body) + 1)
+    info = "python" + (f' title="{title}"' if title else "")
+    return [f"{fence}{info}", *body, fence, ""], target
+
+
+def _variant_ranges(value: str) -> list[tuple[int, int]]:
+    """upstream's ``parse_lines_index``: ``"3:6, 8"`` -> ``[(3, 6), (8, 8)]``, sorted."""
+    ranges: list[tuple[int, int]] = []
+    for part in value.split(","):
+        a, sep, b = part.strip().partition(":")
+        try:
+            ranges.append((int(a), int(b)) if sep else (int(a), int(a)))
+        except ValueError:
+            raise IncludeError(f"ln[{value}] is not a list of line numbers and ranges (ln[3:6,8])") from None
+    return sorted(ranges)
+
+
+def _longest_backtick_run(lines: list[str]) -> int:
+    return max((len(r) for ln in lines for r in re.findall(r"`+", ln) if ln.lstrip().startswith("`")), default=0)
+
+
+# --- mdx_include ----------------------------------------------------------------------------
+
+# mdx_include's default syntax (``IncludeExtension.compiled_re`` with its default ``syntax_*``)
+_MDX = re.compile(r"(?P<escape>\\)?\{!(?P<recursive>[+-])?(?P<apply_indent>>?)?\s*(?P<path>[^]|[]+?)"
+                  r"(\s*\[ln:(?P<lines>[\d.,-]+)\])?\s*(\|\s*(?P<encoding>.+?)\s*)?!\}")
+
+
+def _mdx_include(lines: list[str], src: list[int], ctx: IncludeContext, parent: Path, stack: tuple[Path, ...],
+                 out: Resolved, depth: int) -> tuple[list[str], list[int]]:
+    """mdx_include 1.4 (``mdx_include.py``, ``mdx_include_get_processed_lines``) with its default
+    options: ``{!path!}`` anywhere on a line is replaced by the file's lines (``\\{!…!}`` shows
+    without the backslash); ``{!> path!}`` prefixes every included line with the text before
+    the directive; ``[ln:…]`` takes rcslice row ranges (1-based, inclusive: ``3``, ``3-5``,
+    ``3-``, ``-5``, ``e`` for the last line; parts joined by two empty lines, mdx_include's
+    ``line_slice_separator``); included files are themselves resolved (``{!+…!}`` / ``{!-…!}``
+    force it on or off); relative paths start at ``base_path``. A file that cannot be read is
+    left out (``truncate_on_failure``) and reported; URLs are not downloaded."""
+    new: list[str] = []
+    new_src: list[int] = []
+    for line, n in zip(lines, src):
+        if "{!" not in line:
+            new.append(line)
+            new_src.append(n)
+            continue
+        parts = _mdx_line(line, n, ctx, parent, stack, out, depth)
+        new.extend(parts)
+        new_src.extend([n] * len(parts))
+    return new, new_src
+
+
+def _mdx_line(line: str, n: int, ctx: IncludeContext, parent: Path, stack: tuple[Path, ...], out: Resolved,
+              depth: int) -> list[str]:
+    resll: list[str] = []
+    c = 0
+    for m in _MDX.finditer(line):
+        if m.group("escape"):
+            textl = [m.group(0)[1:]]
+        else:
+            try:
+                textl, target = _mdx_content(m, ctx, stack)
+            except IncludeError as exc:
+                out.fail(n, m.group(0), str(exc))
+                textl = []
+            else:
+                out.directives += 1
+                out.dependencies.add(target)
+                if m.group("recursive") != "-" and depth + 1 < MAX_DEPTH:
+                    textl, _ = _mdx_include(textl, [n] * len(textl), ctx, target, (*stack, target), out, depth + 1)
+        s, e = m.span()
+        if textl:
+            if resll:
+                resll[-1] = resll[-1] + line[c:s] + textl[0]
+                resll.extend(textl[1:])
+            elif m.group("apply_indent"):
+                resll = [line[c:s] + t for t in textl]
+            else:
+                resll.append(line[c:s] + textl[0])
+                resll.extend(textl[1:])
+        else:
+            resll.append(line[c:s])
+        c = e
+    if resll:
+        resll[-1] = resll[-1] + line[c:]
+    else:
+        resll.append(line[c:])
+    return resll
+
+
+def _mdx_content(m: re.Match[str], ctx: IncludeContext, stack: tuple[Path, ...]) -> tuple[list[str], Path]:
+    name = os.path.expanduser(m.group("path"))
+    if "://" in name:
+        raise IncludeError("URL includes are not downloaded")
+    base = ctx.mdx_include_base if ctx.mdx_include_base is not None else ctx.file.parent
+    target = checked_target(Path(os.path.normpath(base / name)), ctx, stack, name)
+    lines = (read_included(target, name) + "\n").splitlines()
+    if m.group("lines"):
+        lines = _row_slice(lines, m.group("lines"))
+    return lines, target
+
+
+def _row_slice(lines: list[str], spec: str) -> list[str]:
+    """rcslice's ``RowSlice.slice`` for row ranges (no column parts), separator ``["", ""]``."""
+    if not lines:
+        return lines
+    e = str(len(lines))
+    out: list[str] = []
+    for i, part in enumerate(p for p in spec.split(",") if p):
+        if "." in part:
+            raise IncludeError(f"[ln:{spec}]: column slices are not supported")
+        a, sep, b = part.replace("e", e).partition("-")
+        try:
+            start = int(a) if a else None
+            end = int(b) if b else None
+        except ValueError:
+            raise IncludeError(f"[ln:{spec}] is not a row slice (3, 3-5, 3-, -5)") from None
+        if i:
+            out += ["", ""]
+        if not sep:
+            out += lines[start - 1 : start] if start else []
+        elif start is not None and end is not None and end < start:
+            out += lines[start - 1 : end - 2 if end >= 2 else None : -1]
+        else:
+            out += lines[(start - 1) if start else None : end]
     return out
 
 
@@ -219,8 +447,7 @@ def _mdbook_text(s: str, base: Path, ctx: IncludeContext, stack: tuple[Path, ...
         try:
             content, target = _mdbook_render(kind, rest.split()[0], base, ctx, stack)
         except IncludeError as exc:
-            out.problems.append(f"line {n}: {m.group(0)}: {exc}")
-            parts.append(m.group(0))
+            out.fail(n, m.group(0), str(exc))
             continue
         out.directives += 1
         out.dependencies.add(target)
@@ -233,8 +460,8 @@ def _mdbook_text(s: str, base: Path, ctx: IncludeContext, stack: tuple[Path, ...
 
 def _mdbook_render(kind: str, arg: str, base: Path, ctx: IncludeContext, stack: tuple[Path, ...]) -> tuple[str, Path]:
     path, _, spec = arg.partition(":")
-    target = _target(base / path, ctx, stack, path)
-    text = _read(target, path)
+    target = checked_target(base / path, ctx, stack, path)
+    text = read_included(target, path)
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()  # Rust's str::lines() drops the final empty line
@@ -344,9 +571,7 @@ def _snippets(lines: list[str], src: list[int], ctx: IncludeContext, file: Path,
         try:
             included, target, section = _snippet_lines(path, ctx, file, stack)
         except IncludeError as exc:
-            out.problems.append(f"line {n}: --8<-- {path!r}: {exc}")
-            new.append(line)
-            new_src.append(n)
+            out.fail(n, f"--8<-- {path!r}", str(exc))
             continue
         out.directives += 1
         out.dependencies.add(target)
@@ -369,8 +594,8 @@ def _snippet_lines(path: str, ctx: IncludeContext, file: Path, stack: tuple[Path
         raise IncludeError("URL snippets are not downloaded")
     candidates = [b / name for b in ctx.snippet_bases] + [file.parent / name]
     found = next((c for c in candidates if c.is_file()), None)
-    target = _target(found if found is not None else candidates[0], ctx, stack, name)
-    lines = _read(target, name).split("\n")
+    target = checked_target(found if found is not None else candidates[0], ctx, stack, name)
+    lines = read_included(target, name).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     start = max(0, int(m.group(2)[1:]) - 1) if m.group(2) and len(m.group(2)) > 1 else None
@@ -404,27 +629,3 @@ def _snippet_section(lines: list[str], section: str, name: str) -> list[str]:
     if not found:
         raise IncludeError(f"section {section!r} not found in {name}")
     return kept
-
-
-# --- shared -------------------------------------------------------------------------------
-
-
-def _target(path: Path, ctx: IncludeContext, stack: tuple[Path, ...], shown: str) -> Path:
-    """``path`` resolved and checked: inside ``ctx.allowed``, a file, not already being included."""
-    target = path.resolve()
-    if not _inside(target, ctx.allowed):
-        raise IncludeError(f"{shown} is outside the ingested tree ({ctx.allowed}); not read")
-    if target in stack:
-        chain = " -> ".join(p.name for p in (*stack, target))
-        raise IncludeError(f"include cycle ({chain})")
-    if not target.is_file():
-        raise IncludeError(f"no such file {shown}")
-    return target
-
-
-def _read(target: Path, shown: str) -> str:
-    try:
-        text = target.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise IncludeError(f"cannot read {shown}: {exc}") from exc
-    return text.replace("\r\n", "\n").replace("\r", "\n")

@@ -7,11 +7,14 @@ line, up to the next blank line), JSX elements (``<Tabs>``, ``<TabItem value="x"
 components or fragments, possibly spread over several lines) and lines made only of
 ``{…}`` expressions with empty lines, outside fenced code. Line numbers stay as they are, and
 text between tags (``<Tab>Python</Tab>`` keeps ``Python``… as a line with text) stays.
+:func:`expand_partials` first inlines imported Markdown/MDX partials where they are used.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from pathlib import Path
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ESM = re.compile(r"^(import|export)\b")
@@ -66,3 +69,88 @@ def _front_matter_end(lines: list[str]) -> int:
             if lines[j].strip() in ("---", "..."):
                 return j + 1
     return 0
+
+
+# -- MDX partials --------------------------------------------------------------------------------
+_IMPORT = re.compile(r"""^import\s+([A-Za-z_$][\w$]*)\s+from\s+(['"])([^'"]+\.mdx?)\2\s*;?\s*$""")
+_USE = re.compile(r"^(\s*)<([A-Z][\w$]*)\b[^<>]*/>\s*$")
+MAX_DEPTH = 10
+
+
+@dataclass
+class Partials:
+    """MDX text with its imported Markdown/MDX partials inlined: ``lines``, ``line_map``
+    (1-based source line of each line; inlined lines map to the ``<Partial />`` line),
+    ``problems`` (``"line N: …"``) and ``dependencies`` (the partial files read)."""
+
+    lines: list[str]
+    line_map: list[int]
+    problems: list[str] = field(default_factory=list)
+    dependencies: set[Path] = field(default_factory=set)
+
+
+def expand_partials(text: str, file: Path, allowed: Path, depth: int = 0, stack: tuple[Path, ...] = ()) -> Partials:
+    """Inline MDX partials as a reader sees them (Docusaurus "Importing Markdown"): a Markdown
+    or MDX file imported as a component (``import Part from './_part.mdx';``, relative to the
+    importing file) and used alone on a line (``<Part />``, ``<Part name="x" />``) shows its
+    content there (front matter dropped, its own partials inlined, up to 10 levels). Imports
+    and uses inside fenced code are left alone; a partial outside ``allowed`` or missing is
+    left out and reported."""
+    lines = text.split("\n")
+    imports: dict[str, str] = {}
+    fence: str | None = None
+    start = _front_matter_end(lines)
+    for line in lines[start:]:
+        fence = _fence_state(line, fence)
+        m = _IMPORT.match(line) if fence is None else None
+        if m:
+            imports[m.group(1)] = m.group(3)
+    out = Partials([], [])
+    fence = None
+    for n, line in enumerate(lines, start=1):
+        fence = _fence_state(line, fence) if n > start else fence
+        use = _USE.match(line) if fence is None and imports else None
+        if use is None or use.group(2) not in imports:
+            out.lines.append(line)
+            out.line_map.append(n)
+            continue
+        _inline(imports[use.group(2)], use.group(1), n, file, allowed, depth, stack, out)
+    return out
+
+
+def _inline(spec: str, indent: str, n: int, file: Path, allowed: Path, depth: int, stack: tuple[Path, ...], out: Partials) -> None:
+    target = (file.parent / spec).resolve()
+    problem = ""
+    if not target.is_relative_to(allowed):
+        problem = f"{spec} is outside the ingested tree; left out"
+    elif not target.is_file():
+        problem = f"no such file {spec}; left out"
+    elif target in stack or target == file or depth + 1 >= MAX_DEPTH:
+        problem = f"{spec}: include cycle or nesting deeper than {MAX_DEPTH}; left out"
+    if problem:
+        out.problems.append(f"line {n}: MDX partial {problem}")
+        out.lines.append("")
+        out.line_map.append(n)
+        return
+    try:
+        body = target.read_text(encoding="utf-8-sig").replace("\r\n", "\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        out.problems.append(f"line {n}: MDX partial {spec}: cannot read: {exc}; left out")
+        return
+    lines = body.split("\n")
+    body = "\n".join(lines[_front_matter_end(lines):]).strip("\n")
+    sub = expand_partials(body, target, allowed, depth + 1, (*stack, file))
+    out.dependencies.add(target)
+    out.dependencies |= sub.dependencies
+    out.problems.extend(f"line {n}: in {target.name}: {p}" for p in sub.problems)
+    out.lines.extend(indent + s if s else s for s in sub.lines)
+    out.line_map.extend([n] * len(sub.lines))
+
+
+def _fence_state(line: str, fence: str | None) -> str | None:
+    m = _FENCE.match(line)
+    if fence is not None:
+        if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)):].strip():
+            return None
+        return fence
+    return m.group(1) if m else None

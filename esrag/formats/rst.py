@@ -31,9 +31,12 @@ from pathlib import Path
 from docutils import nodes
 from docutils.core import publish_doctree
 from docutils.parsers.rst import Directive, directives, roles
+from docutils.parsers.rst.directives.misc import Class as _DocutilsClass
 from docutils.parsers.rst.directives.misc import Include as _DocutilsInclude
 
-from esrag.formats.base import Parsed
+from esrag.formats.base import UNRESOLVED, Parsed
+from esrag.formats.rst_objects import (AUTODOC, PY_OBJECTS, STD_OBJECTS, _AnyOptions, _autodoc_fullname, _context,
+                                       _Context, _CrossrefTarget, _SphinxObject, sphinx_make_id, sphinx_module_id)
 from esrag.model import Block, BlockKind
 
 SPHINX_SETTINGS = {
@@ -58,16 +61,6 @@ _SKIP = (nodes.comment, nodes.target, nodes.substitution_definition, nodes.syste
          nodes.raw, nodes.meta if hasattr(nodes, "meta") else nodes.comment, nodes.footnote_reference)
 
 
-class _AnyOptions(dict):
-    """An option spec that accepts every option (its value kept as text). Never empty: docutils
-    refuses all options when a directive's spec is falsy."""
-
-    def __init__(self) -> None:
-        super().__init__(name=directives.unchanged)
-
-    def __missing__(self, key: str):
-        return directives.unchanged
-
 
 class _Fallback(Directive):
     """Any directive docutils does not know: its arguments as a paragraph, its content parsed."""
@@ -91,6 +84,13 @@ class _Fallback(Directive):
             para.source, para.line = box.source, box.line
             box += para
             box += messages
+        if self.name.split(":")[-1] in AUTODOC and self.arguments and not ("no-index" in self.options or "noindex" in self.options):
+            _, state = _context(self)
+            taken = state.setdefault("object_ids", set())
+            full = _autodoc_fullname(state, self.name.split(":")[-1], self.arguments[0].split("\n")[0])
+            ids = [i for i in dict.fromkeys((sphinx_make_id(full), full)) if i and i not in taken] if full else []
+            taken.update(ids)
+            box["esrag_ids"] = ids
         if self.content:
             self.state.nested_parse(self.content, self.content_offset, box)
         return [box]
@@ -122,9 +122,12 @@ class _Module(Directive):
     option_spec = _AnyOptions()
 
     def run(self) -> list[nodes.Node]:
+        _, state = _context(self)
+        if self.arguments:
+            state["py_module"] = self.arguments[0].strip()
         if not self.arguments or "no-index" in self.options or "noindex" in self.options:
             return []
-        node_id = _SPHINX_NON_ID_AT_ENDS.sub("", _SPHINX_NON_ID.sub("-", " ".join(f"module-{self.arguments[0].strip()}".split())))
+        node_id = sphinx_module_id(self.arguments[0].strip())
         if not node_id or node_id in self.state.document.ids:
             return []
         # docutils' PropagateTargets later hands the ids on to the next block; keep them here
@@ -132,9 +135,6 @@ class _Module(Directive):
         self.state.document.note_explicit_target(target)
         return ([] if "no-index-entry" in self.options else [nodes.comment()]) + [target]
 
-
-_SPHINX_NON_ID = re.compile(r"[^a-zA-Z0-9._]+")  # sphinx.util.nodes._non_id_chars
-_SPHINX_NON_ID_AT_ENDS = re.compile(r"^[-0-9._]+|-+$")  # sphinx.util.nodes._non_id_at_ends
 
 
 def section_anchor(section: nodes.section) -> str:
@@ -156,8 +156,8 @@ def section_anchor(section: nodes.section) -> str:
     return ids[0] if ids else ""
 
 
-_INVISIBLE = ("currentmodule", "highlight", "index", "default-role", "sectionauthor", "codeauthor",
-              "tabularcolumns", "py:currentmodule")
+_INVISIBLE = ("highlight", "index", "default-role", "sectionauthor", "codeauthor", "tabularcolumns")
+_CONTEXT = ("currentmodule", "py:currentmodule", "program", "std:program")
 _MODULE = ("module", "py:module")
 
 
@@ -174,10 +174,6 @@ class _CodeBlock(Directive):
         node.source, node.line = self.state_machine.get_source_and_line(self.lineno)
         return [node]
 
-
-def _context(directive: Directive) -> tuple[Path | None, dict]:
-    settings = directive.state.document.settings
-    return getattr(settings, "esrag_allowed", None), getattr(settings, "esrag_state", {})
 
 
 def _abs(source: str | None) -> str | None:
@@ -204,14 +200,16 @@ def _target_path(directive: Directive, name: str) -> Path:
     return target
 
 
-def _kept_as_text(directive: Directive, problem: str) -> list[nodes.Node]:
+def _left_out(directive: Directive, problem: str) -> list[nodes.Node]:
+    """An include or literalinclude that could not be resolved: reported (the problem holds
+    :data:`~esrag.formats.base.UNRESOLVED`) and left out of the text, never indexed as raw
+    directive text (Sphinx itself warns and shows nothing for it)."""
     _, state = _context(directive)
     line = _main_line(directive)
-    state.setdefault("problems", []).append(f"line {line}: .. {directive.name}:: {' '.join(directive.arguments)}: {problem}")
-    text = directive.block_text.rstrip("\n")
-    node = nodes.paragraph(text, text)
-    node.source, node.line = directive.state_machine.get_source_and_line(directive.lineno)
-    return [node]
+    state.setdefault("problems", []).append(
+        f"line {line}: .. {directive.name}:: {' '.join(directive.arguments)}: {problem}"
+        f" ({UNRESOLVED}; left out of the indexed text)")
+    return []
 
 
 def _main_line(directive: Directive) -> int:
@@ -228,10 +226,10 @@ class _Include(_DocutilsInclude):
         try:
             target = _target_path(self, directives.path(self.arguments[0]))
         except ValueError as exc:
-            return _kept_as_text(self, str(exc))
+            return _left_out(self, str(exc))
         _, state = _context(self)
         if target in state.setdefault("stack", set()):
-            return _kept_as_text(self, "include cycle")
+            return _left_out(self, "include cycle")
         state.setdefault("include_lines", {})[str(target)] = _main_line(self)
         state.setdefault("dependencies", set()).add(target)
         self.arguments[0] = str(target)
@@ -255,7 +253,7 @@ class _LiteralInclude(Directive):
             target = _target_path(self, self.arguments[0])
             text = target.read_text(encoding="utf-8-sig").replace("\r\n", "\n")
         except (ValueError, OSError, UnicodeDecodeError) as exc:
-            return _kept_as_text(self, str(exc))
+            return _left_out(self, str(exc))
         _, state = _context(self)
         state.setdefault("dependencies", set()).add(target)
         text = _select(text, self.options)
@@ -313,7 +311,13 @@ def _register(text: str) -> None:
             directives.register_directive(name, _Invisible)
         for name in _MODULE:
             directives.register_directive(name, _Module)
-        _REGISTERED.update(("", *_INVISIBLE, *_MODULE))
+        for name in _CONTEXT:
+            directives.register_directive(name, _Context)
+        objects = [*PY_OBJECTS, *(f"py:{n}" for n in PY_OBJECTS), *STD_OBJECTS, *(f"std:{n}" for n in STD_OBJECTS)]
+        for name in objects:  # Sphinx's default domain (py) owns ``class``; docutils' is ``rst-class``
+            directives.register_directive(name, _SphinxObject)
+        directives.register_directive("rst-class", _DocutilsClass)
+        _REGISTERED.update(("", *_INVISIBLE, *_MODULE, *_CONTEXT, *objects, "rst-class"))
     from docutils.parsers.rst.languages import en
 
     for name in set(_DIRECTIVE_NAME.findall(text)):
@@ -330,7 +334,15 @@ def _register(text: str) -> None:
             _REGISTERED.add(key)
 
 
-def parse_rst(text: str, rel: str, file: Path | None, root: Path | None) -> Parsed:
+def _custom_objects(options: dict | None) -> dict[str, type[Directive]]:
+    """The directives of the object types conf.py registers (``format_options``):
+    ``add_crossref_type`` ones as targets, ``add_object_type`` ones as object descriptions."""
+    options = options or {}
+    crossref = set(options.get("crossref_types") or ())
+    return {name: (_CrossrefTarget if name in crossref else _SphinxObject) for name in options.get("object_types") or {}}
+
+
+def parse_rst(text: str, rel: str, file: Path | None, root: Path | None, options: dict | None = None) -> Parsed:
     """Parse reStructuredText into a :class:`~esrag.formats.Parsed` (see the module docstring).
 
     Args:
@@ -338,9 +350,28 @@ def parse_rst(text: str, rel: str, file: Path | None, root: Path | None) -> Pars
         rel: the path shown in messages.
         file: the file on disk (includes resolve relative to it), or None.
         root: the ingested tree includes must stay inside, or None (no includes).
+        options: the generator's reading options (``Document.format_options``):
+            ``object_types`` / ``crossref_types`` registered in Sphinx's conf.py, whose
+            directives are read as object descriptions / targets for this document only.
     """
+    custom = _custom_objects(options)
+    before = {name: directives._directives.get(name) for name in custom}  # type: ignore[attr-defined]
+    for name, cls in custom.items():
+        directives.register_directive(name, cls)
+    try:
+        return _parse_rst(text, rel, file, root, options)
+    finally:
+        for name, old in before.items():  # other trees do not share this conf.py's types
+            if old is None:
+                directives._directives.pop(name, None)  # type: ignore[attr-defined]
+                _REGISTERED.discard(name)
+            else:
+                directives.register_directive(name, old)
+
+
+def _parse_rst(text: str, rel: str, file: Path | None, root: Path | None, options: dict | None = None) -> Parsed:
     _register(text)
-    state: dict = {}
+    state: dict = {"object_types": dict((options or {}).get("object_types") or {})}
     stream = io.StringIO()
     messages: list[tuple[int, int, str]] = []
     source_path = str(file.resolve()) if file is not None else rel
@@ -372,6 +403,7 @@ def _strip_prefix(message: str) -> str:
 
 
 _ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1+\s*$")
+_AUTO_ID = re.compile(r"^id\d+$")  # docutils' auto ids (Sphinx's auto_id_prefix "id")
 
 
 class _Renderer:
@@ -383,6 +415,8 @@ class _Renderer:
         self.include_lines = include_lines
         self.items: list[tuple[BlockKind, list[str], int, tuple[str, ...], int, str]] = []
         self.title_ends: dict[int, int] = {}
+        self.alts: dict[int, list[str]] = {}  # header item -> the section's other ids
+        self.current: int | None = None  # the header item of the section being walked
 
     def walk(self, node: nodes.Element, depth: int, path: tuple[str, ...]) -> None:
         for child in node.children:
@@ -394,10 +428,16 @@ class _Renderer:
                 sub = (*path, title) if title else path
                 anchor = section_anchor(child)
                 self.items.append((BlockKind.HEADER, ["#" * min(depth + 1, 6) + " " + title], line, sub, depth + 1, anchor))
+                index = len(self.items) - 1
+                self.alts[index] = [i for i in child["ids"] if i != anchor and not _AUTO_ID.match(i)]
                 if title:  # a title ends at its underline
-                    self.title_ends[len(self.items) - 1] = self._line(child[0])
+                    self.title_ends[index] = self._line(child[0])
+                outer, self.current = self.current, index
                 self.walk(child, depth + 1, sub)
-            elif isinstance(child, nodes.system_message):
+                self.current = outer
+                continue
+            self._collect_ids(child)
+            if isinstance(child, nodes.system_message):
                 kept = [n for n in child.findall(nodes.literal_block)] if child["level"] >= 3 else []
                 for lit in kept:  # the source docutils could not parse stays as text
                     self.items.append((BlockKind.PARAGRAPH, lit.astext().rstrip("\n").split("\n"), self._line(child), path, 0, ""))
@@ -409,6 +449,18 @@ class _Renderer:
                 kind, lines = self.render(child)
                 if lines:
                     self.items.append((kind, lines, self._line(child), path, 0, ""))
+
+    def _collect_ids(self, node: nodes.Node) -> None:
+        """Add the ids ``node`` and its descendants carry on the page (explicit targets handed on
+        to a block, object signatures' ``esrag_ids``; not docutils' ``idN`` auto ids nor external
+        link targets, which Sphinx writes no element for) to the current section's alternatives."""
+        if self.current is None or not isinstance(node, nodes.Element):
+            return
+        found = self.alts[self.current]
+        for el in node.findall(nodes.Element):
+            if isinstance(el, nodes.target) and (el.get("refuri") or el.get("refid") or el.get("refname")):
+                continue
+            found.extend(i for i in (*el["ids"], *el.get("esrag_ids", ())) if not _AUTO_ID.match(i))
 
     def render(self, node: nodes.Node) -> tuple[BlockKind, list[str]]:
         if isinstance(node, (nodes.literal_block, nodes.doctest_block)):
@@ -516,5 +568,6 @@ class _Renderer:
                 lines.append(ln)
                 line_map.append(min(start + j, end))
                 end_map.append(end if j == last else min(start + j, end))
-            blocks.append(Block(kind, "\n".join(text_lines), first, len(lines), path, level, anchor))
+            alts = tuple(a for a in dict.fromkeys(self.alts.get(i, ())) if a != anchor)
+            blocks.append(Block(kind, "\n".join(text_lines), first, len(lines), path, level, anchor, alts))
         return Parsed(lines, blocks, line_map, end_map)

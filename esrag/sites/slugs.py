@@ -3,7 +3,7 @@ duplicate rule per generator, implemented from the generators' own sources.
 
 Every function takes the header's *rendered* text: inline markup removed the way the generators
 render it (code-span content kept, emphasis markers and link URLs dropped, raw HTML tags
-dropped) — :func:`esrag.chunking.blocks.header_title` produces exactly that text.
+dropped) — :func:`esrag.formats.markdown_blocks.header_title` produces exactly that text.
 
 =============  =========================================================  ===================
 generator      slug of one header                                          duplicates
@@ -79,6 +79,8 @@ _NON_ID_TRANSLATE = {
     565: "n", 566: "t", 567: "j", 572: "c", 575: "s", 576: "z", 583: "e", 585: "j", 587: "q", 589: "r", 591: "y",
 }
 _NON_ID_TRANSLATE_DIGRAPHS = {223: "sz", 230: "ae", 339: "oe", 568: "db", 569: "qp"}
+#: docutils' ``_non_id_translate`` tables, which Sphinx's ``_make_id`` uses too (public names).
+NON_ID_TRANSLATE, NON_ID_TRANSLATE_DIGRAPHS = _NON_ID_TRANSLATE, _NON_ID_TRANSLATE_DIGRAPHS
 
 
 def docutils_make_id(value: str) -> str:
@@ -136,8 +138,14 @@ def hugo_slug(value: str) -> str:
 
 # -- per-generator anchors of a whole page ---------------------------------------------------
 def _mkdocs_page(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
+    return mkdocs_page_anchors(titles, explicit, mkdocs_slug)
+
+
+def mkdocs_page_anchors(titles: Sequence[str], explicit: Sequence[str], slug: Callable[[str], str]) -> list[str]:
+    """MkDocs anchors of a page's headers with the ``toc`` slug function ``slug`` (mkdocs.yml
+    ``markdown_extensions: toc: slugify``): explicit ids kept, the rest ``toc.unique``-d."""
     used = {e for e in explicit if e}  # toc collects every existing id first
-    return [e or mkdocs_unique(mkdocs_slug(t), used) for t, e in zip(titles, explicit)]
+    return [e or mkdocs_unique(slug(t), used) for t, e in zip(titles, explicit)]
 
 
 def _counter_page(slug: Callable[[str], str]) -> Callable[[Sequence[str], Sequence[str]], list[str]]:
@@ -157,14 +165,37 @@ def _counter_page(slug: Callable[[str], str]) -> Callable[[Sequence[str], Sequen
     return page
 
 
-def _hugo_page(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
+def hugo_ascii_slug(value: str) -> str:
+    """Hugo's ``autoHeadingIDType = "github-ascii"``: accents removed (NFD, marks dropped), then
+    the "github" rule keeping ASCII characters only."""
+    value = "".join(ch for ch in unicodedata.normalize("NFD", value) if unicodedata.category(ch) != "Mn")
+    return "".join(ch for ch in hugo_slug(value) if ch.isascii())
+
+
+def blackfriday_slug(value: str) -> str:
+    """Hugo's ``autoHeadingIDType = "blackfriday"`` (blackfriday ``SanitizedAnchorName``): letters
+    and numbers lowercased, every run of other characters between them one ``-``."""
+    out: list[str] = []
+    dash = False
+    for ch in value:
+        if ch.isalpha() or unicodedata.category(ch)[0] == "N":
+            if dash and out:
+                out.append("-")
+            dash = False
+            out.append(ch.lower())
+        else:
+            dash = True
+    return "".join(out)
+
+
+def _hugo_page(titles: Sequence[str], explicit: Sequence[str], slug: Callable[[str], str] = hugo_slug) -> list[str]:
     vals = {e for e in explicit if e}
     out = []
     for t, e in zip(titles, explicit):
         if e:
             out.append(e)
             continue
-        base = hugo_slug(t) or "heading"
+        base = slug(t) or "heading"
         cand, i = base, 1
         while cand in vals:
             cand, i = f"{base}-{i}", i + 1
@@ -201,6 +232,8 @@ PAGE_ANCHORS: dict[str, Callable[[Sequence[str], Sequence[str]], list[str]]] = {
     "github": _counter_page(github_slug),
     "docusaurus": _counter_page(github_slug),
     "hugo": _hugo_page,
+    "hugo-github-ascii": lambda titles, explicit: _hugo_page(titles, explicit, hugo_ascii_slug),
+    "hugo-blackfriday": lambda titles, explicit: _hugo_page(titles, explicit, blackfriday_slug),
 }
 
 

@@ -3,4 +3,15 @@ export default {
   title: 'Docusaurus',
   url: 'https://docusaurus.io',
   baseUrl: '/',
+  presets: [
+    [
+      'classic',
+      {
+        docs: {
+          // routeBasePath: '/',
+          path: 'docs',
+        },
+      },
+    ],
+  ],
 };
