@@ -16,8 +16,8 @@ unchanged members' passage vectors come from the ingest's embedding cache).
 
 Chosen by measurement, not taken from a paper: on the Qasper slice (``esrag eval``,
 all-MiniLM-L6-v2, rec@512t) grouping at depth 2 with α 1.0 lifted hybrid by +1.4 to +2.5 points
-at every chunk size tried (tau_max 400/600/800), and α 0.5–1.5 form a plateau (README,
-"How the defaults were chosen"). It is a cheap cousin of late chunking (Günther et al., 2024,
+at every chunk size tried (tau_max 400/600/800), and α 0.5–1.5 form a plateau (docs/evaluation.md,
+"Evaluation, and how the defaults were chosen"). It is a cheap cousin of late chunking (Günther et al., 2024,
 arXiv:2409.04701), which conditions each chunk's embedding on its surrounding text.
 
 The index stores the mixed vectors, so what reads stored vectors sees them too: MMR in fan-out

@@ -28,7 +28,7 @@ would pass the cap — so ``tokens <= max(max_tokens, tokens of the hit's own ch
 exactly; an auto-merge whose section would pass the cap does not happen (the hits stay). A
 chunk is never cut here; cutting is the budget's job (:func:`esrag.search.budget.take_budget`).
 
-Record chunks (metadata ``record_id``: one record, one chunk, :mod:`esrag.records`) are never
+Record chunks (metadata ``record_id``: one record, one chunk, :mod:`esrag.chunking.records`) are never
 expanded. Overlaps are removed in rank order: a later hit loses the chunks an earlier expanded
 hit already holds, and a hit whose own chunk is already held disappears into that hit (its id
 joins ``expanded_from``). Every expanded hit keeps a section path (the longest common prefix of
@@ -311,20 +311,30 @@ def _to_hit(u: _Unit) -> Hit:
         return hit
     members = sorted(u.members, key=lambda c: c.position)
     seed = hit.chunk
-    text = JOINER.join(c.text for c in members)
-    ids = [c.id for c in members]
     path = u.section if u.section is not None and len(members) > 1 else common_path([c.section_path for c in members])
-    metadata = dict(seed.metadata)
-    metadata["chunks"] = [[c.id, c.start_line, c.end_line, len(c.text)] for c in members]
-    metadata["expansion"] = u.kind
-    chunk = Chunk(
-        id="x" + content_hash(*ids)[:31], text=text, corpus=seed.corpus, source_path=seed.source_path,
-        section_path=path, start_line=members[0].start_line, end_line=members[-1].end_line,
-        position=members[0].position, n_chunks=seed.n_chunks, tokens=count_tokens(text),
-        content_hash=content_hash(text), doc_title=seed.doc_title, parent_id=seed.parent_id, metadata=metadata,
-    )
+    chunk = joined_chunk(seed, members, path, dict(seed.metadata), u.kind)
     covered = [cid for _, cid in sorted(dict.fromkeys(u.covered))]
     return Hit(chunk, hit.score, dict(hit.legs), covered)
+
+
+def joined_chunk(seed: Chunk, members: Sequence[Chunk], section_path: str, metadata: dict[str, Any],
+                 expansion: str) -> Chunk:
+    """One chunk standing for ``members`` (consecutive chunks of one page, by position) that
+    ``seed`` (a hit's chunk) grew into: their texts joined by :data:`JOINER`, the line span of
+    all, ``metadata`` with ``"chunks"`` (``[id, start_line, end_line, chars]`` per member) and
+    ``"expansion"`` (how it grew) set, an id derived from the members' ids, and the link of the
+    first member (its url, anchor and alt_urls; the seed's when the first has no url)."""
+    text = JOINER.join(m.text for m in members)
+    first = members[0]
+    metadata = {**metadata, "chunks": [[m.id, m.start_line, m.end_line, len(m.text)] for m in members], "expansion": expansion}
+    return Chunk(
+        id="x" + content_hash(*(m.id for m in members))[:31], text=text, corpus=seed.corpus, source_path=seed.source_path,
+        section_path=section_path, start_line=first.start_line, end_line=members[-1].end_line,
+        position=first.position, n_chunks=seed.n_chunks, tokens=count_tokens(text),
+        content_hash=content_hash(text), doc_title=seed.doc_title, parent_id=seed.parent_id, metadata=metadata,
+        doc_version=seed.doc_version, url=first.url or seed.url, anchor=first.anchor or seed.anchor,
+        alt_urls=list(first.alt_urls if first.url else seed.alt_urls),
+    )
 
 
 def _anywhere(chunk: Chunk) -> bool:

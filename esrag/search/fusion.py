@@ -5,7 +5,9 @@ with 1-based ranks, taken over the first ``rank_window_size`` results of each le
 weights this is exactly Elasticsearch's ``rrf`` retriever (``rank_constant`` = k), so the
 client-side fallback and the native retriever rank alike. The same function fuses the legs of
 the SQLite store, Elasticsearch without an rrf licence, per-corpus fan-out and query
-reformulation. Fusions are a table of functions (:data:`FUSIONS`), chosen by name.
+reformulation. Fusions are a table of functions (:data:`FUSIONS`), chosen by name: ``rrf``,
+and ``linear`` (:func:`linear`, a weighted sum of min-max normalised scores, as Elasticsearch's
+``linear`` retriever with the ``minmax`` normalizer).
 """
 
 from __future__ import annotations
@@ -74,8 +76,56 @@ def rrf(
     return sorted(fused.values(), key=lambda f: (-f.score, best_rank[f.id], f.id))
 
 
+def linear(
+    legs: Mapping[str, Ranking],
+    k: int = 60,
+    weights: Mapping[str, float] | None = None,
+    rank_window_size: int | None = None,
+) -> list[Fused]:
+    """Score fusion: ``score(d) = sum over legs of w_leg * minmax(raw score of d in the leg)``,
+    the normalised convex combination of Elasticsearch's ``linear`` retriever with the
+    ``minmax`` normalizer (``(s - min) / (max - min)`` over the leg's window; 1.0 for every
+    result when they all score alike). A result absent from a leg gets 0 from it.
+
+    Args:
+        legs: leg name -> ``[(id, raw_score), ...]`` best first (higher raw score is better;
+            BM25 scores and cosines both are). Duplicate ids within a leg keep their first entry.
+        k: unused (the signature of :func:`rrf`, so the two are interchangeable).
+        weights: leg name -> weight (default 1.0 each); use weights summing to 1 for a convex
+            combination.
+        rank_window_size: only the first N results of each leg take part (None = all).
+
+    Returns:
+        Fused results, best first; ties broken by the best single-leg rank, then by id.
+
+    Raises:
+        ConfigError: a negative weight or a window < 1.
+    """
+    if rank_window_size is not None and rank_window_size < 1:
+        raise ConfigError(f"rank_window_size must be >= 1, got {rank_window_size}")
+    weights = weights or {}
+    if any(w < 0 for w in weights.values()):
+        raise ConfigError(f"fusion weights must be >= 0, got {dict(weights)}")
+    fused: dict[str, Fused] = {}
+    best_rank: dict[str, int] = {}
+    for name, ranking in legs.items():
+        w = float(weights.get(name, 1.0))
+        window = list(dict(reversed(list(ranking if rank_window_size is None else ranking[:rank_window_size]))).items())
+        window.sort(key=lambda item: -item[1])
+        if not window:
+            continue
+        hi, lo = window[0][1], window[-1][1]
+        for rank, (doc_id, raw) in enumerate(window, 1):
+            norm = (float(raw) - lo) / (hi - lo) if hi > lo else 1.0
+            entry = fused.setdefault(doc_id, Fused(doc_id, 0.0))
+            entry.legs[name] = LegResult(rank, float(raw))
+            entry.score += w * norm
+            best_rank[doc_id] = min(best_rank.get(doc_id, rank), rank)
+    return sorted(fused.values(), key=lambda f: (-f.score, best_rank[f.id], f.id))
+
+
 FusionFn = Callable[..., list[Fused]]
-FUSIONS: dict[str, FusionFn] = {"rrf": rrf}
+FUSIONS: dict[str, FusionFn] = {"rrf": rrf, "linear": linear}
 
 
 def fusion(name: str) -> FusionFn:

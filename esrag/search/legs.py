@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from esrag.search.fusion import Fused, rrf
+from esrag.search.fusion import Fused, fusion
 from esrag.stores.base import BranchQuery, Filters, LegHits, MultiLeg, NativeFusion, Ranking, Store, StoreHits
 
 
@@ -51,9 +51,11 @@ def run_legs(store: Store, queries: Sequence[BranchQuery], fields: dict[str, flo
         return LegHits(list(pool.map(lambda q: legs_of(store, q, fields), queries)), "concurrent branches")
 
 
-def fuse(legs: Mapping[str, Ranking], rrf_k: int, weights: Mapping[str, float] | None, window: int) -> list[Fused]:
-    """One search's legs fused by :func:`esrag.search.fusion.rrf` over their first ``window``."""
-    return rrf(legs, k=rrf_k, weights=weights, rank_window_size=window)
+def fuse(legs: Mapping[str, Ranking], rrf_k: int, weights: Mapping[str, float] | None, window: int,
+         method: str = "rrf") -> list[Fused]:
+    """One search's legs fused over their first ``window`` by the fusion ``method``
+    (:data:`esrag.search.fusion.FUSIONS`: :func:`~esrag.search.fusion.rrf` by default)."""
+    return fusion(method)(legs, k=rrf_k, weights=weights, rank_window_size=window)
 
 
 def hybrid(
@@ -67,11 +69,13 @@ def hybrid(
     num_candidates: int = 100,
     rrf_k: int = 60,
     weights: dict[str, float] | None = None,
+    method: str = "rrf",
 ) -> StoreHits:
     """BM25 + kNN of ``query`` fused by RRF in one round trip where the store can: the store's
     native fusion where it has it and all leg weights are 1 (:class:`~esrag.stores.base.NativeFusion`),
     else both legs in one request (:func:`run_legs` with the hits' records) fused by :func:`fuse`.
-    With only one leg (no vector, or no query text/fields) that leg alone, "fused".
+    With only one leg (no vector, or no query text/fields) that leg alone, "fused". A
+    ``method`` other than ``rrf`` (:data:`esrag.search.fusion.FUSIONS`) always fuses client-side.
 
     Returns:
         a :class:`~esrag.stores.base.StoreHits` unpacking as ``(fused, how)``: fused hits best
@@ -89,11 +93,11 @@ def hybrid(
     if vector is None or not lexical(query, fields):  # one leg only: nothing to fuse natively
         legs = ({"bm25": store.bm25(query, window, filters, fields)} if vector is None
                 else {"dense": store.knn(vector, window, filters, num_candidates)})
-        return StoreHits(fuse(legs, rrf_k, weights, window), "rrf (client-side, one leg)")
+        return StoreHits(fuse(legs, rrf_k, weights, window, method), f"{method} (client-side, one leg)")
     search = BranchQuery(query, vector, window, filters, num_candidates)
     unweighted = all(float(w) == 1.0 for w in (weights or {}).values())
     why = ""
-    if unweighted and isinstance(store, NativeFusion):
+    if unweighted and method == "rrf" and isinstance(store, NativeFusion):
         available, why = store.native_rrf_support()
         if available:
             native = store.native_rrf(search, fields, k, rrf_k)
@@ -102,13 +106,15 @@ def hybrid(
                 return StoreHits(fused, f"rrf ({native.how})", native.took_ms, native.round_trip_ms, native.sources, native.decode)
             why = store.native_rrf_support()[1]
     got = run_legs(store, [search], fields, source=True)
-    if not unweighted:
+    if method != "rrf":
+        how = f"{method} (client-side over {got.how})"
+    elif not unweighted:
         how = f"rrf (client-side over {got.how}: per-leg weights {dict(weights or {})} need client-side fusion)"
     elif why:
         how = f"rrf (client-side over {got.how}; native rrf unavailable: {why})"
     else:
         how = f"rrf (client-side over {got.how})"
-    return StoreHits(fuse(got.legs[0], rrf_k, weights, window), how, got.took_ms, got.round_trip_ms, got.sources, got.decode)
+    return StoreHits(fuse(got.legs[0], rrf_k, weights, window, method), how, got.took_ms, got.round_trip_ms, got.sources, got.decode)
 
 
 def one_round_trip(store: Any) -> bool:

@@ -18,14 +18,22 @@ what :meth:`Searcher.search` returns. Stages and their settings (``[search]`` an
 * rerank (``--rerank SPEC``, top ``search.rerank_top_n`` = 30): :mod:`esrag.search.rerank`,
   applied to leaf chunks before any expansion.
 * expansion (``--expand``; per corpus ``[corpora.NAME] expand``): :mod:`esrag.search.expand`.
-* budget (``--budget N``): hits in rank order until N cl100k tokens of source text, by
-  :func:`esrag.search.budget.take_budget` (the evaluation's rule: the overflowing hit is cut to
-  fit, so the hits' ``tokens`` sum to exactly ``min(N, available)``). Without a budget, a
-  single-branch search returns ``k`` hits; a fan-out returns every branch's k.
+* sections (``search.merge_sections``, ``search.min_hit_tokens``; on by default):
+  :mod:`esrag.search.sections` — a hit too small to stand alone comes with its neighbours, and
+  adjacent hits of one section become one hit, so a search returns sections, not fragments.
+* budget (``--budget N``): hits in rank order while they fit N cl100k tokens of source text
+  (:func:`pack`): a hit that does not fit whole is shortened at a block boundary (a blank line
+  outside code fences) or, when no boundary leaves a useful part, left out, and packing goes on
+  with the next hits that fit; a hit is never cut mid-line. Without a budget, a single-branch
+  search returns ``k`` hits; a fan-out returns every branch's k. (The evaluation packs its own
+  way — :func:`esrag.search.budget.take_budget`, the overflowing chunk cut to fit, exactly N
+  tokens per arm — over :meth:`Pipeline.ranked_pool`, which applies neither sections nor this
+  packing.)
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,13 +41,15 @@ from typing import Any
 from esrag.config import CorpusSettings, Settings
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Hit
-from esrag.search.budget import cut_text, take_budget
+from esrag.search.demote import apply_demotion
 from esrag.search.expand import ExpandSpec, parse_expand
 from esrag.search.fanout import Branch, ZeroPassageCounter, corpus_filters, route, run_branches, select
 from esrag.search.fusion import rrf
 from esrag.search.reformulate import fuse_queries
 from esrag.search.searcher import SearchResult, Searcher
+from esrag.search.sections import members_of, shape_hits
 from esrag.stores.base import BranchQuery, Filters, MultiLeg
+from esrag.tokens import count_tokens
 
 MAX_BUDGET_CANDIDATES = 1000
 """A budgeted single-branch search asks for more hits (x4) while the budget is unfilled, up to this."""
@@ -128,8 +138,13 @@ class Pipeline:
         self, query: str, k: int | None = None, mode: str | None = None, filters: Filters | None = None, *,
         corpora: list[str] | None = None, budget: int | None = None, expand: str | None = None,
         rerank: str | None = None, rerank_top_n: int | None = None, reformulate: int | None = None,
+        sections: bool | None = None,
     ) -> PipelineResult:
         """Search ``query`` through the stack; arguments left None take their settings.
+
+        ``sections`` False returns chunks as ranked (no small-hit growth, no merging of adjacent
+        hits: :mod:`esrag.search.sections`); None follows ``search.merge_sections`` /
+        ``search.min_hit_tokens``.
 
         ``corpora`` (``--corpus``): two or more fan out; one searches that corpus with its
         ``[corpora.NAME]`` settings; None uses ``filters.corpora`` or else ``search.corpora``;
@@ -154,10 +169,16 @@ class Pipeline:
             raise ConfigError(f"--budget is in cl100k tokens and must be >= 1, got {budget}")
         corpus_expand = any((self.corpus(c).expand or "none").lower() != "none" for c in (corpora or list(self.settings.corpora)))
         configured = any(c in self.settings.corpora for c in corpora)
+        shaping = (s.merge_sections or s.min_hit_tokens > 0) if sections is None else sections
         plain = not (budget or expand_spec or corpus_expand or rerank or n_reform or len(corpora) > 1 or configured)
         if plain:
-            r = self.searcher.search(query, k=k, mode=mode, filters=filters)
-            return PipelineResult(r.hits, r.mode, r.timings_ms, r.fusion)
+            r = self.searcher.search(query, k=2 * k, mode=mode, filters=filters)
+            hits = self._demote(r.hits)
+            if not shaping:
+                return PipelineResult(hits[:k], r.mode, r.timings_ms, r.fusion)
+            t0 = time.perf_counter()
+            shaped = self._sections(hits, k, None)[:k]
+            return PipelineResult(shaped, r.mode, {**r.timings_ms, "sections": _ms(t0)}, r.fusion)
         timings: dict[str, float] = {}
         notes: list[str] = []
         diagnostics: dict[str, Any] = {}
@@ -170,7 +191,7 @@ class Pipeline:
             self._route(branches, query, vectors[0], diagnostics)
         if not fanout:
             b = branches[0]
-            want = max(k, top_n if rerank else 0, s.rank_window_size if budget else 0)
+            want = max(2 * k if shaping else k, top_n if rerank else 0, s.rank_window_size if budget else 0)
             branches[0] = Branch(b.corpus, want, b.filters, b.mmr_lambda, b.pool, b.cap, b.cap_by)
         hits, fusion = self._retrieve(queries, vectors, branches, mode, fanout, timings)
         if budget and not fanout:
@@ -183,16 +204,26 @@ class Pipeline:
             hits = rerank_hits(query, hits, self.reranker(rerank), top_n)
             timings["rerank"] = _ms(t0)
             fusion += f"; reranked top {min(top_n, len(hits))} by {getattr(self.reranker(rerank), 'spec', rerank)}"
+        hits = self._demote(hits)
+        if not fanout and not budget:
+            hits = hits[: 2 * k if shaping else k]
+        hits = self._expand(hits, expand_spec, timings)
+        passages = hits  # what fan-out diagnostics count: retrieved (and expanded) hits, before sections
+        if shaping:
+            t0 = time.perf_counter()
+            hits = self._sections(hits, None if fanout or budget else k, budget)
+            timings["sections"] = _ms(t0)
         if not fanout and not budget:
             hits = hits[:k]
-        hits = self._expand(hits, expand_spec, timings)
         if budget:
             t0 = time.perf_counter()
-            hits = pack(hits, budget)
+            hits = pack(hits, budget, s.min_hit_tokens)
             timings["budget"] = _ms(t0)
             diagnostics["budget"] = {"tokens": budget, "used": sum(h.chunk.tokens for h in hits)}
         if fanout:
-            diagnostics.update(self.zero_passages.record(corpora, [h.chunk for h in hits]))
+            shown = {m.id for h in hits for m in members_of(h)}
+            kept = [h.chunk for h in passages if any(m.id in shown for m in members_of(h))]
+            diagnostics.update(self.zero_passages.record(corpora, kept))
             diagnostics["k_per_corpus"] = {b.name: b.k for b in branches}
         timings["total"] = _ms(started)
         return PipelineResult(hits, mode, timings, fusion, diagnostics, notes, queries[1:])
@@ -281,6 +312,33 @@ class Pipeline:
             hits, _ = self._retrieve(queries, vectors, branches, mode, False, timings)
         return hits
 
+    def _demote(self, hits: list[Hit]) -> list[Hit]:
+        """Hits re-sorted after their corpus's ``demote`` (:mod:`esrag.search.demote`)."""
+        def rule(hit: Hit) -> tuple[tuple[str, ...], bool, float] | None:
+            d = self.corpus(hit.chunk.corpus).demote
+            return (tuple(d.patterns), d.api_stubs, d.weight) if d.weight < 1.0 else None
+
+        return apply_demotion(hits, rule)
+
+    def _sections(self, hits: list[Hit], k: int | None, budget: int | None) -> list[Hit]:
+        """:func:`~esrag.search.sections.shape_hits` over the hits that can be returned: the first
+        ``2k``, or (with a budget) those that hold twice the budget; later hits follow unchanged
+        unless a shaped hit already holds their chunk."""
+        s = self.settings.search
+        n = len(hits)
+        if budget:
+            total = 0
+            for i, h in enumerate(hits):
+                total += h.chunk.tokens
+                if total >= 2 * budget:
+                    n = i + 1
+                    break
+        elif k:
+            n = min(n, 2 * k)
+        head = shape_hits(hits[:n], self.store, s.min_hit_tokens, s.merge_sections, s.expand_max_tokens)
+        held = {m.id for h in head for m in members_of(h)}
+        return head + [h for h in hits[n:] if not {m.id for m in members_of(h)} & held]
+
     def _label(self, hits: list[Hit]) -> None:
         """Give hits without an authority label their corpus's (``[corpora.NAME] authority``)."""
         for h in hits:
@@ -332,7 +390,7 @@ class Pipeline:
         while True:
             ask = min(k, max(limit, 1)) if limit is not None else k
             hits = unpacked.search(query, k=ask, mode=mode, filters=filters, corpora=[], budget=None, expand="",
-                               reformulate=reformulate, rerank="", rerank_top_n=rerank_top_n).hits
+                                   reformulate=reformulate, rerank="", rerank_top_n=rerank_top_n, sections=False).hits
             enough = sum(h.chunk.tokens for h in hits) >= budget
             if min_sources:
                 enough = enough and len({h.chunk.source_path for h in hits}) >= min_sources
@@ -346,25 +404,68 @@ class Pipeline:
         return hits
 
 
-def pack(hits: list[Hit], budget: int) -> list[Hit]:
-    """Hits in rank order until ``budget`` cl100k tokens of source text, by
-    :func:`~esrag.search.budget.take_budget` on each hit's ``chunk.tokens``. The overflowing hit
-    is cut to its first ``remaining`` tokens (:func:`~esrag.search.budget.cut_text`): its text is
-    the cut text, its ``tokens`` the tokens taken, its ``end_line`` the line where the cut text
-    ends, and ``chunk.metadata["truncated"]`` is True. The hits' tokens sum to exactly
-    ``min(budget, sum of all hits' tokens)``."""
+def pack(hits: list[Hit], budget: int, min_tokens: int = 0) -> list[Hit]:
+    """Hits in rank order while they fit ``budget`` cl100k tokens of source text (each costs its
+    ``chunk.tokens``). A hit that does not fit whole is shortened to the longest prefix that ends
+    at a block boundary (:func:`block_prefix`) and fits, when that prefix holds at least
+    ``min_tokens`` tokens and more than its first line; its ``text``, ``tokens`` and ``end_line``
+    are the prefix's and ``chunk.metadata["truncated"]`` is True. Otherwise it is left out, and
+    packing goes on with the next hits (whole or shortened). A hit is never cut mid-line; the
+    hits' tokens sum to at most ``budget``.
+
+    Raises:
+        ValueError: ``budget`` < 1.
+    """
+    if budget < 1:
+        raise ValueError(f"budget must be at least 1 cl100k token, got {budget}")
     out: list[Hit] = []
-    for taken in take_budget(hits, budget, tokens=lambda h: h.chunk.tokens):
-        hit: Hit = taken.item
-        if not taken.truncated:
-            out.append(hit)
-            continue
+    left = budget
+    for hit in hits:
         c = hit.chunk
-        text = cut_text(c.text, taken.tokens)
-        chunk = replace(c, text=text, tokens=taken.tokens, end_line=_cut_end_line(c, text),
-                        metadata={**c.metadata, "truncated": True})
+        if c.tokens <= left:
+            out.append(hit)
+            left -= c.tokens
+            continue
+        text = block_prefix(c.text, left)
+        n = count_tokens(text) if text else 0
+        if not text or n < min_tokens or "\n" not in text.strip():
+            continue
+        chunk = replace(c, text=text, tokens=n, end_line=_cut_end_line(c, text), metadata={**c.metadata, "truncated": True})
         out.append(Hit(chunk, hit.score, hit.legs, hit.expanded_from))
+        left -= n
+        if left <= 0:
+            break
     return out
+
+
+def block_prefix(text: str, max_tokens: int) -> str:
+    """The longest prefix of ``text`` that ends at a block boundary and holds at most
+    ``max_tokens`` cl100k tokens ('' when none does). Block boundaries are the blank lines of
+    CommonMark outside fenced code blocks (a fence opens with three or more backticks or tildes
+    and closes with a run at least as long of the same character); the prefix keeps no trailing
+    blank line."""
+    lines = text.split("\n")
+    ends: list[int] = []  # prefix lengths in lines, each ending just before a blank line outside a fence
+    fence = ""
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        run = re.match(r"(`{3,}|~{3,})", stripped)
+        if fence:
+            if run and run.group(1)[0] == fence[0] and len(run.group(1)) >= len(fence) and not stripped[len(run.group(1)):].strip():
+                fence = ""
+        elif run:
+            fence = run.group(1)
+        elif not line.strip() and i and lines[i - 1].strip():
+            ends.append(i)
+    lo, hi, best = 0, len(ends) - 1, ""
+    while lo <= hi:  # token counts grow with the prefix: bisect
+        mid = (lo + hi) // 2
+        cand = "\n".join(lines[: ends[mid]])
+        if count_tokens(cand) <= max_tokens:
+            best, lo = cand, mid + 1
+        else:
+            hi = mid - 1
+    return best
 
 
 def _cut_end_line(chunk: Chunk, text: str) -> int:

@@ -1,6 +1,13 @@
-"""The searcher: query -> legs (BM25, kNN) -> RRF -> hits with per-leg ranks and timings.
+"""The searcher: query -> legs (BM25, kNN) -> RRF -> (feedback, parents) -> hits with per-leg
+ranks and timings.
 
-Modes: ``hybrid`` (both legs fused by :func:`esrag.search.fusion.rrf`), ``bm25``, ``dense``.
+Modes: ``hybrid`` (both legs fused by :func:`esrag.search.fusion.rrf`, or by the ``linear``
+fusion when ``search.fusion`` says so), ``bm25``, ``dense``. Optional second-pass signals
+(:mod:`esrag.search.feedback`, off by default): pseudo-relevance feedback from the first
+``search.prf_docs`` fused hits — RM3 expansion terms searched as a ``bm25_prf`` leg and a
+Rocchio query vector as a ``dense_prf`` leg, fused with the first legs — and parent signals
+(``search.parent_section`` / ``parent_page``) that add the best score of a chunk's section and
+page to its own.
 A store that answers a hybrid search in one round trip (Elasticsearch: native ``rrf`` or one
 ``_msearch``; :func:`esrag.search.legs.one_round_trip`) gets the whole search through
 :func:`esrag.search.legs.hybrid`; on any other store the BM25 leg runs while the query is
@@ -19,6 +26,7 @@ from esrag.config import SEARCH_MODES, SearchSettings, Settings
 from esrag.embedding import Embedder, embedder_factory
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Hit, LegResult
+from esrag.search.feedback import parent_boost, rm3_terms, rocchio
 from esrag.search.fusion import Fused
 from esrag.search.legs import fuse, hybrid, one_round_trip
 from esrag.stores.base import Filters, Store
@@ -121,7 +129,71 @@ class Searcher:
         self, query: str, k: int, mode: str, filters: Filters, window: int, timings: dict[str, float]
     ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]]]:
         """The fused list, the fusion's description, and a function giving the chunks the
-        store's response already held (by id)."""
+        store's response already held (by id): the first pass, then the second-pass signals
+        that are switched on (see the module docstring)."""
+        s = self.settings
+        fused, how, fetched, legs, vector = self._first_pass(query, k, mode, filters, window, timings)
+        if s.prf_docs and fused:
+            fused, how, fetched = self._feedback(query, mode, filters, window, fused, how, fetched, legs, vector, timings)
+        if (s.parent_section or s.parent_page) and fused:
+            t0 = time.perf_counter()
+            chunks = self._chunks([f.id for f in fused[:window]], fetched)
+            fused = parent_boost(fused[:window], chunks, s.parent_section, s.parent_page, s.parent_depth) + fused[window:]
+            fetched = _known(chunks, fetched)
+            how += f"; parent signals (section {s.parent_section:g}, page {s.parent_page:g})"
+            timings["parents"] = _ms(t0)
+        return fused, how, fetched
+
+    def _chunks(self, ids: list[str], fetched: Callable[[list[str]], dict[str, Chunk]]) -> dict[str, Chunk]:
+        """The chunks of ``ids``: those the store's response held, the rest read from the store."""
+        chunks = fetched(ids)
+        missing = [i for i in ids if i not in chunks]
+        if missing:
+            chunks.update({c.id: c for c in self.store.get(missing)})
+        return chunks
+
+    def _feedback(
+        self, query: str, mode: str, filters: Filters, window: int, fused: list[Fused], how: str,
+        fetched: Callable[[list[str]], dict[str, Chunk]], legs: dict[str, list[tuple[str, float]]] | None,
+        vector, timings: dict[str, float],
+    ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]]]:
+        """Pseudo-relevance feedback from the first ``prf_docs`` fused hits: a ``bm25_prf`` leg
+        (the query plus its RM3 terms) when the search has a BM25 leg and ``prf_terms`` > 0, a
+        ``dense_prf`` leg (the Rocchio vector) when it has a vector and ``rocchio_beta`` > 0,
+        fused with the first legs (or, when the store fused natively, with the first fused list
+        as one leg ``first`` weighing as the legs it fused). New legs weigh ``weights[leg]``,
+        default ``prf_weight``."""
+        s = self.settings
+        t0 = time.perf_counter()
+        top = fused[: s.prf_docs]
+        chunks = self._chunks([f.id for f in top], fetched)
+        top = [f for f in top if f.id in chunks]
+        extra: dict[str, list[tuple[str, float]]] = {}
+        if mode in ("bm25", "hybrid") and s.prf_terms:
+            terms = rm3_terms(query, [chunks[f.id].text for f in top], [f.score for f in top], s.prf_terms)
+            if terms:
+                extra["bm25_prf"] = self.store.bm25(f"{query} {' '.join(terms)}", window, filters, self.bm25_fields)
+        if vector is not None and s.rocchio_beta:
+            got = self.store.vectors([f.id for f in top])
+            moved = rocchio(vector, [got[f.id] for f in top if f.id in got], s.rocchio_beta)
+            extra["dense_prf"] = self.store.knn(moved, window, filters, max(s.num_candidates, window))
+        if not extra:
+            return fused, how, fetched
+        weights = dict(s.weights)
+        base = legs if legs is not None else {"first": [(f.id, f.score) for f in fused[:window]]}
+        if legs is None:
+            weights["first"] = sum(weights.get(leg, 1.0) for leg in (("bm25", "dense") if mode == "hybrid" else (mode,)))
+        for leg in extra:
+            weights.setdefault(leg, s.prf_weight)
+        out = fuse({**base, **extra}, s.rrf_k, weights, window, s.fusion)
+        timings["feedback"] = _ms(t0)
+        return out, f"{how}; feedback from the first {len(top)} hits ({', '.join(extra)})", _known(chunks, fetched)
+
+    def _first_pass(
+        self, query: str, k: int, mode: str, filters: Filters, window: int, timings: dict[str, float]
+    ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]], dict[str, list[tuple[str, float]]] | None, object]:
+        """The first ranking: fused list, description, prefetched chunks, the legs (None when
+        the store fused them natively) and the query vector (None in BM25 mode)."""
         s = self.settings
         legs: dict[str, list[tuple[str, float]]] = {}
         vector = None
@@ -143,14 +215,14 @@ class Searcher:
             t0 = time.perf_counter()
             answer = hybrid(
                 self.store, query, vector, k=k, filters=filters, fields=self.bm25_fields, rank_window_size=window,
-                num_candidates=max(s.num_candidates, window), rrf_k=s.rrf_k, weights=s.weights,
+                num_candidates=max(s.num_candidates, window), rrf_k=s.rrf_k, weights=s.weights, method=s.fusion,
             )
             timings["search"] = _ms(t0)
             if answer.took_ms is not None:
                 timings["cluster_took"] = float(answer.took_ms)
             if answer.round_trip_ms is not None:
                 timings["round_trip"] = float(answer.round_trip_ms)
-            return answer.fused, answer.how, answer.chunks
+            return answer.fused, answer.how, answer.chunks, None, vector
         if mode in ("bm25", "hybrid") and early is None:
             legs["bm25"], timings["bm25"] = self._bm25_leg(query, window if mode == "hybrid" else k, filters)
         if mode in ("dense", "hybrid") and vector is not None:
@@ -162,13 +234,13 @@ class Searcher:
             legs = {"bm25": legs["bm25"], "dense": legs["dense"]}
         t0 = time.perf_counter()
         if mode == "hybrid":
-            fused = fuse(legs, s.rrf_k, s.weights, window)
-            how = "rrf (client-side)"
+            fused = fuse(legs, s.rrf_k, s.weights, window, s.fusion)
+            how = f"{s.fusion} (client-side)"
         else:
             fused = [Fused(cid, score, {mode: LegResult(rank, score)}) for rank, (cid, score) in enumerate(legs[mode], 1)]
             how = mode
         timings["fuse"] = _ms(t0)
-        return fused, how, _nothing
+        return fused, how, _nothing, legs, vector
 
 
     def _bm25_leg(self, query: str, k: int, filters: Filters) -> tuple[list[tuple[str, float]], float]:
@@ -179,6 +251,15 @@ class Searcher:
 
 def _nothing(ids: list[str]) -> dict[str, Chunk]:
     return {}
+
+
+def _known(chunks: dict[str, Chunk], fetched: Callable[[list[str]], dict[str, Chunk]]) -> Callable[[list[str]], dict[str, Chunk]]:
+    """A prefetch function answering from ``chunks`` first, then from ``fetched``."""
+    def get(ids: list[str]) -> dict[str, Chunk]:
+        out = {i: chunks[i] for i in ids if i in chunks}
+        rest = [i for i in ids if i not in out]
+        return {**fetched(rest), **out} if rest else out
+    return get
 
 
 _POOL: ThreadPoolExecutor | None = None

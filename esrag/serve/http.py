@@ -2,13 +2,20 @@
 
 Routes (OpenAPI at ``/openapi.json``, docs at ``/docs``):
 
-* ``GET /search?q=&k=&mode=&corpus=&doc_version=&budget=&expand=&explain=`` and ``POST /search``
-  (a JSON body with the same fields) -> ``{"hits": [...], "timings_ms": {...}}``, the hits in the
-  ``esrag search --json`` form (:func:`esrag.service.hit_json`); with ``explain`` also ``fusion``
-  (and ``diagnostics``/``notes`` when there are any).
+* ``GET /search?q=&k=&mode=&corpus=&doc_version=&budget=&token_budget=&expand=&explain=`` and
+  ``POST /search`` (a JSON body with the same fields) -> ``{"hits": [...], "timings_ms": {...}}``,
+  the hits in the ``esrag search --json`` form (:func:`esrag.service.hit_json`); with ``explain``
+  also ``fusion`` (and ``diagnostics``/``notes`` when there are any). ``budget`` packs the hits'
+  source text; ``token_budget`` bounds the whole JSON body (cl100k tokens; hits left out are
+  counted in ``left_out``, a hit shortened at a block boundary has ``truncated``).
 * ``POST /ask`` ``{"question", "corpus"?, "budget"?}`` -> the ``esrag ask --json`` answer.
-* ``GET /pages/{path}?corpus=&doc_version=`` -> :meth:`esrag.pages.Page.to_dict`.
-* ``GET /corpora`` -> ``{"corpora": {name: {"chunks", "sources"}}}``.
+* ``GET /pages/{path}?corpus=&doc_version=&section=&offset=&token_budget=`` ->
+  :meth:`esrag.pages.Page.to_dict` plus ``versions`` (the versions holding the page; the one
+  returned is ``doc_version``: the one asked for, else the corpus's default). ``path`` is a
+  source path (with or without the docs root prefix) or the page's URL. With ``section``,
+  ``offset`` or ``token_budget`` only that part of the page (:func:`esrag.pages.page_window`),
+  with ``start_line``, ``end_line``, ``complete`` and ``left_out`` added.
+* ``GET /corpora`` -> ``{"corpora": {name: {"chunks", "sources", "versions", "default_version"}}}``.
 * ``GET /health`` -> store reachable, model loaded (200 when both, else 503).
 
 Every request of the process shares one :class:`~esrag.service.SearchService` (one store
@@ -31,17 +38,18 @@ from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from esrag.urls import scrub_credentials
 from esrag import __version__
 from esrag.errors import (
-    AnswerError, ConfigError, EsragError, ModelLoadError, NotIndexedError, RerankError, StoreError,
+    AnswerError, ConfigError, EsragError, ModelLoadError, NotIndexedError, PageNotFound, RerankError, StoreError,
 )
 from esrag.llm.clients import LLMError
+from esrag.serve.responses import candidate_budget, pack_json, page_json
 from esrag.serve.security import LIMITS, BodyLimit, Limits, RequireKey
 from esrag.service import SearchRequest, SearchService, UnknownCorpus, result_json
 
@@ -51,17 +59,30 @@ _L = LIMITS
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 
 
+def _not_bool(value: Any) -> Any:
+    """Refuse ``true``/``false`` where a number is expected (pydantic's lax mode reads them as 1/0)."""
+    if isinstance(value, bool):
+        raise ValueError("expected an integer, got a boolean")
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_not_bool)]
+
+
 class SearchParams(BaseModel):
     """The fields of ``/search`` (query string or JSON body)."""
 
     model_config = ConfigDict(extra="forbid")
 
     q: str = Field(min_length=1, max_length=_L.query_chars, description="The question or keywords.")
-    k: int | None = Field(None, ge=1, le=_L.k, description="Hits (default [search] k).")
+    k: Int | None = Field(None, ge=1, le=_L.k, description="Hits (default [search] k).")
     mode: Literal["hybrid", "bm25", "dense"] | None = None
     corpus: list[Name] = Field(default_factory=list, max_length=20, description="Only these corpora (repeatable).")
     doc_version: str | None = Field(None, min_length=1, max_length=200)
-    budget: int | None = Field(None, ge=1, le=_L.budget, description="Pack hits to N cl100k tokens of source text.")
+    budget: Int | None = Field(None, ge=1, le=_L.budget, description="Pack hits to N cl100k tokens of source text.")
+    token_budget: Int | None = Field(None, ge=100, le=_L.budget, description=(
+        "Bound the whole JSON response to N cl100k tokens: hits that do not fit are left out (counted in left_out) "
+        "or shortened at a block boundary (truncated)."))
     expand: str | None = Field(None, max_length=100, description="neighbours:W, parent or auto-merge:M.")
     explain: bool = Field(False, description="Add the fusion and diagnostics (each hit's legs are always there).")
 
@@ -78,7 +99,7 @@ class AskParams(BaseModel):
 
     question: str = Field(min_length=1, max_length=_L.query_chars)
     corpus: list[Name] = Field(default_factory=list, max_length=20)
-    budget: int | None = Field(None, ge=1, le=_L.budget)
+    budget: Int | None = Field(None, ge=1, le=_L.budget)
 
     _one_corpus = field_validator("corpus", mode="before")(lambda cls, v: [v] if isinstance(v, str) else v)
 
@@ -157,10 +178,16 @@ def create_app(service: SearchService, *, api_key: str | None = None, cors_origi
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return error(500, "internal error; see the server log")
 
-    def run_search(p: SearchParams) -> FastJSON:
+    def run_search(p: SearchParams) -> Response:
+        budget = p.budget if p.budget is not None or p.token_budget is None else candidate_budget(p.token_budget)
         req = SearchRequest(p.q, k=p.k, mode=p.mode, corpora=list(p.corpus), doc_version=p.doc_version,
-                            budget=p.budget, expand=p.expand)
-        return FastJSON(result_json(service.search(req, check_corpora=True), explain=p.explain))
+                            budget=budget, expand=p.expand)
+        body = result_json(service.search(req, check_corpora=True), explain=p.explain)
+        if p.token_budget is None:
+            return FastJSON(body)
+        if p.k:
+            body["hits"] = body["hits"][: p.k]
+        return Response(pack_json(body, p.token_budget)[0], media_type="application/json")
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index() -> HTMLResponse:
@@ -168,35 +195,48 @@ def create_app(service: SearchService, *, api_key: str | None = None, cors_origi
                                            "referrer-policy": "no-referrer"})
 
     @app.get("/search", summary="Search (query string)", response_class=FastJSON)
-    def search_get(params: Annotated[SearchParams, Query()]) -> FastJSON:
+    def search_get(params: Annotated[SearchParams, Query()]) -> Response:
         return run_search(params)
 
     @app.post("/search", summary="Search (JSON body)", response_class=FastJSON)
-    def search_post(params: SearchParams) -> FastJSON:
+    def search_post(params: SearchParams) -> Response:
         return run_search(params)
 
     @app.post("/ask", summary="Answer from the index (grounded, cited, abstains)")
     def ask(params: AskParams) -> dict[str, Any]:
         return service.ask(params.question, list(params.corpus), params.budget, check_corpora=True).to_dict()
 
-    @app.get("/pages/{path:path}", summary="A whole page: its chunks in order")
+    @app.get("/pages/{path:path}", summary="A page (or one section, or from a line) by source path or URL")
     def page(path: str, corpus: Annotated[str | None, Query(max_length=200)] = None,
-             doc_version: Annotated[str | None, Query(max_length=200)] = None) -> Any:
+             doc_version: Annotated[str | None, Query(max_length=200)] = None,
+             section: Annotated[str | None, Query(max_length=1000, description="Only this section (anchor or section path).")] = None,
+             offset: Annotated[int | None, Query(ge=1, description="Start at this source line.")] = None,
+             token_budget: Annotated[int | None, Query(ge=100, le=_L.budget, description=(
+                 "Bound the whole JSON response to N cl100k tokens."))] = None) -> Any:
         if len(path) > 1000:
             return error(422, "path: over 1000 characters")
+        path = re.sub(r"^(https?):/+", r"\1://", path)  # a URL in the route's path loses one of its slashes
         if corpus:
             service.check_corpora([corpus])
         try:
-            found = service.page(path, corpus, doc_version)
+            if section is None and offset is None and token_budget is None:
+                found = service.page(path, corpus, doc_version)
+                if found is None:
+                    return error(404, f"no page {path!r}")
+                return FastJSON({**found.to_dict(), "versions": found.versions})
+            fit, scope = service.page_windows(path, corpus, doc_version, section=section, offset=offset)
+            text, _ = page_json(fit, token_budget, scope, sections=True)
         except StoreError:
             raise
+        except PageNotFound as exc:
+            return error(404, f"{exc}; GET /corpora lists the corpora and their versions")
+        except ConfigError as exc:
+            return error(422, str(exc))
         except EsragError as exc:
             return error(404, str(exc))
-        if found is None:
-            return error(404, f"no page {path!r}")
-        return FastJSON(found.to_dict())
+        return Response(text, media_type="application/json")
 
-    @app.get("/corpora", summary="Indexed corpora with chunk and source counts")
+    @app.get("/corpora", summary="Indexed corpora with chunk and source counts, versions and default version")
     def corpora() -> dict[str, Any]:
         return {"corpora": service.corpora(fresh=True)}
 

@@ -1,35 +1,76 @@
 """``esrag mcp``: the index as Model Context Protocol tools (official SDK, PyPI ``mcp`` 2.x,
 where ``FastMCP`` became :class:`mcp.server.mcpserver.MCPServer`), over stdio or streamable HTTP.
 
-Tools (all read-only, annotated ``readOnlyHint``):
+Tools (all read-only, annotated ``readOnlyHint``; every argument typed strictly — ``true`` is
+not an integer — with its meaning, default and limits in the tool's input schema):
 
-* ``search_docs(query, corpus?, doc_version?, k?, token_budget?)`` -> ``{"hits": [{section_path,
-  url, source_path, start_line, end_line, text, corpus, doc_title, score, tokens, ...}]}``, packed
-  to ``token_budget`` cl100k tokens of source text by the rule of ``esrag search --budget``
-  (:func:`esrag.search.pipeline.pack`: hits in rank order, the last one cut to fit).
-* ``get_page(path, corpus?)`` -> the whole page (:meth:`esrag.pages.Page.to_dict`).
-* ``list_corpora()`` -> ``{"corpora": {name: {"chunks", "sources"}}}``.
+* ``search_docs(query, corpus?, doc_version?, k?, token_budget?, format?)`` -> by default compact
+  Markdown (per hit: the section path as a heading, the URL, the text); ``format="json"`` gives
+  ``{"hits": [{section_path, url, anchor, source_path, start_line, end_line, text, corpus,
+  doc_title, doc_version, score, tokens, truncated?}], "left_out"?}``. Either way the whole text
+  holds at most ``token_budget`` cl100k tokens (default 2,000; :mod:`esrag.serve.responses`).
+* ``get_page(path, corpus?, doc_version?, section?, offset?, token_budget?, format?)`` -> one copy
+  of the page's text (or of one section, or from a line), at most ``token_budget`` cl100k tokens
+  (default 4,000), with what was left out and the calls that read the rest. ``path`` is a
+  source path (with or without the docs root prefix) or the page's URL as search returns it.
+* ``list_corpora()`` -> ``{"corpora": {name: {"chunks", "sources", "versions", "default_version"}}}``.
 
-Errors (empty query, unknown corpus, store down, bad arguments) come back as tool errors whose
-text is a one-line reason; the server keeps running. The server's instructions tell the agent
-which corpora the index holds and how many chunks each has.
+The text the tools return is one ``TextContent`` (no duplicate structured copy), so the
+budget bounds what the client receives. Errors (empty query, unknown corpus or page, store
+down, bad arguments) come back as tool errors whose text is a one-line reason naming the next
+step in terms of these tools; the server keeps running. The server's instructions tell the
+agent which corpora the index holds and how many chunks each has.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from esrag.urls import scrub_credentials
+from pydantic import Field
+
 from esrag import __version__
-from esrag.errors import EsragError
+from esrag.errors import EsragError, PageNotFound
+from esrag.serve.responses import (
+    DEFAULT_PAGE_BUDGET, DEFAULT_SEARCH_BUDGET, HIT_FIELDS, candidate_budget, pack_json, page_json, page_markdown,
+    search_markdown,
+)
 from esrag.serve.security import LIMITS
 from esrag.service import SearchRequest, SearchService, hit_json
+from esrag.urls import scrub_credentials
 
-DEFAULT_TOKEN_BUDGET = 2000
-"""cl100k tokens of source text ``search_docs`` returns when the agent gives no budget."""
+DEFAULT_TOKEN_BUDGET = DEFAULT_SEARCH_BUDGET
+"""cl100k tokens of a whole ``search_docs`` response when the agent gives no budget."""
+MIN_TOKEN_BUDGET = 100
+"""The smallest ``token_budget`` the tools accept (a heading, a URL and a few lines)."""
 
-HIT_FIELDS = ("section_path", "url", "anchor", "source_path", "start_line", "end_line", "text", "corpus",
-              "doc_title", "doc_version", "score", "tokens", "truncated")
+Query = Annotated[str, Field(min_length=1, max_length=LIMITS.query_chars,
+                             description=f"A question or keywords (at most {LIMITS.query_chars:,} characters).")]
+CorpusArg = Annotated[str | None, Field(max_length=200, description="Only this corpus (list_corpora names them). Default: all.")]
+Count = Annotated[int | None, Field(strict=True, ge=1, le=LIMITS.k, description=(
+    f"At most this many sections (1-{LIMITS.k}). Default: as many as fit token_budget."))]
+Format = Annotated[Literal["markdown", "json"], Field(description=(
+    "'markdown': compact text for reading; 'json': the same content as structured fields. Default: 'markdown'."))]
+
+
+_SEARCH_BUDGET_TEXT = (f"Most cl100k tokens of the whole response ({MIN_TOKEN_BUDGET}-{LIMITS.budget:,}), counted over "
+                      "everything returned; sections that do not fit are left out or shortened at a paragraph boundary. "
+                      f"Default: {DEFAULT_SEARCH_BUDGET:,}.")
+_PAGE_BUDGET_TEXT = (f"Most cl100k tokens of the whole response ({MIN_TOKEN_BUDGET}-{LIMITS.budget:,}); what does not "
+                     f"fit is named with the call that reads it. Default: {DEFAULT_PAGE_BUDGET:,}.")
+SearchBudget = Annotated[int | None, Field(strict=True, ge=MIN_TOKEN_BUDGET, le=LIMITS.budget, description=_SEARCH_BUDGET_TEXT)]
+PageBudget = Annotated[int | None, Field(strict=True, ge=MIN_TOKEN_BUDGET, le=LIMITS.budget, description=_PAGE_BUDGET_TEXT)]
+
+
+def validation_line(exc: Exception) -> str:
+    """A pydantic ``ValidationError`` of tool arguments as one line naming the argument, the
+    rule and the value given (``k: Input should be less than or equal to 100 (got 1000)``)."""
+    errors = getattr(exc, "errors", None)
+    first = errors()[0] if callable(errors) and errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
+    given = first.get("input")
+    shown = repr(given) if not isinstance(given, (dict, str)) or len(repr(given)) < 80 else repr(given)[:77] + "..."
+    extra = f" (got {shown})" if first.get("type") != "missing" else ""
+    return _one_line(f"{where}: {first.get('msg', 'invalid value')}{extra}")
 
 
 def instructions(service: SearchService) -> str:
@@ -42,13 +83,14 @@ def instructions(service: SearchService) -> str:
     return (
         "Search indexed documentation with esrag (BM25 + embeddings fused by reciprocal rank fusion). "
         f"Corpora: {held or '(none yet)'}. Use search_docs with a natural-language question (optionally one "
-        "corpus) to get the most relevant sections with their section path, source path, line span and url; "
-        "token_budget caps the returned text in cl100k tokens. Use get_page with a hit's source_path to read "
-        "the whole page, and list_corpora to see what is indexed. All tools are read-only."
+        "corpus) to get the most relevant sections, each with its section path, URL and text; token_budget caps "
+        "the whole response in cl100k tokens. Use get_page with a hit's URL (or source path) to read the page "
+        "around it, one budgeted window at a time (section= or offset= as its note says), and list_corpora to see "
+        "what is indexed and which documentation versions each corpus has. All tools are read-only."
     )
 
 
-def _one_line(exc: Exception) -> str:
+def _one_line(exc: Exception | str) -> str:
     return scrub_credentials(" ".join(str(exc).split()))[:500] or type(exc).__name__
 
 
@@ -56,53 +98,93 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
     """The :class:`~mcp.server.mcpserver.MCPServer` with the three tools over ``service``."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
+    from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-    server = MCPServer("esrag", instructions=instructions(service), version=__version__)
+    from pydantic import ValidationError
+
+    class Server(MCPServer):
+        """MCPServer whose argument errors are one line naming the argument (the SDK's own text
+        is pydantic's multi-line dump)."""
+
+        async def call_tool(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await super().call_tool(*args, **kwargs)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(validation_line(exc.__cause__)) from None
+                if isinstance(exc.__cause__, ToolError):  # the tool's own one-line error, without the SDK's prefix
+                    raise exc.__cause__ from None
+                raise
+
+    server = Server("esrag", instructions=instructions(service), version=__version__)
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
-    @server.tool(annotations=read_only)
-    def search_docs(query: str, corpus: str | None = None, doc_version: str | None = None, k: int | None = None,
-                    token_budget: int | None = None) -> dict[str, Any]:
-        """Search the documentation index. Returns the best sections for `query` (a question or
-        keywords) with section_path, url, source_path, start_line, end_line and text, in rank
-        order, packed to `token_budget` cl100k tokens (default 2000; the last section is cut to
-        fit). `corpus` limits the search to one corpus (see list_corpora), `doc_version` to one
-        documentation version, `k` caps the number of sections (1-100)."""
-        if not query or not query.strip():
+    def text(value: str) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=value)])
+
+    @server.tool(annotations=read_only, structured_output=False)
+    def search_docs(
+        query: Query,
+        corpus: CorpusArg = None,
+        doc_version: Annotated[str | None, Field(max_length=200, description=(
+            "Only this documentation version (list_corpora shows each corpus's versions). Default: every version."))] = None,
+        k: Count = None,
+        token_budget: SearchBudget = None,
+        format: Format = "markdown",
+    ) -> Any:
+        """Search the documentation index for `query`. Returns the best sections in rank order:
+        each with its section path (as a heading), its URL (pass it to get_page to read on) and
+        its text, the whole response within `token_budget` cl100k tokens (default 2,000)."""
+        if not query.strip():
             raise ToolError("query is empty; give a question or keywords")
-        if len(query) > LIMITS.query_chars:
-            raise ToolError(f"query is over {LIMITS.query_chars} characters")
-        if k is not None and not 1 <= k <= LIMITS.k:
-            raise ToolError(f"k must be between 1 and {LIMITS.k}, got {k}")
-        budget = DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget
-        if not 1 <= budget <= LIMITS.budget:
-            raise ToolError(f"token_budget must be between 1 and {LIMITS.budget} cl100k tokens, got {budget}")
+        budget = DEFAULT_SEARCH_BUDGET if token_budget is None else token_budget
         try:
             result = service.search(SearchRequest(query, k=k, corpora=[corpus] if corpus else [], doc_version=doc_version,
-                                                  budget=budget), check_corpora=True)
+                                                  budget=candidate_budget(budget)), check_corpora=True)
         except EsragError as exc:
             raise ToolError(_one_line(exc)) from None
-        hits = result.hits[:k] if k else result.hits
-        return {"hits": [{f: d.get(f) for f in HIT_FIELDS if f in d or f in ("url",)} for d in map(hit_json, hits)]}
+        hits = [hit_json(h) for h in (result.hits[:k] if k else result.hits)]
+        if format == "json":
+            return text(pack_json({"hits": hits}, budget, HIT_FIELDS)[0])
+        return text(search_markdown(hits, budget, query)[0])
 
-    @server.tool(annotations=read_only)
-    def get_page(path: str, corpus: str | None = None) -> dict[str, Any]:
-        """The whole page at `path` (a source_path from search_docs), as its sections in order
-        (section_path, url, start_line, end_line, text) and the full text."""
+    @server.tool(annotations=read_only, structured_output=False)
+    def get_page(
+        path: Annotated[str, Field(min_length=1, max_length=2000, description=(
+            "The page: a hit's URL (with or without #anchor) or source path (with or without the docs root folder)."))],
+        corpus: CorpusArg = None,
+        doc_version: Annotated[str | None, Field(max_length=200, description=(
+            "This documentation version. Default: the corpus's default version (list_corpora names it)."))] = None,
+        section: Annotated[str | None, Field(max_length=1000, description=(
+            "Only this section and its subsections: its anchor or section path. Default: the URL's #anchor, "
+            "else the whole page."))] = None,
+        offset: Annotated[int | None, Field(strict=True, ge=1, description=(
+            "Start at this source line (the 'Continue' call of a previous response gives it). Default: the start."))] = None,
+        token_budget: PageBudget = None,
+        format: Format = "markdown",
+    ) -> Any:
+        """Read a page of the documentation (or one section of it) as one copy of its text,
+        within `token_budget` cl100k tokens (default 4,000). What does not fit is named at the
+        end with the get_page call that reads it (the next section, or an offset)."""
+        budget = DEFAULT_PAGE_BUDGET if token_budget is None else token_budget
         try:
             if corpus:
                 service.check_corpora([corpus])
-            page = service.page(path, corpus)
+            fit, scope = service.page_windows(path, corpus, doc_version, section=section, offset=offset)
+            if format == "json":
+                return text(page_json(fit, budget, scope, sections=False)[0])
+            return text(page_markdown(fit, budget, scope)[0])
+        except PageNotFound as exc:
+            raise ToolError(_one_line(exc) + "; list_corpora shows the corpora and their versions, and search_docs finds "
+                            "a page's URL") from None
         except EsragError as exc:
             raise ToolError(_one_line(exc)) from None
-        if page is None:
-            raise ToolError(f"no page {path!r}")
-        return page.to_dict()
 
     @server.tool(annotations=read_only)
     def list_corpora() -> dict[str, Any]:
-        """The indexed corpora with their chunk and page (source) counts."""
+        """The indexed corpora: per corpus its chunk and page (source) counts, its documentation
+        versions (each with chunks, pages and when last indexed; "" = unversioned) and the default
+        version get_page reads."""
         try:
             return {"corpora": service.corpora(fresh=True)}
         except EsragError as exc:
