@@ -42,27 +42,66 @@ from esrag.sites import Site
 from esrag.stores.base import IndexMeta, Installable, Rebuildable, Removable, Store
 
 
-def connect(settings: Settings) -> Store:
+def connect(settings: Settings, read_only: bool = False) -> Store:
     """The configured store, open; the caller closes it (:func:`open_store` does that for you).
-    Elasticsearch when ``ESRAG_ES_URL`` is set, else the SQLite file.
+    Elasticsearch when ``ESRAG_ES_URL`` is set, else the SQLite file. ``read_only``: for the
+    commands that only read (search, ask, page, status, doctor, serve, mcp): the store creates
+    no file or folder (the store class's ``from_settings(settings, read_only=True)``; a store
+    plugin without that argument is opened as usual).
 
     Raises:
         PluginError: ``store`` names no installed store.
         StoreError: the store cannot be opened (unreachable cluster, unwritable file).
     """
-    store: Store = plugins.create("esrag.stores", settings.store_name, settings)
+    options = {"read_only": True} if read_only and _takes_read_only(settings.store_name) else {}
+    store: Store = plugins.create("esrag.stores", settings.store_name, settings, **options)
     return store
 
 
+def _takes_read_only(name: str) -> bool:
+    """Whether the store plugin ``name``'s ``from_settings`` accepts ``read_only``."""
+    import inspect
+
+    factory = getattr(plugins.load("esrag.stores", plugins.parse("esrag.stores", name)[0]), "from_settings", None)
+    try:
+        return factory is not None and "read_only" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def nothing_indexed(settings: Settings) -> str:
+    """What a read-only command says when the configured store holds no index: where it looked
+    (the SQLite file, absolute, and ``ESRAG_DB``; or the alias on the cluster, its URL redacted)
+    and the command that creates it."""
+    from esrag.urls import redact_url
+
+    if settings.store_name == "sqlite":
+        where = f"{settings.db_path.absolute()} (ESRAG_DB)"
+    else:
+        where = f"the alias {settings.index!r} (ESRAG_INDEX) on Elasticsearch at {redact_url(settings.es_url or '')}"
+    return f"nothing is indexed in {where} yet; `esrag ingest PATH` creates it"
+
+
+def require_index(settings: Settings, store: Store) -> IndexMeta:
+    """The index's meta, or NotIndexedError saying :func:`nothing_indexed` (where esrag looked
+    and the command that creates the index)."""
+    from esrag.errors import NotIndexedError
+
+    meta = store.meta()
+    if meta is None:
+        raise NotIndexedError(nothing_indexed(settings))
+    return meta
+
+
 @contextmanager
-def open_store(settings: Settings) -> Iterator[Store]:
-    """``with open_store(settings) as store:`` the configured store (:func:`connect`), closed
-    when the block ends, also on an error.
+def open_store(settings: Settings, read_only: bool = False) -> Iterator[Store]:
+    """``with open_store(settings) as store:`` the configured store (:func:`connect`, with
+    ``read_only`` as there), closed when the block ends, also on an error.
 
     Raises:
         PluginError, StoreError: as :func:`connect`.
     """
-    store = connect(settings)
+    store = connect(settings, read_only)
     try:
         yield store
     finally:
@@ -85,12 +124,12 @@ def corpus_chunker(settings: Settings, corpus: str, name: str | None = None, rec
     """The chunker for ``corpus``: the records chunker with the corpus's field names
     (``records``, or ``[corpora.NAME] chunker = "records"`` when no ``name`` is given), else the
     chunker ``name`` or ``[corpora.NAME] chunker`` (default ``chunking.chunker``); labelled with
-    the corpus's ``authority`` when it has one (:class:`esrag.records.LabelledChunker`).
+    the corpus's ``authority`` when it has one (:class:`esrag.chunking.records.LabelledChunker`).
 
     Raises:
         PluginError: unknown chunker.
     """
-    from esrag.records import LabelledChunker, RecordsChunker
+    from esrag.chunking.records import LabelledChunker, RecordsChunker
 
     cs = settings.corpora.get(corpus)
     inner: Chunker
@@ -156,24 +195,28 @@ def make_site(settings: Settings, root: Path, corpus: str, site: str | None = No
     (:func:`esrag.sites.resolve_site`).
 
     Raises:
-        ConfigError: unknown site or a base URL that is not absolute http(s); the message names
-            the flag (``--site``, ``--base-url``) or the setting (``[corpora.NAME] site``).
+        ConfigError: unknown site, a base URL that is not absolute http(s) or a ``url_template``
+            that does not format (checked here, once, not per file); the message names the flag
+            (``--site``, ``--base-url``, ``--url-template``) or the setting (``[corpora.NAME] site``).
     """
-    from esrag.sites import check_base_url, check_site, resolve_site
+    from esrag.sites import check_base_url, check_site, check_url_template, resolve_site
 
     cs = settings.corpora.get(corpus)
+    if url_template:
+        check_url_template(url_template)
     if site is None and cs is not None and cs.site:
         site = check_site(cs.site, f"[corpora.{corpus}] site")
     if base_url is None and cs is not None and cs.base_url:
         base_url = check_base_url(cs.base_url, f"[corpora.{corpus}] base_url")
     if url_template is None and cs is not None:
-        url_template = cs.url_template
+        url_template = cs.url_template and check_url_template(cs.url_template, f"[corpora.{corpus}] url_template")
     version = doc_version if doc_version is not None else (cs.doc_version if cs is not None and cs.doc_version else "")
     return resolve_site(root, site, base_url, url_template, version)
 
 
 def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: Observer | None = None,
-                  corpus: str | None = None, site: Site | None = None, doc_version: str = "") -> Ingester:
+                  corpus: str | None = None, site: Site | None = None, doc_version: str = "",
+                  allow_delete: bool = False) -> Ingester:
     """An ingester writing into ``store`` with the configured embedder and indexed text.
 
     With ``settings.enrich`` (``--enrich e|e-k|cr|pf``) it enriches chunks with the configured
@@ -186,7 +229,8 @@ def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: 
     picks ``[corpora.NAME]`` embedder prefixes. With ``ingest.cache_embeddings`` (the default)
     passages go through the embedding cache at ``settings.embedding_cache_path``. ``site``
     (:func:`make_site`) gives Markdown pages their front matter, anchors and URLs;
-    ``doc_version`` is stored on every chunk and scopes the manifest.
+    ``doc_version`` is stored on every chunk and scopes the manifest. The deletion guard uses
+    ``ingest.max_delete_fraction`` unless ``allow_delete`` (:class:`esrag.ingest.DeletionGuard`).
 
     Raises:
         ConfigError: unknown enrichment mode. PluginError: unknown LLM provider or extractor.
@@ -219,6 +263,10 @@ def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: 
         section_context_depth=settings.index_text.section_context_depth,
         site=site,
         doc_version=doc_version,
+        max_delete_fraction=settings.ingest.max_delete_fraction,
+        allow_delete=allow_delete,
+        id_chunker=chunker,
+        follow_external_symlinks=settings.ingest.follow_external_symlinks,
     )
 
 
@@ -269,7 +317,7 @@ class IngestResult:
 def ingest_tree(settings: Settings, store: Store, path: Path, *, corpus: str | None = None,
                 include: Sequence[str] = (), exclude: Sequence[str] = (), chunker: str | None = None,
                 records: bool = False, rebuild: bool = False, site: Site | None = None,
-                observer: Observer | None = None) -> IngestResult:
+                observer: Observer | None = None, allow_delete: bool = False) -> IngestResult:
     """Ingest the tree (or file) ``path`` into ``store`` as ``corpus`` (default: the folder's
     name, :func:`default_corpus`), incrementally (:class:`esrag.ingest.Ingester`).
 
@@ -278,7 +326,9 @@ def ingest_tree(settings: Settings, store: Store, path: Path, *, corpus: str | N
     the chunker (:func:`corpus_chunker`); ``site`` (:func:`make_site`, default: resolved from
     settings and the tree) gives page URLs and the documentation version (ignored for records).
     With ``rebuild`` the chunks go into a new versioned index whose alias swap happens once the
-    ingest had no failure (:class:`~esrag.stores.base.Rebuildable`).
+    ingest had no failure (:class:`~esrag.stores.base.Rebuildable`). An ingest that would delete
+    more than ``ingest.max_delete_fraction`` of the corpus's chunks writes nothing and reports a
+    failure, unless ``allow_delete`` (:class:`esrag.ingest.DeletionGuard`).
 
     Raises:
         ConfigError: ``rebuild`` on a store that cannot rebuild; a bad site setting.
@@ -287,12 +337,14 @@ def ingest_tree(settings: Settings, store: Store, path: Path, *, corpus: str | N
     """
     corpus = corpus or default_corpus(path)
     where = site if site is not None else make_site(settings, path, corpus)
-    includes = list(include) or (["*.jsonl", "*.ndjson", "*.csv", "*.tsv"] if records else settings.ingest.include)
+    includes = list(include) or (["*.jsonl", "*.ndjson", "*.csv", "*.tsv"] if records
+                                 else [*settings.ingest.include, *where.include])  # the generator's own suffixes
     excludes = settings.ingest.exclude + list(exclude)
     if rebuild:
         rebuildable(store).begin_rebuild()
     ingester = make_ingester(settings, store, corpus_chunker(settings, corpus, chunker, records), observer,
-                             corpus=corpus, site=None if records else where, doc_version=where.doc_version)
+                             corpus=corpus, site=None if records else where, doc_version=where.doc_version,
+                             allow_delete=allow_delete)
     try:
         summary = ingester.run(path, corpus, includes, excludes)
     except EmbedderMismatch as exc:
@@ -302,24 +354,96 @@ def ingest_tree(settings: Settings, store: Store, path: Path, *, corpus: str | N
         raise
     swap = None
     if rebuild and isinstance(store, Rebuildable):
-        swap = store.finish_rebuild() if not summary.failures else {"swapped": False, "reason": "failures: fix them and run again"}
+        if summary.failures:
+            store.settle_rebuild()  # the run ended: the next --rebuild resumes it
+            swap = {"swapped": False, "reason": "failures: fix them and run again"}
+        else:
+            swap = store.finish_rebuild()
     return IngestResult(summary, swap)
 
 
-def chunk_file(settings: Settings, file: Path, chunker: str | None = None) -> tuple[Document, list[Chunk]]:
+def chunk_file(settings: Settings, file: Path, chunker: str | None = None,
+               root: Path | None = None) -> tuple[Document, list[Chunk]]:
     """The document read from ``file`` and its chunks (``esrag chunk``): the chunker ``chunker``
-    (default ``chunking.chunker``), include directives resolved inside the file's project (the
-    nearest folder with book.toml, mkdocs.yml, conf.py or .git); ``doc.problems`` lists what
-    the chunker could not resolve.
+    (default ``chunking.chunker``), include directives resolved inside ``root`` (``--root``;
+    default the file's project: the nearest folder with book.toml, mkdocs.yml, conf.py or .git,
+    as :func:`esrag.sources.project_root`); ``doc.problems`` lists what the chunker could not
+    resolve. The site (how the generator reads the file) is always the file's project's.
 
     Raises:
         SourceError: unreadable, binary or too large a file. PluginError: unknown chunker.
+        ConfigError: ``root`` is not a folder holding ``file``.
     """
     from esrag.sources import project_root, read_text
 
-    doc = Document(path=file.name, text=read_text(file, str(file), settings.ingest.max_file_bytes),
-                   source=str(file.resolve()), root=str(project_root(file)))
+    from esrag.sites import resolve_site
+
+    project = project_root(file)
+    tree = root.resolve() if root is not None else project
+    if root is not None and (not tree.is_dir() or not file.resolve().is_relative_to(tree)):
+        raise ConfigError(f"--root {root}: not a folder holding {file}")
+    doc = Document(path=file.resolve().relative_to(tree).as_posix(),
+                   text=read_text(file, str(file), settings.ingest.max_file_bytes), source=str(file.resolve()),
+                   root=str(tree))
+    resolve_site(project).read_as(doc)  # as the generator reads it (Sphinx source_suffix = ".txt": reStructuredText)
+    doc.path = file.name
     return doc, make_chunker(settings, chunker).chunk(doc)
+
+
+def list_corpora(store: Store) -> dict[str, dict[str, Any]]:
+    """The corpora ``store`` holds: ``{name: {"chunks": int, "sources": int, "versions": {version:
+    {"chunks", "sources", "indexed_at"}}}}`` in name order (``esrag status``'s ``corpora``
+    without ``default_version``, which :func:`corpora_status` adds; ``{}`` for an empty or new index).
+
+    Raises:
+        StoreError: the store cannot be read.
+    """
+    return dict(store.stats().get("corpora", {}))
+
+
+def default_version(settings: Settings, corpus: str, versions: dict[str, dict[str, Any]]) -> str | None:
+    """The documentation version of ``corpus`` that pages are read from when none is asked
+    for: ``[corpora.NAME] default_version`` when the corpus holds it, else the most recently
+    ingested version (greatest ``indexed_at`` of its chunks; on a tie the greatest name).
+    ``versions`` is the corpus's ``{version: {"chunks", "sources", "indexed_at"}}`` from
+    ``store.stats()`` ('' = unversioned). None when the corpus holds no chunk."""
+    cs = settings.corpora.get(corpus)
+    if cs is not None and cs.default_version is not None and cs.default_version in versions:
+        return cs.default_version
+    if not versions:
+        return None
+    return max(versions, key=lambda v: (versions[v].get("indexed_at") or "", v))
+
+
+def corpora_status(settings: Settings, store: Store) -> dict[str, Any]:
+    """``store.stats()`` with each corpus's ``default_version`` added (:func:`default_version`;
+    ``null`` for unversioned chunks) next to its ``versions`` — what ``esrag status``,
+    ``GET /corpora`` and MCP ``list_corpora`` show.
+
+    Raises:
+        StoreError: the store is unreachable.
+    """
+    stats = store.stats()
+    for name, row in stats.get("corpora", {}).items():
+        versions = row.setdefault("versions", {})
+        row["default_version"] = default_version(settings, name, versions)
+    return stats
+
+
+def read_page(settings: Settings, store: Store, path: str, corpus: str | None = None,
+              doc_version: str | None = None) -> Any:
+    """The page ``path`` (a source path, with or without the docs root prefix, or the page's
+    URL) of ``doc_version``, else of its corpus's default version (:func:`default_version`):
+    :func:`esrag.pages.get_page` — what ``esrag page`` prints.
+
+    Raises:
+        PageNotFound: no such page (names the nearest paths). StoreError: store unreachable.
+    """
+    from esrag.pages import get_page
+
+    corpora = corpora_status(settings, store).get("corpora", {})
+    defaults = {name: row["default_version"] for name, row in corpora.items() if row.get("default_version") is not None}
+    return get_page(store, path, corpus, doc_version, default_versions=defaults)
 
 
 def _removable(store: Store) -> Removable:

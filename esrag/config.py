@@ -11,14 +11,36 @@ e.g. ``ESRAG_SEARCH__RRF_K=30``.
 from __future__ import annotations
 
 import os
+import tomllib
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic_settings import SettingsError as _SourceError
+
+from esrag import config_check
+from esrag.errors import InvalidSettings
 
 DEFAULT_DB = Path(".esrag") / "esrag.db"
 SEARCH_MODES = ("hybrid", "bm25", "dense")
+ENV_PREFIX = "ESRAG_"
+#: ``ESRAG_*`` variables read outside :class:`Settings` (by esrag, its tests or benchmarks):
+#: never reported as unknown. ``ESRAG_TEST_*`` (:data:`OTHER_ENV_PREFIXES`) are the tests'.
+OTHER_ENV = (
+    "ESRAG_CONFIG",  # the settings file (config_path)
+    "ESRAG_SERVE_API_KEY",  # esrag serve / mcp --http (esrag.serve.security)
+    "ESRAG_RERANK_MODEL", "ESRAG_RERANK_API_KEY",  # http: reranker (esrag.search.rerank)
+    "ESRAG_MODEL_CACHE",  # exported OpenVINO models (esrag.embedding.openvino_backend)
+    "ESRAG_CPU_BF16", "ESRAG_CPU_VNNI",  # CPU probe overrides (esrag.embedding.local)
+    "ESRAG_SHARED_DIR",  # tests/paths.py: the shared data folder
+)
+OTHER_ENV_PREFIXES = ("ESRAG_TEST_",)
+
+
+class SettingsWarning(UserWarning):
+    """A setting esrag ignores (an unknown ``ESRAG_*`` variable); says the closest known name."""
 
 
 class ChunkingSettings(BaseModel):
@@ -80,6 +102,18 @@ class SearchSettings(BaseModel):
     rank_window_size: int = 50
     num_candidates: int = 100
     weights: dict[str, float] = Field(default_factory=lambda: {"bm25": 1.0, "dense": 1.0})
+    # Second-pass levers of issue 29 (esrag.search.feedback; docs/evaluation.md "Retrieval levers"): fusion
+    # function (rrf | linear), pseudo-relevance feedback from the first `prf_docs` fused hits
+    # (RM3 terms -> leg bm25_prf, Rocchio beta -> leg dense_prf; their weights in `weights`,
+    # default prf_weight), and parent signals (section / page weights, section depth).
+    fusion: str = "rrf"
+    prf_docs: int = Field(default=0, ge=0)
+    prf_terms: int = Field(default=10, ge=0)
+    prf_weight: float = Field(default=0.5, ge=0.0)
+    rocchio_beta: float = Field(default=0.0, ge=0.0)
+    parent_section: float = Field(default=0.0, ge=0.0)
+    parent_page: float = Field(default=0.0, ge=0.0)
+    parent_depth: int = Field(default=2, ge=1)
     # Retrieval stack of issue 7 (esrag.search.pipeline); every part is off by default.
     budget: int | None = Field(default=None, ge=1)  # cl100k tokens of source text (take_budget)
     expand: str | None = None  # neighbours:W | parent | auto-merge:M (esrag.search.expand)
@@ -89,12 +123,23 @@ class SearchSettings(BaseModel):
     reformulate: int = Field(default=0, ge=0)  # LLM reformulations fused with the query (seed 002)
     corpora: list[str] = Field(default_factory=list)  # fan out over these corpora (seed 001)
     router: bool = False  # adjust per-corpus k by predicted intent (never to zero)
+    # Sections, not fragments (esrag.search.sections): adjacent hits of one section become one
+    # hit; a hit under min_hit_tokens cl100k tokens comes with its neighbours (0: off)
+    merge_sections: bool = True
+    min_hit_tokens: int = Field(default=40, ge=0)
 
     @field_validator("mode")
     @classmethod
     def _mode(cls, v: str) -> str:
         if v not in SEARCH_MODES:
             raise ValueError(f"unknown search mode {v!r}; valid: {', '.join(SEARCH_MODES)}")
+        return v
+
+    @field_validator("fusion")
+    @classmethod
+    def _fusion(cls, v: str) -> str:
+        if v not in ("rrf", "linear"):
+            raise ValueError(f"unknown fusion {v!r}; valid: linear, rrf")
         return v
 
 
@@ -110,26 +155,32 @@ class IngestSettings(BaseModel):
     max_file_bytes: int = 5_000_000
     embed_batch_size: int = 16
     cache_embeddings: bool = True
+    #: the deletion guard (docs/ingest.md "Deletion guard"): an ingest that would delete more than this
+    #: fraction of a corpus's chunks (per doc version) deletes nothing and fails; 1.0 = off
+    #: (except for a tree that yields no file at all: only --allow-delete allows that)
+    max_delete_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
+    #: index files reached through symbolic links that point outside the ingested tree
+    follow_external_symlinks: bool = False
 
 
 class ElasticsearchSettings(BaseModel):
     """``[elasticsearch]``: index and cluster settings of the Elasticsearch store (env
-    ``ESRAG_ELASTICSEARCH__<NAME>``). Fields are added by the features that use them; README
-    "Elasticsearch" says what to choose for one node and for several."""
+    ``ESRAG_ELASTICSEARCH__<NAME>``). Fields are added by the features that use them;
+    docs/elasticsearch.md says what to choose for one node and for several."""
 
-    # cluster, node failures, bulk-load profile (README "Running on a cluster")
+    # cluster, node failures, bulk-load profile (docs/elasticsearch.md "Running on a cluster")
     shards: int = Field(default=1, ge=1, le=1024)  # ESRAG_ELASTICSEARCH__SHARDS: primaries of a new index
     # ESRAG_ELASTICSEARCH__REPLICAS: copies of each shard in a new index; unset = the shipped
     # template's auto_expand_replicas "0-1" (0 on one node, 1 as soon as there are two)
     replicas: int | None = Field(default=None, ge=0, le=64)
     retry_seconds: float = Field(default=60.0, ge=0)  # ESRAG_ELASTICSEARCH__RETRY_SECONDS: bulk waits this long for a lost node
     # ESRAG_ELASTICSEARCH__BULK_LOAD: a first ingest / --rebuild loads with refresh_interval -1 and 0 replicas;
-    # off: it did not pay on the Laravel docs, one node or three (README "Running on a cluster")
+    # off: it did not pay on the Laravel docs, one node or three (docs/elasticsearch.md "Running on a cluster")
     bulk_load: bool = False
     health_timeout: float = Field(default=120.0, gt=0)  # seconds to wait for green after a bulk load
     #: kNN format of the ``vector`` field (``dense_vector.index_options.type``, pinned in every
-    #: new index): ``auto`` chooses by the cluster's version (README "Vector index options and
-    #: sizing"; :func:`esrag.stores.elastic.vector_options.plan_vectors`); an explicit option
+    #: new index): ``auto`` chooses by the cluster's version (docs/elasticsearch.md "Vector index
+    #: options and sizing"; :func:`esrag.stores.elastic.vector_options.plan_vectors`); an explicit option
     #: the cluster cannot do is a one-line error naming this setting and the version.
     index_options: Literal["auto", "hnsw", "int8_hnsw", "int4_hnsw", "bbq_hnsw"] = "auto"
     #: ``index_options.rescore_vector.oversample`` of a quantized option (Elasticsearch 9.1+):
@@ -150,7 +201,7 @@ class ElasticsearchSettings(BaseModel):
 
 
 class RecordFields(BaseModel):
-    """Field names of a record source (JSONL/CSV, :mod:`esrag.records`): which record field
+    """Field names of a record source (JSONL/CSV, :mod:`esrag.chunking.records`): which record field
     holds the id, the text, the title, the date (stored as ``effective_date``), the authority
     label, the id of the superseding record and the language; ``metadata`` lists further
     fields copied onto the chunk's metadata."""
@@ -163,6 +214,25 @@ class RecordFields(BaseModel):
     superseded_by: str | None = "superseded_by"
     language: str | None = "language"
     metadata: list[str] = Field(default_factory=list)
+
+
+DEMOTE_PATTERNS = ("release-notes.*", "release_notes.*", "releasenotes.*", "releases.*", "changelog.*",
+                   "change-log.*", "changes.*", "history.*", "changelog/", "release-notes/")
+
+
+class DemoteSettings(BaseModel):
+    """``[corpora.NAME] demote``: hits that compete with the prose that answers get a lower
+    score (:mod:`esrag.search.demote`). ``patterns``: gitignore-style patterns of source paths
+    (matched case-insensitively; default: release notes and changelogs by their usual file
+    names); ``api_stubs``: also demote chunks holding a generated API reference directive
+    (mkdocstrings ``::: package.Name``; Sphinx autodoc pages leave no trace in a chunk's text:
+    name them in ``patterns``, e.g. ``"docs/api.rst"``); ``weight``: the factor on a
+    demoted hit's fused score (1.0 turns demotion off). Written inline:
+    ``demote = {patterns = ["release-notes.*", "reference/"], weight = 0.5}``."""
+
+    patterns: list[str] = Field(default_factory=lambda: list(DEMOTE_PATTERNS))
+    api_stubs: bool = True
+    weight: float = Field(default=0.5, gt=0.0, le=1.0)
 
 
 class CorpusSettings(BaseModel):
@@ -181,7 +251,10 @@ class CorpusSettings(BaseModel):
     ``mdbook``, ``sphinx``, ``sphinx-dirhtml``, ``docusaurus``, ``hugo``, ``github``, ``plain``),
     ``base_url`` (absolute http(s)) and ``url_template``: where the corpus is published
     (:mod:`esrag.sites`; as ``esrag ingest --site/--base-url/--url-template``); ``doc_version``:
-    the version stored on every chunk (``--doc-version``).
+    the version stored on every chunk (``--doc-version``); ``default_version``: the version
+    ``esrag page``, ``GET /pages`` and MCP ``get_page`` return when none is asked for (default:
+    the most recently ingested one, :func:`esrag.app.default_version`); ``demote``: lower weight for release
+    notes, changelogs and generated API stubs (:class:`DemoteSettings`).
     """
 
     chunker: str | None = None
@@ -202,6 +275,8 @@ class CorpusSettings(BaseModel):
     base_url: str | None = None
     url_template: str | None = None
     doc_version: str | None = None
+    default_version: str | None = None
+    demote: DemoteSettings = Field(default_factory=DemoteSettings)
 
 
 class LanguageSettings(BaseModel):
@@ -248,11 +323,16 @@ class Settings(BaseSettings):
     es_user: str | None = None
     es_password: SecretStr | None = None
     es_ca_certs: Path | None = None
+    # Elastic Cloud and TLS (docs/elasticsearch.md "Connecting to a secured cluster")
+    es_cloud_id: str | None = None  # ESRAG_ES_CLOUD_ID: an Elastic Cloud deployment, instead of ESRAG_ES_URL
+    # ESRAG_ES_SSL_ASSERT_FINGERPRINT: SHA-256 (hex, colons allowed) of the cluster's CA or HTTP certificate, pinned
+    es_ssl_assert_fingerprint: str | None = None
+    es_verify_certs: bool = True  # ESRAG_ES_VERIFY_CERTS: verify the cluster's TLS certificate (false: warned about)
     index: str = "esrag"
     store: str | None = None
     embedder: str = "st:all-MiniLM-L6-v2"
     embedder_precision: str = "auto"
-    embedder_backend: str = "auto"  # ESRAG_EMBEDDER_BACKEND: auto | openvino | torch (st: embedders; README "Speed")
+    embedder_backend: str = "auto"  # ESRAG_EMBEDDER_BACKEND: auto | openvino | torch (st: embedders; docs/performance.md)
     # ollama:/openai: embedders (esrag.embedding.remote): server URL, key, seconds per request
     embedder_url: str | None = None  # ESRAG_EMBEDDER_URL: Ollama URL, or an OpenAI-compatible base URL
     embedder_api_key: SecretStr | None = None  # ESRAG_EMBEDDER_API_KEY (never printed)
@@ -291,15 +371,23 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_path = Path(os.environ.get("ESRAG_CONFIG", "esrag.toml"))
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_path()))
+
+    @field_validator("es_ssl_assert_fingerprint")
+    @classmethod
+    def _fingerprint(cls, v: str | None) -> str | None:
+        digits = "".join((v or "").split()).replace(":", "")
+        if v is not None and (len(digits) != 64 or any(c not in "0123456789abcdefABCDEF" for c in digits)):
+            raise ValueError("expected a SHA-256 fingerprint: 64 hex digits, colons allowed (as Elasticsearch prints at first start)")
+        return v
 
     @property
     def store_name(self) -> str:
-        """``elastic`` when ``ESRAG_ES_URL`` is set (or ``store`` names it), else ``sqlite``."""
+        """``elastic`` when ``ESRAG_ES_URL`` or ``ESRAG_ES_CLOUD_ID`` is set (or ``store`` names
+        it), else ``sqlite``."""
         if self.store:
             return self.store
-        return "elastic" if self.es_url else "sqlite"
+        return "elastic" if self.es_url or self.es_cloud_id else "sqlite"
 
     @property
     def llm_cache_path(self) -> Path:
@@ -319,11 +407,71 @@ class Settings(BaseSettings):
         return self.db if self.db is not None else DEFAULT_DB
 
 
+def config_path() -> Path:
+    """The settings file: ``$ESRAG_CONFIG``, else ``esrag.toml`` in the working folder (which
+    may be missing: then only the environment and defaults count)."""
+    return Path(os.environ.get("ESRAG_CONFIG") or "esrag.toml")
+
+
+def read_config_file(path: Path | None = None) -> dict[str, Any]:
+    """The parsed settings file (``path`` or :func:`config_path`); ``{}`` when ``esrag.toml``
+    is absent.
+
+    Raises:
+        InvalidSettings: ``ESRAG_CONFIG`` names a missing file; the file is not valid TOML
+            (names its line and column) or cannot be read; it has a key no setting has (names
+            the dotted key and the closest known one).
+    """
+    path = path or config_path()
+    if not path.is_file():
+        if os.environ.get("ESRAG_CONFIG"):
+            raise InvalidSettings(f"ESRAG_CONFIG={str(path)!r}: no such file; point it at an esrag.toml or unset it")
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidSettings(f"{path}: cannot read the settings file: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidSettings(f"{path}: not valid TOML: {exc}") from None
+    unknown = config_check.unknown_keys(Settings, data)
+    if unknown:
+        raise InvalidSettings(config_check.unknown_keys_message(Settings, path, unknown))
+    return data
+
+
+def warn_unknown_env(environ: dict[str, str] | None = None) -> list[str]:
+    """Warn (:class:`SettingsWarning`, one line each) about every ``ESRAG_*`` variable that
+    sets no setting and is not one esrag reads elsewhere (:data:`OTHER_ENV`), with the closest
+    known name; returns the warnings' texts."""
+    said = []
+    for name, hint in config_check.unknown_env(Settings, os.environ if environ is None else environ, ENV_PREFIX,
+                                               OTHER_ENV, OTHER_ENV_PREFIXES):
+        text = f"unknown environment variable {name} (ignored)" + (f"; did you mean {hint}?" if hint else "")
+        warnings.warn(SettingsWarning(text), stacklevel=3)
+        said.append(text)
+    return said
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Settings from defaults < ``esrag.toml`` < environment < ``overrides`` (None values ignored).
 
+    Strict: an unknown key in the settings file, a missing ``ESRAG_CONFIG`` file or a bad
+    value is an :class:`~esrag.errors.InvalidSettings` of one line naming the file (or the
+    ``ESRAG_*`` variable) and the dotted key (:mod:`esrag.config_check`); an unknown
+    ``ESRAG_*`` variable is a :class:`SettingsWarning` naming the closest known one.
+
     Raises:
-        pydantic.ValidationError: a value has the wrong type or an unknown mode; the message
-            names the setting.
+        InvalidSettings (a ConfigError and a ValueError): as above, e.g.
+            ``esrag.toml: chunking.tau_max: expected an integer, got "big"``.
     """
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    path = config_path()
+    data = read_config_file(path)
+    warn_unknown_env()
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as exc:
+        raise InvalidSettings(config_check.validation_message(Settings, exc, dict(os.environ), ENV_PREFIX, path, data,
+                                                              given)) from None
+    except _SourceError as exc:  # an ESRAG_* value that should be JSON (a list, a table) is not
+        raise InvalidSettings(config_check.source_error_message(str(exc), dict(os.environ), ENV_PREFIX)) from None

@@ -59,3 +59,10 @@ class RerankError(EsragError):
 
 class AnswerError(EsragError):
     """``esrag ask`` could not produce an answer (the LLM gave no usable reply)."""
+
+
+class InvalidSettings(ConfigError, ValueError):
+    """A settings file, an ``ESRAG_*`` variable or a value passed in code is unusable: an
+    unknown key, a missing ``ESRAG_CONFIG`` file, a value of the wrong type. One line naming
+    the file or variable and the dotted key (:mod:`esrag.config_check`). Also a ValueError,
+    as pydantic's ValidationError it replaces."""

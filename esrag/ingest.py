@@ -7,7 +7,11 @@ Each chunk is classified against the store's manifest of its corpus:
   * unchanged: same content hash (no embedding; a metadata-only update if its line span,
     position or labels moved);
 and chunks the tree no longer produces are deleted — those of edited files, of files that
-vanished, and of files the include/exclude patterns no longer select. Files that fail to read
+vanished, and of files the include/exclude patterns no longer select. The deletion guard
+(:class:`DeletionGuard`) counts those deletions before anything is written: an ingest that would
+delete more than ``max_delete_fraction`` of the corpus's chunks (of its doc version), or any
+chunk when the tree yields no file at all, writes and deletes nothing and reports a failure
+naming the files, unless ``allow_delete`` (``esrag ingest --allow-delete``). Files that fail to read
 keep their old chunks (nothing is lost), are listed in the summary, and make the exit non-zero.
 Files indexed with a problem (an include left unresolved, a reStructuredText error) are listed
 under ``warnings`` (file, ``"line N: …"``) and leave the exit code alone. A page is re-read with
@@ -36,9 +40,11 @@ from esrag import section_context
 from esrag.chunking.base import Chunker
 from esrag.embedding import Embedder
 from esrag.errors import EsragError
+from esrag.filereport import FileReport, survey
+from esrag.formats.base import is_unresolved_include
 from esrag.indexed_text import embed_text
 from esrag.model import Chunk, Document, content_hash
-from esrag.sources import SourceFile, discover, load_document
+from esrag.sources import SkippedFile, SourceFile, discover, load_document
 from esrag.stores.base import IndexMeta, StoredEntry, Store, check_compatible
 
 
@@ -48,6 +54,51 @@ class Failure:
 
     path: str
     error: str
+
+
+@dataclass
+class DeletionGuard:
+    """The deletion guard's verdict (``IngestSummary.deletion_guard``; a ``--json`` contract).
+
+    Modelled on Algolia's crawler, which refuses to publish a run losing more than
+    ``maxLostRecordsPercentage`` of an index's records, and rsync's ``--max-delete``.
+
+    Attributes:
+        max_fraction: ``[ingest] max_delete_fraction`` (0.0-1.0 of the stored chunks).
+        allow_delete: ``--allow-delete`` was given: no check.
+        checked: the deletions were counted before any write (False: nothing was stored,
+            ``allow_delete``, or a ``max_fraction`` of 1.0 with files in the tree).
+        chunks_stored: chunks of the corpus (this doc version) in the store before the ingest.
+        would_delete: chunks the ingest would delete (a file that fails to read keeps its chunks).
+        files: files that would lose chunks; ``examples``: the first few of them, most chunks
+            first, as ``{"path", "chunks", "why"}`` (``why``: ``gone`` = no longer in the tree or
+            not selected; ``edited`` = the file no longer produces them).
+        refused: the ingest stopped before any write (and failed).
+    """
+
+    max_fraction: float = 0.5
+    allow_delete: bool = False
+    checked: bool = False
+    chunks_stored: int = 0
+    would_delete: int = 0
+    files: int = 0
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    refused: bool = False
+
+    @property
+    def fraction(self) -> float:
+        """``would_delete / chunks_stored`` (0.0 when nothing is stored)."""
+        return self.would_delete / self.chunks_stored if self.chunks_stored else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "fraction": round(self.fraction, 4)}
+
+
+#: how many files the deletion guard names in its message and in ``examples``
+GUARD_EXAMPLES = 5
+#: characters of source text whose documents and chunks the deletion guard keeps for the main
+#: pass (about 3 bytes of memory each); files beyond are chunked again (ids only in the guard)
+GUARD_KEEP_CHARS = 32_000_000
 
 
 @dataclass
@@ -67,13 +118,19 @@ class IngestSummary:
     failures: list[Failure] = field(default_factory=list)
     # pages left out on purpose (front matter ``draft: true`` / ``unlisted: true``): "path (draft)"
     skipped: list[str] = field(default_factory=list)
+    # every file left out on purpose, as {"path", "reason", "detail"} (SkippedFile): drafts and
+    # unlisted pages, symbolic links outside the tree or to nothing
+    skipped_files: list[SkippedFile] = field(default_factory=list)
     doc_version: str = ""
     # files indexed with a problem: an include left unresolved (missing, outside the tree, a
-    # cycle; the directive kept as text) or a reStructuredText error ("line N: …")
+    # cycle: left out of the text; or a line that looks like an include of a form no enabled
+    # extension handles: kept as text) or a reStructuredText error ("line N: …")
     warnings: list[Failure] = field(default_factory=list)
+    # how many of ``warnings`` are include directives (or lines that look like one) not resolved
+    includes_unresolved: int = 0
     seconds: float = 0.0
     embed_seconds: float = 0.0
-    # what embedded the passages, e.g. "openvino int8" (st: embedders; README "Speed"); '' when nothing was embedded
+    # what embedded the passages, e.g. "openvino int8" (st: embedders; docs/performance.md); '' when nothing was embedded
     embedder_runtime: str = ""
     # LLM enrichment (``--enrich``): calls made, cache hits, chunks (or PF fields) left empty
     # after retries, the servers' token counts of the calls made, and their wall seconds.
@@ -84,6 +141,15 @@ class IngestSummary:
     tokens_in: int = 0
     tokens_out: int = 0
     llm_seconds: float = 0.0
+    # what the deletion guard counted and decided (DeletionGuard)
+    deletion_guard: DeletionGuard = field(default_factory=DeletionGuard)
+    # where the tree is published (esrag.sites.Site.describe): generator, config, base_url,
+    # versions, languages, suffixes, content_dirs…; None for records
+    site: dict[str, Any] | None = None
+    # every text file of the tree: indexed, or skipped by reason (esrag.filereport.FileReport.to_dict)
+    file_report: dict[str, Any] = field(default_factory=dict)
+    # one line when fewer than half of the text files under the docs root were indexed ('' = none)
+    coverage_warning: str = ""
 
     @property
     def chunks(self) -> int:
@@ -100,7 +166,22 @@ class IngestSummary:
         out["seconds"] = round(self.seconds, 3)
         out["embed_seconds"] = round(self.embed_seconds, 3)
         out["llm_seconds"] = round(self.llm_seconds, 3)
+        out["deletion_guard"] = self.deletion_guard.to_dict()
         return out
+
+
+def guard_message(guard: DeletionGuard, corpus: str, doc_version: str = "", files_found: int = 0) -> str:
+    """The one-line failure of a refused ingest: how many chunks of which files would go, and
+    how to allow it."""
+    version = f" (doc version {doc_version!r})" if doc_version else ""
+    why = ("the tree yields no file at all (a wrong path, a failed checkout or an include pattern that matches nothing?)"
+           if not files_found else f"more than [ingest] max_delete_fraction = {guard.max_fraction:g} of them")
+    named = ", ".join(f"{e['path']} ({e['chunks']}, {e['why']})" for e in guard.examples)
+    more = f" and {guard.files - len(guard.examples)} more" if guard.files > len(guard.examples) else ""
+    allow = "--allow-delete" if not files_found else "--allow-delete, or raise [ingest] max_delete_fraction"
+    return (f"refused to delete {guard.would_delete} of the {guard.chunks_stored} chunks ({guard.fraction:.0%}) of corpus "
+            f"{corpus!r}{version}: {why}; nothing was written or deleted. Chunks that would go, by file "
+            f"({guard.files} files): {named}{more}. To delete them, run the ingest again with {allow}")
 
 
 class Observer:
@@ -116,13 +197,15 @@ class Observer:
 
 def meta_hash(chunk: Chunk) -> str:
     """Fingerprint of what a chunk stores besides its indexed content (span, position, labels,
-    and its published ``url``/``anchor`` — which enter only when set, so chunks without them
-    keep the fingerprint they always had). A change here is a metadata-only update, never a
-    re-embedding."""
+    and its published ``url``/``anchor``/``alt_urls`` — which enter only when set, so chunks
+    without them keep the fingerprint they always had). A change here is a metadata-only
+    update, never a re-embedding."""
     parts = [str(chunk.start_line), str(chunk.end_line), str(chunk.position), str(chunk.n_chunks),
              chunk.doc_title, json.dumps(chunk.metadata, sort_keys=True, default=str)]
     if chunk.url or chunk.anchor:
         parts += ["url", chunk.url, chunk.anchor]
+    if chunk.alt_urls:
+        parts += ["alt_urls", *chunk.alt_urls]
     return content_hash(*parts)
 
 
@@ -154,6 +237,12 @@ class Ingester:
             embedder has one (:class:`esrag.embedding.CachedEmbedder`, as ``esrag ingest`` builds it).
         window: chunks embedded and written per batch.
         max_file_bytes: larger files are reported as failures.
+        max_delete_fraction: the deletion guard's limit (0.0-1.0 of the corpus's stored chunks of
+            this doc version; :class:`DeletionGuard`); ``allow_delete`` turns the guard off.
+        id_chunker: a chunker giving the same chunk ids as ``chunker`` without its costly labels
+            (language, entities), used to count deletions before any write; default ``chunker``.
+        follow_external_symlinks: index files whose symbolic links point outside the tree
+            (else they are skipped and listed in ``skipped_files``).
         observer: progress callbacks.
         enricher: optional :class:`esrag.enrich.Enricher`; each file's chunks are enriched
             (in document order, several files at once) before they are compared with the store,
@@ -178,6 +267,10 @@ class Ingester:
         section_context_depth: int = 2,
         site: Any | None = None,
         doc_version: str = "",
+        max_delete_fraction: float = 0.5,
+        allow_delete: bool = False,
+        id_chunker: Chunker | None = None,
+        follow_external_symlinks: bool = False,
     ) -> None:
         self.store = store
         self.embedder_spec = embedder_spec
@@ -195,6 +288,14 @@ class Ingester:
         self.section_context_depth = section_context_depth
         self.site = site
         self.doc_version = doc_version
+        self.max_delete_fraction = max_delete_fraction
+        self.allow_delete = allow_delete
+        self.id_chunker = id_chunker or chunker
+        self.follow_external_symlinks = follow_external_symlinks
+        self._kept: dict[str, tuple[Document, list[Chunk], str]] = {}  # chunked by the guard, for _load
+        self._kept_chars = 0
+        self._report = FileReport()
+        self._loaded: set[str] = set()
 
     @property
     def embedder(self) -> Embedder:
@@ -221,10 +322,26 @@ class Ingester:
         start = time.perf_counter()
         self._check_index()
         summary = IngestSummary(corpus=corpus, doc_version=self.doc_version)
-        files = discover(root, include, exclude)
+        self._kept, self._kept_chars = {}, 0
+        files = discover(root, include, exclude, self.follow_external_symlinks, summary.skipped_files)
         summary.files = len(files)
         self.observer.files_found(len(files))
-        manifest = self.store.manifest(corpus, self.doc_version)
+        self._report = survey(root.resolve(), include, exclude, [f.rel for f in files]) if root.resolve().is_dir() \
+            else FileReport(text_files=len(files))
+        self._report.docs_roots = self._docs_roots(root.resolve())
+        self._loaded = set()
+        # a site whose layout gives each file its version (Docusaurus) defines every version of the
+        # corpus: compare with (and prune) all of them, also when versions come or go
+        whole = self.site is not None and getattr(self.site, "layout", None) is not None and not self.doc_version
+        manifest = self.store.manifest(corpus, None if whole else self.doc_version)
+        summary.deletion_guard = guard = self._guard(root, files, manifest, corpus)
+        if guard.refused:
+            self._kept, self._kept_chars = {}, 0
+            self._fail(summary, Failure(str(root), guard_message(guard, corpus, self.doc_version, len(files))))
+            summary.seconds = time.perf_counter() - start
+            return summary
+        for k in summary.skipped_files:  # issue 25's file report: a skipped link under its own reason
+            self._report.relabel(k.path, k.reason)
         pending = _Pending()
         seen_paths: set[str] = set()
         enricher = self.enricher
@@ -245,11 +362,85 @@ class Ingester:
                 if path not in seen_paths:
                     pending.stale.extend(entries)
         self._flush(pending, summary)
+        self._kept, self._kept_chars = {}, 0
         self.store.refresh()
         if enricher:
             self._llm_summary(enricher, before, summary)
+        self._finish_report(summary, include)
         summary.seconds = time.perf_counter() - start
         return summary
+
+    def _guard(self, root: Path, files: list[SourceFile], manifest: dict[str, dict[str, StoredEntry]],
+               corpus: str) -> DeletionGuard:
+        """Count the chunks this ingest would delete, reading and chunking (ids only) the files
+        that have stored chunks; nothing is written. See :class:`DeletionGuard`."""
+        guard = DeletionGuard(max_fraction=self.max_delete_fraction, allow_delete=self.allow_delete,
+                              chunks_stored=sum(len(e) for e in manifest.values()))
+        if not guard.chunks_stored or self.allow_delete or (files and self.max_delete_fraction >= 1.0):
+            return guard
+        guard.checked = True
+        lost: list[tuple[str, int, str]] = []
+        present = {src.rel for src in files}
+        if root.resolve().is_dir():
+            lost += [(path, len(entries), "gone") for path, entries in manifest.items() if path not in present]
+        for src in files:
+            stored = manifest.get(src.rel)
+            if not stored:
+                continue  # a new file deletes nothing
+            produced = self._chunk_ids(src, corpus)
+            if produced is not None:
+                n = sum(1 for cid in stored if cid not in produced)
+                if n:
+                    lost.append((src.rel, n, "edited"))
+        lost.sort(key=lambda x: (-x[1], x[0]))
+        guard.would_delete, guard.files = sum(n for _, n, _ in lost), len(lost)
+        guard.examples = [{"path": p, "chunks": n, "why": why} for p, n, why in lost[:GUARD_EXAMPLES]]
+        guard.refused = guard.would_delete > 0 and (not files or guard.fraction > self.max_delete_fraction)
+        return guard
+
+    def _chunk_ids(self, src: SourceFile, corpus: str) -> set[str] | None:
+        """The ids of the chunks ``src`` produces now, or None when it cannot be read or
+        chunked (its stored chunks are then kept; the main pass reports it). While the texts
+        kept stay under :data:`GUARD_KEEP_CHARS`, the file is chunked as the main pass would
+        and kept for it (:meth:`_load`), so no file is chunked twice; beyond, only its ids are
+        made (with ``id_chunker``) and the main pass chunks it again."""
+        try:
+            if self._kept_chars < GUARD_KEEP_CHARS:
+                doc, chunks, hidden = self._kept[src.rel] = self._chunked(src, corpus)
+                self._kept_chars += len(doc.text)
+            else:
+                doc, chunks, hidden = self._chunked(src, corpus, self.id_chunker)
+            return {c.id for c in chunks}
+        except Exception:  # noqa: BLE001 - _load reports it; a file that fails keeps its chunks
+            return None
+
+    def _docs_roots(self, root: Path) -> list[str]:
+        """The folders of the generator's pages, relative to ``root`` ('' = all of it), when a
+        generator's configuration was read; [] otherwise (no coverage warning)."""
+        site = self.site
+        if site is None or getattr(site, "config", None) is None or not root.is_dir():
+            return []
+        layout = getattr(site, "layout", None)
+        dirs = list(layout.content_roots()) if layout is not None else [Path(site.pages_dir)]
+        out = []
+        for d in dirs:
+            try:
+                rel = d.resolve().relative_to(root).as_posix()
+                out.append("" if rel == "." else rel)
+            except ValueError:
+                if root.is_relative_to(d.resolve()):
+                    out.append("")
+        return out
+
+    def _finish_report(self, summary: IngestSummary, include: list[str]) -> None:
+        report = self._report
+        failed = {f.path for f in summary.failures}
+        skipped = {rel for rels in report.skipped.values() for rel in rels}
+        report.indexed = sum(1 for rel in self._loaded if rel not in failed and rel not in skipped)
+        summary.file_report = report.to_dict()
+        summary.coverage_warning = report.coverage_warning()
+        if self.site is not None:
+            summary.site = self.site.describe(include)
 
     def _enrich(self, enricher: Any, loaded: list[tuple[SourceFile, tuple[Document, list[Chunk]] | None]],
                 summary: IngestSummary) -> None:
@@ -273,20 +464,19 @@ class Ingester:
                                               "by the next ingest"))
 
     def _load(self, src: SourceFile, corpus: str, summary: IngestSummary) -> tuple[Document, list[Chunk]] | None:
-        """The file's document and chunks, or None (failure recorded; its old chunks are kept)."""
+        """The file's document and chunks (those the deletion guard kept, else made now), or
+        None (failure recorded; its old chunks are kept)."""
         try:
-            doc = load_document(src, corpus, self.max_file_bytes)
-            doc.doc_version = self.doc_version
-            hidden = self.site.prepare(doc) if self.site is not None else ""
+            kept = self._kept.pop(src.rel, None)
+            doc, chunks, hidden = kept if kept is not None else self._chunked(src, corpus)
+            self._loaded.add(src.rel)
             if hidden:
                 summary.skipped.append(f"{src.rel} ({hidden})")
+                summary.skipped_files.append(SkippedFile(src.rel, hidden))
+                self._report.skip(hidden, src.rel)
                 return doc, []  # left out: its chunks from earlier ingests are removed
-            if src.root is not None:
-                doc.source, doc.root = str(src.path), str(src.root)
-            chunks = self.chunker.chunk(doc)
-            if self.site is not None:
-                self.site.apply(doc, chunks)
             for problem in doc.problems:
+                summary.includes_unresolved += is_unresolved_include(problem)
                 summary.warnings.append(Failure(src.rel, problem))
                 self.observer.warning(Failure(src.rel, problem))
             return doc, chunks
@@ -295,6 +485,25 @@ class Ingester:
         except Exception as exc:  # a chunker plugin may fail in any way; one file never aborts the ingest
             self._fail(summary, Failure(src.rel, f"chunking failed: {type(exc).__name__}: {exc}"))
         return None
+
+    def _chunked(self, src: SourceFile, corpus: str, chunker: Chunker | None = None) -> tuple[Document, list[Chunk], str]:
+        """Read, prepare (front matter) and chunk ``src`` with ``chunker`` (default: the
+        ingest's own, with its labels and the site's URLs): ``(doc, chunks, hidden)``, where
+        ``hidden`` is why a page is left out (``draft``…; then no chunk), else ''.
+
+        Raises:
+            SourceError: unreadable file; whatever the chunker raises."""
+        doc = load_document(src, corpus, self.max_file_bytes)
+        doc.doc_version = self.doc_version
+        hidden = self.site.prepare(doc) if self.site is not None else ""
+        if hidden:
+            return doc, [], hidden
+        if src.root is not None:
+            doc.source, doc.root = str(src.path), str(src.root)
+        chunks = (chunker or self.chunker).chunk(doc)
+        if self.site is not None and chunker is None:
+            self.site.apply(doc, chunks)
+        return doc, chunks, ""
 
     def _classify(
         self, src: SourceFile, doc_chunks: tuple[Document, list[Chunk]], stored: dict[str, StoredEntry],

@@ -19,7 +19,6 @@ import threading
 import time
 import uuid
 import warnings
-import zlib
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -61,6 +60,8 @@ from esrag.stores.elastic import (
     rrf_body,
     settings_component_body,
 )
+from esrag.stores.elastic.cluster import ClusterOptions
+from fault_helpers import HashEmbedder as FaultHashEmbedder
 from store_suite import DIMS, FIELDS, StoreContract, make_chunk, meta, unit
 
 from paths import LARAVEL
@@ -702,25 +703,11 @@ def test_hybrid_hits_are_read_from_the_legs_without_an_mget(store, es_url):
 
 
 # -- live: rebuild with a new embedder -------------------------------------------------------
-class HashEmbedder:
-    """A deterministic stand-in embedder: bag of hashed words, L2-normalised (dims configurable)."""
+class HashEmbedder(FaultHashEmbedder):
+    """fault_helpers' deterministic bag-of-hashed-words embedder, named ``test:<name>-<dims>``."""
 
     def __init__(self, dims: int, name: str = "hash") -> None:
-        self.dims, self.spec, self.calls = dims, f"test:{name}-{dims}", 0
-
-    def _vec(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dims, dtype=np.float32)
-        for w in text.lower().split():
-            v[zlib.crc32(w.encode()) % self.dims] += 1.0
-        v[0] += 1e-3
-        return v / np.linalg.norm(v)
-
-    def embed_documents(self, texts, progress=None):
-        self.calls += len(texts)
-        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self.dims), np.float32)
-
-    def embed_query(self, text):
-        return self._vec(text)
+        super().__init__(dims, f"test:{name}-{dims}")
 
 
 def _tree(tmp_path, names):
@@ -763,7 +750,11 @@ def test_rebuild_fills_a_new_index_and_swaps_the_alias_when_complete(make_store,
     assert done == {"swapped": True, "index": s.names.index(2), "previous": s.names.index(1), "deleted_previous": True}
     fresh = ElasticStore(s.url, s.alias)
     assert fresh.meta().embedder == new_emb.spec and fresh.meta().dims == 32
-    assert fresh.stats()["corpora"] == before["corpora"]
+    def counts(corpora: dict) -> dict:  # chunks and sources per corpus and version; indexed_at is the rebuild's own
+        return {name: {**c, "versions": {v: {k: n for k, n in d.items() if k != "indexed_at"} for v, d in c["versions"].items()}}
+                for name, c in corpora.items()}
+
+    assert counts(fresh.stats()["corpora"]) == counts(before["corpora"])
     assert not fresh._es.indices.exists(index=s.names.index(1))
     hits = fresh.knn(new_emb.embed_query("schedule every minute cron"), 3, Filters(), 50)
     assert hits and fresh.get([hits[0][0]])[0].corpus in ("laravel", "queues")
@@ -905,3 +896,45 @@ def test_cli_setup_installs_everything_for_the_configured_embedder(es_url):
         cleaner = ElasticStore(es_url, alias)
         cleaner.drop()
         cleaner.close()
+
+
+def test_mget_of_a_shard_not_yet_active_waits_then_names_the_error(make_store):
+    """_mget answers 200 with a per-document no_shard_available_action_exception while a shard
+    is unassigned (as after a node restart): reads that wait for the cluster wait for it; the
+    document is never reported as missing."""
+    s = make_store(cluster=ClusterOptions(retry_seconds=3))
+    red = f"{fresh_alias()}-red"
+    nowhere = {"index.routing.allocation.require._name": "no-such-node"}
+    s._es.indices.create(index=red, settings={"number_of_replicas": 0, **nowhere}, wait_for_active_shards="0")
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(StoreError) as err:
+            s._mget_waiting("read chunks", 0, s._es.mget, index=red, ids=["a"])
+        assert time.monotonic() - t0 < 2
+        assert str(err.value).startswith(f"Elasticsearch at {s.url} could not read chunks: chunk a: no_shard_available_action_exception")
+        assert "retried" not in str(err.value)
+
+        t0 = time.monotonic()
+        with pytest.raises(StoreError, match=r"chunk a: no_shard_available_action_exception: .*\(retried for 3 s, \[elasticsearch\] retry_seconds\)$"):
+            s._mget_waiting("read chunks with their vectors", 3, s._es.mget, index=red, ids=["a"])
+        assert 3 <= time.monotonic() - t0 < 15
+
+        # the shard becomes assignable 1.5 s into the wait: the read answers, the document not found
+        def allow() -> None:
+            time.sleep(1.5)
+            s._es.indices.put_settings(index=red, settings={"index.routing.allocation.require._name": None})
+        helper = threading.Thread(target=allow)
+        helper.start()
+        t0 = time.monotonic()
+        docs = s._mget_waiting("read chunks with their vectors", 60, s._es.mget, index=red, ids=["a"])
+        helper.join()
+        assert time.monotonic() - t0 >= 1.5
+        assert [(d["_id"], d["found"]) for d in docs] == [("a", False)]
+
+        # an error that waiting does not cure is raised at once
+        t0 = time.monotonic()
+        with pytest.raises(StoreError, match="chunk a: index_not_found_exception"):
+            s._mget_waiting("read chunks with their vectors", 60, s._es.mget, index=f"{red}-gone", ids=["a"])
+        assert time.monotonic() - t0 < 5
+    finally:
+        s._es.indices.delete(index=red, ignore_unavailable=True)

@@ -289,6 +289,30 @@ class Store(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class PageRef:
+    """One indexed page of one corpus and documentation version: its ``source_path``, its
+    published ``url`` without anchor ('' when unknown) and when its chunks were last written
+    (``indexed_at``, ISO 8601 UTC; '' when unknown)."""
+
+    corpus: str
+    doc_version: str
+    source_path: str
+    url: str = ""
+    indexed_at: str = ""
+
+
+@runtime_checkable
+class PageListing(Protocol):
+    """A store that lists its pages (both built-in stores): what lets ``get_page`` find a page
+    by its URL or by a path without the docs root prefix, and name the nearest paths on a miss."""
+
+    def pages(self, corpus: str | None = None) -> list[PageRef]:
+        """Every (corpus, version, source path) the store holds (of ``corpus`` when given),
+        sorted by corpus, version and path."""
+        ...
+
+
 @runtime_checkable
 class Removable(Protocol):
     """A store that can remove a corpus and drop its whole index (``esrag remove`` / ``drop``);
@@ -349,6 +373,11 @@ class Rebuildable(Protocol):
 
     def finish_rebuild(self, force: bool = False, delete_old: bool = True) -> dict[str, Any]:
         """Swap the alias to the rebuilt index; a report (``swapped``, ``missing_corpora``…)."""
+        ...
+
+    def settle_rebuild(self) -> None:
+        """Record that a run into the rebuild index ended (it is resumed by the next
+        :meth:`begin_rebuild`; an index whose run never ended is deleted there as half-built)."""
         ...
 
     @property

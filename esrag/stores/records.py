@@ -20,7 +20,7 @@ from esrag.model import Chunk, Enrichment
 #: metadata keys stored as fields of their own (seed 001: language, authority, dates, supersession).
 LABELS = ("language", "authority", "effective_date", "superseded_by")
 #: record fields holding lists of strings.
-LIST_FIELDS = ("keywords", "questions", "entities", "related_keys")
+LIST_FIELDS = ("keywords", "questions", "entities", "related_keys", "alt_urls")
 
 
 def chunk_record(chunk: Chunk, meta_hash: str, indexed_at: str | None) -> dict[str, Any]:
@@ -36,6 +36,7 @@ def chunk_record(chunk: Chunk, meta_hash: str, indexed_at: str | None) -> dict[s
         "tokens": chunk.tokens, "content_hash": chunk.content_hash, "meta_hash": meta_hash,
         "parent_id": chunk.parent_id, "context": chunk.context, **labels,
         "anchor": chunk.anchor, "url": chunk.url, "doc_version": chunk.doc_version,
+        "alt_urls": list(chunk.alt_urls),
         "title": e.title, "summary": e.summary, "keywords": list(e.keywords), "questions": list(e.questions),
         "entities": list(e.entities), "key": e.key, "related_keys": list(e.related_keys),
         "enrich_model": e.model, "prompt_sha256": e.prompt_sha256, "metadata": md,
@@ -65,7 +66,7 @@ def chunk_from_record(chunk_id: str, rec: dict[str, Any]) -> Chunk:
         position=rec.get("position", 1), n_chunks=rec.get("n_chunks", 1), tokens=rec.get("tokens", 0),
         content_hash=_text(rec, "content_hash"), doc_title=_text(rec, "doc_title"), parent_id=rec.get("parent_id"),
         context=_text(rec, "context"), enrichment=enrichment, metadata=metadata, anchor=_text(rec, "anchor"),
-        url=_text(rec, "url"), doc_version=_text(rec, "doc_version"),
+        url=_text(rec, "url"), doc_version=_text(rec, "doc_version"), alt_urls=as_list(rec.get("alt_urls")),
     )
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -28,16 +29,17 @@ from esrag.analysis import query_terms, sqlite_tokenizer
 from esrag.errors import EmbedderMismatch, NotIndexedError, StoreError
 from esrag.model import Chunk
 from esrag.stores.records import LIST_FIELDS, chunk_from_record, chunk_record
-from esrag.stores.base import TEXT_FIELDS, Filters, IndexMeta, StoredEntry, WriteReport, check_compatible
+from esrag.stores.base import TEXT_FIELDS, Filters, IndexMeta, PageRef, StoredEntry, WriteReport, check_compatible
 
 _SCALAR_COLUMNS = (
     "corpus", "source_path", "section_path", "doc_title", "text", "start_line", "end_line", "position",
     "n_chunks", "tokens", "content_hash", "meta_hash", "parent_id", "context", "language", "authority",
     "effective_date", "superseded_by", "title", "summary", "keywords", "questions", "entities", "key",
     "related_keys", "enrich_model", "prompt_sha256", "metadata", "indexed_at", "anchor", "url", "doc_version",
+    "alt_urls",
 )
 #: columns added after the first release: an older database gets them on open (ALTER TABLE).
-_ADDED_COLUMNS = ("anchor", "url", "doc_version")
+_ADDED_COLUMNS = ("anchor", "url", "doc_version", "alt_urls")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,7 +56,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     related_keys TEXT NOT NULL DEFAULT '', enrich_model TEXT, prompt_sha256 TEXT,
     metadata TEXT NOT NULL DEFAULT '{{}}', indexed_at TEXT,
     vector BLOB NOT NULL,
-    anchor TEXT NOT NULL DEFAULT '', url TEXT NOT NULL DEFAULT '', doc_version TEXT NOT NULL DEFAULT ''
+    anchor TEXT NOT NULL DEFAULT '', url TEXT NOT NULL DEFAULT '', doc_version TEXT NOT NULL DEFAULT '',
+    alt_urls TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_source ON chunks (corpus, source_path, position);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
@@ -77,7 +80,13 @@ class SQLiteStore:
     """The embedded store (``sqlite``). One file; created on first :meth:`ensure`.
 
     Args:
-        path: the SQLite file (parent folders are created).
+        path: the SQLite file (parent folders are created, unless ``read_only``).
+        read_only: for commands that only read (``search``, ``status``, ``serve``…): a missing
+            file or folder is never created; until the file exists (an ingest elsewhere may
+            create it later: it is opened then) the store reads as empty (:meth:`meta` None)
+            and searches raise :class:`~esrag.errors.NotIndexedError` naming the path and
+            ``esrag ingest``. An existing file is opened as usual (an older schema gets its
+            added columns, :data:`_ADDED_COLUMNS`).
 
     Raises:
         StoreError: the file cannot be opened or is not an esrag database.
@@ -85,19 +94,48 @@ class SQLiteStore:
 
     name = "sqlite"
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self._analyzer: str | None = None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = _LockedConnection(sqlite3.connect(str(self.path), check_same_thread=False))
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the embedded store at {self.path}: {exc}; set ESRAG_DB to a writable path") from exc
+        self._conn: _LockedConnection | None = None
+        self._open_lock = threading.Lock()
         self._matrix: _VectorMatrix | None = None
         self._matrix_version = -1  # PRAGMA data_version when the matrix was read
+        if not read_only or self.path.exists():
+            self._open()
+
+    def _open(self) -> _LockedConnection:
+        """Connect (once): folders made unless read-only, WAL journal, older schemas upgraded."""
+        with self._open_lock:
+            if self._conn is not None:
+                return self._conn
+            try:
+                if not self.read_only:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = _LockedConnection(sqlite3.connect(str(self.path), check_same_thread=False))
+                if not self.read_only:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            except (OSError, sqlite3.Error) as exc:
+                raise StoreError(f"cannot open the embedded store at {self.path}: {exc}; set ESRAG_DB to a writable path") from exc
+            self._conn = conn
         self._migrate()
+        return conn
+
+    @property
+    def _db(self) -> _LockedConnection:
+        """The connection; a read-only store whose file is still missing raises NotIndexedError."""
+        conn = self._conn
+        if conn is not None:
+            return conn
+        if self.read_only and not self.path.exists():
+            raise NotIndexedError(self.missing())
+        return self._open()
+
+    def missing(self) -> str:
+        """What to say when nothing is indexed here: the path looked at and the way to create it."""
+        return f"nothing is indexed in {self.path.absolute()} (ESRAG_DB) yet; `esrag ingest PATH` creates it"
 
     def _migrate(self) -> None:
         """Add the columns of :data:`_ADDED_COLUMNS` to a database created before them."""
@@ -113,12 +151,15 @@ class SQLiteStore:
             raise StoreError(f"cannot upgrade the embedded store at {self.path}: {exc}; set ESRAG_DB to a writable path") from exc
 
     @classmethod
-    def from_settings(cls, settings) -> SQLiteStore:
-        """The store at ``settings.db_path`` (``ESRAG_DB`` or ``.esrag/esrag.db``)."""
-        return cls(settings.db_path)
+    def from_settings(cls, settings, read_only: bool = False) -> SQLiteStore:
+        """The store at ``settings.db_path`` (``ESRAG_DB`` or ``.esrag/esrag.db``); ``read_only``
+        as in the class."""
+        return cls(settings.db_path, read_only=read_only)
 
     # -- lifecycle -------------------------------------------------------------------------
     def _has_schema(self) -> bool:
+        if self._conn is None and self.read_only and not self.path.exists():
+            return False
         row = self._db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='chunks'").fetchone()
         return row is not None
 
@@ -144,7 +185,7 @@ class SQLiteStore:
         )
         if not meta.created_at:
             meta.created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        with self._db:
+        with self._writing("create its tables"):
             self._db.executescript(script)
             self._db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_meta', ?)", (json.dumps(meta.to_dict()),)
@@ -153,7 +194,8 @@ class SQLiteStore:
 
     def close(self) -> None:
         """See :class:`esrag.stores.base.Store`."""
-        self._db.close()
+        if self._conn is not None:
+            self._conn.close()
 
     # -- writes ----------------------------------------------------------------------------
     def write(self, chunks: Sequence[Chunk], vectors: np.ndarray, meta_hashes: Sequence[str]) -> WriteReport:
@@ -169,7 +211,7 @@ class SQLiteStore:
         rows = [(*_row(c, h, now), v.tobytes(), c.id) for c, h, v in zip(chunks, meta_hashes, vectors)]
         placeholders = ", ".join("?" * (len(_SCALAR_COLUMNS) + 2))
         updates = ", ".join(f"{c}=excluded.{c}" for c in (*_SCALAR_COLUMNS, "vector"))
-        with self._db:
+        with self._writing(f"write {len(rows)} chunks"):
             self._db.executemany(
                 f"INSERT INTO chunks ({', '.join(_SCALAR_COLUMNS)}, vector, id) VALUES ({placeholders}) "
                 f"ON CONFLICT(id) DO UPDATE SET {updates}",
@@ -183,7 +225,7 @@ class SQLiteStore:
         self._require_schema()
         now = _now()
         sets = ", ".join(f"{c}=?" for c in _SCALAR_COLUMNS)
-        with self._db:
+        with self._writing(f"update the metadata of {len(chunks)} chunks"):
             cur = self._db.executemany(
                 f"UPDATE chunks SET {sets} WHERE id=?", [(*_row(c, h, now), c.id) for c, h in zip(chunks, meta_hashes)]
             )
@@ -194,7 +236,7 @@ class SQLiteStore:
         """See :class:`esrag.stores.base.Store`."""
         if not ids or not self._has_schema():
             return 0
-        with self._db:
+        with self._writing(f"delete {len(ids)} chunks"):
             cur = self._db.executemany("DELETE FROM chunks WHERE id=?", [(i,) for i in ids])
         self._matrix = None
         return cur.rowcount
@@ -243,6 +285,17 @@ class SQLiteStore:
         for path, cid, chash, mhash in self._db.execute(q, params):
             out.setdefault(path, {})[cid] = StoredEntry(chash, mhash)
         return out
+
+    def pages(self, corpus: str | None = None) -> list[PageRef]:
+        """See :class:`esrag.stores.base.PageListing`: one ``GROUP BY`` over the chunks."""
+        if not self._has_schema():
+            return []
+        q = "SELECT corpus, doc_version, source_path, max(url), max(indexed_at) FROM chunks"
+        params: tuple = ()
+        if corpus is not None:
+            q, params = q + " WHERE corpus=?", (corpus,)
+        q += " GROUP BY corpus, doc_version, source_path ORDER BY corpus, doc_version, source_path"
+        return [PageRef(c, v or "", p, (u or "").split("#", 1)[0], at or "") for c, v, p, u, at in self._db.execute(q, params)]
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         """See :class:`esrag.stores.base.Store`."""
@@ -339,12 +392,18 @@ class SQLiteStore:
         """See :class:`esrag.stores.base.Store`."""
         if not self._has_schema():
             return {"store": self.name, "path": str(self.path), "chunks": 0, "sources": 0, "corpora": {}}
-        corpora = {
-            c: {"chunks": n, "sources": s}
+        corpora: dict[str, dict[str, Any]] = {
+            c: {"chunks": n, "sources": s, "versions": {}}
             for c, n, s in self._db.execute(
                 "SELECT corpus, count(*), count(DISTINCT source_path) FROM chunks GROUP BY corpus ORDER BY corpus"
             )
         }
+        for c, v, n, s, at in self._db.execute(
+            "SELECT corpus, doc_version, count(*), count(DISTINCT source_path), max(indexed_at) FROM chunks "
+            "GROUP BY corpus, doc_version ORDER BY corpus, doc_version"
+        ):
+            if c in corpora:
+                corpora[c]["versions"][v or ""] = {"chunks": n, "sources": s, "indexed_at": at}
         meta = self.meta()
         return {
             "store": self.name,
@@ -359,6 +418,22 @@ class SQLiteStore:
         }
 
     # -- helpers ---------------------------------------------------------------------------
+    @contextmanager
+    def _writing(self, what: str) -> Iterator[None]:
+        """One write transaction (``with self._db``: committed whole or rolled back whole); a
+        SQLite error — a full disk (``SQLITE_FULL``), a read-only file, a locked database —
+        becomes one :class:`StoreError` line naming the file and the way out. The store keeps
+        its previous content and opens as before."""
+        try:
+            with self._db:
+                yield
+        except sqlite3.Error as exc:
+            full = "full" in str(exc).lower()
+            hint = ("free disk space on that filesystem (or move ESRAG_DB to a larger one)" if full else
+                    "check that the file is writable and no other program holds it locked")
+            raise StoreError(f"the embedded store at {self.path} could not {what}: {exc}; nothing of this batch was "
+                             f"written and the store keeps its previous content: {hint}, then run the ingest again") from None
+
     def _meta_value(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
@@ -371,7 +446,7 @@ class SQLiteStore:
 
     def _require_schema(self) -> None:
         if not self._has_schema():
-            raise NotIndexedError(f"nothing is indexed in {self.path} yet; run `esrag ingest PATH` first")
+            raise NotIndexedError(self.missing())
 
     def _vectors(self) -> _VectorMatrix:
         """The in-memory matrix of every chunk's vector, read again when the database changed:

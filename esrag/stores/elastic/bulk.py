@@ -8,7 +8,9 @@ exponential backoff (``initial_backoff`` seconds, doubling, at most ``max_backof
 :class:`BulkItem` (a ``delete`` of a missing id is fine; an item that stays refused says "gave up
 after N retries"), and turns a whole request refused for any other reason into one clear
 :class:`~esrag.errors.StoreError`. Any other per-item error is reported and never stops the
-batches after it. Around it, :func:`bulk_stream` sends a batch again while a node is lost
+batches after it, except a block (``cluster_block_exception``: a read-only index, e.g. under the
+flood-stage disk watermark), which stops the writes with one line naming the block and the
+settings call that clears it (:func:`~esrag.stores.elastic.connection.block_message`). Around it, :func:`bulk_stream` sends a batch again while a node is lost
 (connection errors, timeouts, items still refused with 429/503) for a bounded time
 (``[elasticsearch] retry_seconds``).
 """
@@ -26,7 +28,7 @@ from elasticsearch.helpers import streaming_bulk
 
 from esrag.errors import StoreError
 from esrag.stores.base import WriteReport
-from esrag.stores.elastic.connection import error_reason
+from esrag.stores.elastic.connection import block_message, error_reason
 
 #: statuses retried per item (and for a whole request): the cluster is busy.
 RETRYABLE = (429, 503)
@@ -165,12 +167,18 @@ def _item(ok: bool, info: dict[str, Any], by_op: dict[str, str], max_retries: in
     doc_id, status = str(res.get("_id", "")), int(res.get("status", 0))
     exc = res.get("exception")
     if isinstance(exc, ApiError):  # the whole request was refused
+        blocked = block_message(error_reason(exc.body))
+        if blocked:
+            raise StoreError(blocked)
         if status not in RETRYABLE:
             raise (fail(exc, "write a bulk batch") if fail else StoreError(f"a bulk batch failed: {exc}"))
         return BulkItem(doc_id, False, error=f"gave up after {max_retries} retries: {status} {error_reason(exc.body)}",
                         status=status)
     if by_op.get(doc_id, op) == "delete" and status == 404:
         return BulkItem(doc_id, True, "not_found", status=status)
+    error = res.get("error")
+    if isinstance(error, dict) and error.get("type") == "cluster_block_exception":
+        raise StoreError(block_message(str(error.get("reason", ""))) or f"Elasticsearch refused to write: {error.get('reason')}")
     if not ok or "error" in res or status >= 300:
         return BulkItem(doc_id, False, error=error_reason({"error": res.get("error", {})}), status=status)
     return BulkItem(doc_id, True, res.get("result", ""), status=status)

@@ -3,7 +3,7 @@ shards, replicas, the bulk retry budget) and the bulk-load profile of a first lo
 (:class:`BulkLoad`, a mixin of the store).
 
 Bulk-load profile (``[elasticsearch] bulk_load``, off by default: measured, it did not pay at
-documentation scale — README "Running on a cluster"): the first write into an empty
+documentation scale — docs/elasticsearch.md "Running on a cluster"): the first write into an empty
 index (a first ingest, or ``--rebuild``) that carries at least one bulk batch (``batch_size``
 chunks; smaller loads gain nothing) switches the index to ``refresh_interval: -1`` and
 ``number_of_replicas: 0`` (Elastic's "Tune for indexing speed": "Unset or increase the refresh

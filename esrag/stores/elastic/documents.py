@@ -22,6 +22,7 @@ from esrag.stores.records import chunk_from_record, chunk_record
 META_FIELDS = (
     "start_line", "end_line", "position", "n_chunks", "doc_title", "parent_id", "language", "authority",
     "effective_date", "superseded_by", "metadata", "meta_hash", "indexed_at", "url", "anchor",
+    "alt_urls",
 )
 
 

@@ -22,6 +22,10 @@ from esrag.stores.elastic.cluster import BulkLoad
 from esrag.stores.elastic.connection import _warn, error_reason
 from esrag.stores.elastic.documents import now
 
+#: ``_meta`` key of a rebuild index: true once a run into it ended (:meth:`Lifecycle.settle_rebuild`)
+SETTLED_KEY = "rebuild_settled"
+
+
 class Lifecycle(BulkLoad, ClusterFacts):
     """Index state, creation, setup, rebuild and drop (a mixin of the store).
 
@@ -37,6 +41,7 @@ class Lifecycle(BulkLoad, ClusterFacts):
     _info: dict[str, Any] | None
     _rebuild: bool
     _rebuild_index: str | None
+    _writable: set[str]
 
     def assets(self) -> dict[str, Any]:
         """State of esrag's objects for this alias: templates, pipeline, alias target, pending rebuild."""
@@ -170,22 +175,28 @@ class Lifecycle(BulkLoad, ClusterFacts):
 
     def relearn(self, rrf: tuple[bool, str]) -> None:
         """Record in ``_meta.capabilities`` that the native ``rrf`` retriever is (un)available,
-        after a native request was refused (one ``PUT _mapping``; its version stays)."""
+        after a native request was refused (one ``PUT _mapping``; its version stays). A
+        read-only store (``read_only``), or one the cluster refuses the write, keeps it in
+        memory for this connection instead: a search never fails for it."""
         state = self._state()
         if state is None:
             return
         old = state["learned"]
         learned = Learned(old.es_version if old else "", rrf, state["pipeline"], now())
         raw = {**state["raw"], META_KEY: learned.to_meta()}
-        self._call("record the cluster's capabilities", self._es.indices.put_mapping, index=state["index"], meta=raw)
+        if not self.read_only:  # a searcher never writes: kept for this connection only
+            try:
+                self._call("record the cluster's capabilities", self._es.indices.put_mapping, index=state["index"], meta=raw)
+            except StoreError:  # e.g. a key with read privileges only: the search goes on, learned in memory
+                pass
         self._info = {**state, "raw": raw, "learned": learned}
 
     def _add_link_fields(self, index: str, meta: dict[str, Any] | None = None) -> None:
-        """Map ``doc_version``, ``anchor`` and ``url`` in an index made before they existed
+        """Map ``doc_version``, ``anchor``, ``url`` and ``alt_urls`` in an index made before they existed
         (adding fields to a mapping is allowed; the definitions are the shipped ones); with
         ``meta``, replace the index's ``_meta`` in the same request."""
         props = load_asset("mappings", "esrag-mappings.json")["template"]["mappings"]["properties"]
-        wanted = {k: props[k] for k in ("doc_version", "anchor", "url")}
+        wanted = {k: props[k] for k in ("doc_version", "anchor", "url", "alt_urls")}
         extra = {"meta": meta} if meta is not None else {}
         self._call("add the link fields to the mapping", self._es.indices.put_mapping, index=index, properties=wanted, **extra)
 
@@ -336,6 +347,7 @@ class Lifecycle(BulkLoad, ClusterFacts):
         self._info = {"index": target, "concrete": index, "meta": IndexMeta.from_dict(got), "pipeline": pipeline,
                       "raw": got, "learned": Learned.from_meta(got) or learned}
         self._created = index
+        self._writable.update((index, target))  # made just now with esrag's settings: no write block to read back
         return index
 
     def _next_number(self) -> int:
@@ -349,32 +361,50 @@ class Lifecycle(BulkLoad, ClusterFacts):
         return max(numbers, default=0) + 1
 
     # -- rebuild (new embedder) -------------------------------------------------------------
-    def _pending_rebuild(self) -> str | None:
-        """A versioned index being filled by an unfinished rebuild (not behind the alias)."""
+    def _pending_rebuilds(self) -> dict[str, dict[str, Any]]:
+        """Versioned indices being filled by an unfinished rebuild (not behind the alias): name
+        -> their ``_meta``."""
         try:
             mappings = self._es.indices.get_mapping(index=self.names.pattern, allow_no_indices=True).body
         except NotFoundError:
-            return None
+            return {}
         except (ApiError, TransportError) as exc:
             raise self._fail(exc, "look for a pending rebuild") from None
         live = self._alias_index()
-        pending = [i for i, d in mappings.items() if i != live and self.names.number(i) and d.get("mappings", {}).get("_meta", {}).get("rebuild_of")]
+        metas = {i: d.get("mappings", {}).get("_meta", {}) or {} for i, d in mappings.items()}
+        return {i: m for i, m in metas.items() if i != live and self.names.number(i) and m.get("rebuild_of")}
+
+    def _pending_rebuild(self) -> str | None:
+        """A versioned index being filled by an unfinished rebuild (not behind the alias)."""
+        pending = self._pending_rebuilds()
         return max(pending, key=lambda i: self.names.number(i) or 0) if pending else None
 
     def begin_rebuild(self, meta: IndexMeta | None = None) -> str | None:
         """Route this store's reads and writes to a new versioned index, leaving the alias (and
         every searcher) on the current one until :meth:`finish_rebuild`.
 
-        An unfinished rebuild (from an earlier run) is resumed. With ``meta`` the index is
-        created now; without it, on the next :meth:`ensure` (the Ingester's first write), so
-        ``meta()`` and ``manifest()`` see the new, empty index and everything is re-embedded.
+        An unfinished rebuild whose last run ended (:meth:`settle_rebuild`: it waits for other
+        corpora, or had failures) is resumed; a half-built index, whose run was killed or
+        stopped by an error before it ended, is deleted (with a warning) and the rebuild starts
+        afresh. The alias stays on the live index throughout. With ``meta`` the index is created
+        now; without it, on the next :meth:`ensure` (the Ingester's first write), so ``meta()``
+        and ``manifest()`` see the new, empty index and everything is re-embedded.
 
         Returns:
             the rebuild index's name, or None when it is created later.
         """
         self._ready()
         self._rebuild, self._info = True, None
-        self._rebuild_index = self._pending_rebuild()
+        pending = self._pending_rebuilds()
+        for index, raw in sorted(pending.items()):
+            if not raw.get(SETTLED_KEY):
+                self._call(f"delete the half-built index {index}", self._es.indices.delete, index=index)
+                _warn(f"deleted {index}, the half-built index of an `esrag ingest --rebuild` that did not end; this "
+                      f"rebuild starts afresh (the alias {self.alias} stayed on the live index)")
+                del pending[index]
+        self._rebuild_index = max(pending, key=lambda i: self.names.number(i) or 0) if pending else None
+        if self._rebuild_index:  # resumed: half-built again until this run ends
+            self._set_settled(self._rebuild_index, pending[self._rebuild_index], False)
         if meta is not None:
             self.ensure(meta)
         return self._rebuild_index
@@ -391,6 +421,7 @@ class Lifecycle(BulkLoad, ClusterFacts):
         if not self._rebuild or not self._rebuild_index:
             self._rebuild, self._rebuild_index = False, None
             return {"swapped": False, "reason": "no rebuild in progress", "index": self._alias_index()}
+        self.settle_rebuild()
         new, old = self._rebuild_index, self._alias_index()
         if self._bulk_load == new:
             self.end_bulk_load()  # restore and wait for the health before the swap (the ingest's refresh did, usually)
@@ -407,6 +438,22 @@ class Lifecycle(BulkLoad, ClusterFacts):
             self._call(f"delete the previous index {old}", self._es.indices.delete, index=old)
         self._rebuild, self._rebuild_index, self._info = False, None, None
         return {"swapped": True, "index": new, "previous": old, "deleted_previous": bool(old and delete_old)}
+
+    def settle_rebuild(self) -> None:
+        """Record in the rebuild index's ``_meta`` (``rebuild_settled``) that a run into it
+        ended — complete, or with failures, or waiting for other corpora — so the next
+        :meth:`begin_rebuild` resumes it rather than deleting it as half-built. No-op outside a
+        rebuild or before its index exists."""
+        if not self._rebuild or not self._rebuild_index:
+            return
+        raw = (self._mappings(self._rebuild_index) or {}).get(self._rebuild_index) or {}
+        self._set_settled(self._rebuild_index, raw, True)
+
+    def _set_settled(self, index: str, raw: dict[str, Any], settled: bool) -> None:
+        meta = {**raw, SETTLED_KEY: settled}
+        self._call(f"mark the rebuild index {index}", self._es.indices.put_mapping, index=index, meta=meta)
+        if self._info is not None and self._info.get("concrete") == index:
+            self._info = {**self._info, "raw": meta}
 
     @property
     def rebuilding(self) -> bool:

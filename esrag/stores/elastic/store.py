@@ -54,7 +54,7 @@ from elasticsearch.helpers import scan
 
 from esrag.errors import ConfigError, EmbedderMismatch, NotIndexedError, RerankError, StoreError
 from esrag.model import Chunk
-from esrag.stores.base import BranchQuery, Filters, LegHits, StoredEntry, WriteReport
+from esrag.stores.base import BranchQuery, Filters, LegHits, PageRef, StoredEntry, WriteReport
 from esrag.stores.elastic.assets import IndexNames
 from esrag.stores.elastic.bodies import (
     bm25_body,
@@ -68,7 +68,13 @@ from esrag.stores.elastic.bodies import (
 from esrag.stores.elastic.bulk import Action, BulkItem, bulk_stream, report as bulk_report
 from esrag.stores.elastic.capabilities import Capabilities
 from esrag.stores.elastic.connection import (
+    BLOCK_SETTINGS,
+    blocked_line,
+    auth_mode,
     classify_reranker_error,
+    cloud_url,
+    fingerprint_hex,
+    tls_mode,
     classify_retriever_probe,
     error_reason,
     make_client,
@@ -100,15 +106,26 @@ class ElasticStore(Lifecycle):
         api_key: an encoded API key (``ESRAG_ES_API_KEY``); wins over user/password.
         user, password: basic auth (``ESRAG_ES_USER``/``ESRAG_ES_PASSWORD``).
         ca_certs: CA bundle (PEM) to verify the cluster's TLS certificate (``ESRAG_ES_CA_CERTS``).
+        cloud_id: an Elastic Cloud deployment instead of ``url`` (``ESRAG_ES_CLOUD_ID``; ``url``
+            must then be empty).
+        ssl_assert_fingerprint: SHA-256 fingerprint (hex, colons allowed) of a certificate in
+            the chain the cluster presents — the CA fingerprint Elasticsearch prints at first
+            start, or the HTTP certificate's (``ESRAG_ES_SSL_ASSERT_FINGERPRINT``); pins it
+            instead of a CA file.
+        verify_certs: verify the cluster's TLS certificate (``ESRAG_ES_VERIFY_CERTS``, default
+            True; False is warned about once).
         request_timeout: seconds per request.
         batch_size: documents per ``_bulk`` request.
         max_retries, initial_backoff, max_backoff: bulk retries on 429/503 (seconds, doubling).
         cluster: shards, replicas, bulk retry time and bulk-load profile (``[elasticsearch]``).
         index_options, rescore_oversample, vector_copy: the vector plan of a new index
             (``[elasticsearch]`` settings; :func:`~esrag.stores.elastic.vector_options.plan_vectors`).
+        read_only: opened by a command that only reads (search, serve…): capabilities learned
+            while searching stay in memory instead of being recorded in the index's ``_meta``.
 
     Raises:
-        ConfigError: bad URL, alias name or incomplete credentials.
+        ConfigError: bad URL or Cloud ID (or both given), bad fingerprint, alias name or
+            incomplete credentials.
     """
 
     name = "elastic"
@@ -133,20 +150,33 @@ class ElasticStore(Lifecycle):
         index_options: str = "auto",
         rescore_oversample: float | None = None,
         vector_copy: str = "auto",
+        read_only: bool = False,
+        cloud_id: str | None = None,
+        ssl_assert_fingerprint: str | None = None,
+        verify_certs: bool = True,
     ) -> None:
-        urls = node_urls(url)
+        if cloud_id and url:
+            raise ConfigError("set ESRAG_ES_URL or ESRAG_ES_CLOUD_ID, not both (the Cloud ID names the deployment's URL)")
+        urls = [cloud_url(cloud_id)] if cloud_id else node_urls(url)
         parts = urlsplit(urls[0])
         if (user is None) != (password is None) and not api_key:
             raise ConfigError("set both ESRAG_ES_USER and ESRAG_ES_PASSWORD (or ESRAG_ES_API_KEY instead)")
         self.names = IndexNames(index)
         self.alias = index
-        self.url = redact_url(url)
+        self.url = redact_url(urls[0] if cloud_id else url)
         self._secrets = [s for s in (api_key, password, *url_secrets(urls)) if s]
         self.auth = "api_key" if api_key else "basic" if (user or parts.username) else "none"
+        fingerprint = fingerprint_hex(ssl_assert_fingerprint) if ssl_assert_fingerprint else None
+        #: how the connection is secured and who it authenticates as (``esrag doctor``; no secret)
+        self.tls, self.tls_safe = tls_mode(parts.scheme, ca_certs, fingerprint, verify_certs)
+        self.authentication = auth_mode(api_key, user, parts.username)
+        self.cloud = bool(cloud_id)
         self.batch_size, self.max_retries = batch_size, max_retries
         self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
         self.cluster = cluster or ClusterOptions()
-        self._es = make_client(urls if len(urls) > 1 else urls[0], request_timeout, api_key, user, password, ca_certs, self.url, self._redact)
+        self._es = make_client(None if cloud_id else urls if len(urls) > 1 else urls[0], request_timeout, api_key, user, password,
+                               ca_certs, self.url, self._redact, cloud_id=cloud_id, fingerprint=fingerprint,
+                               verify_certs=verify_certs)
         self._checked = False
         self._capabilities: Capabilities | None = None
         self._retrievers: dict[str, tuple[bool, str]] = {}
@@ -154,33 +184,38 @@ class ElasticStore(Lifecycle):
         self._rebuild = False
         self._rebuild_index: str | None = None
         self._stemming: bool | None = None
+        self._writable: set[str] = set()  # indices checked for write blocks (_check_writable)
         #: languages that get a subfield text.<code> in a new index (``[language] fields``), and
         #: the detector's candidates for a query's language (``[language] candidates``)
         self.text_languages, self.language_candidates = list(text_languages), list(language_candidates)
         self._analyzers: dict[str, bool] = {}
         self.index_options, self.rescore_oversample, self.vector_copy = index_options, rescore_oversample, vector_copy
+        self.read_only = read_only
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ElasticStore:
-        """The store for ``settings`` (``es_url``, ``index``, ``es_api_key``, ``es_user``,
-        ``es_password``, ``es_ca_certs``).
+    def from_settings(cls, settings: Any, read_only: bool = False) -> ElasticStore:
+        """The store for ``settings`` (``es_url`` or ``es_cloud_id``, ``index``, ``es_api_key``,
+        ``es_user``, ``es_password``, ``es_ca_certs``, ``es_ssl_assert_fingerprint``,
+        ``es_verify_certs``).
 
         Raises:
-            ConfigError: ``ESRAG_ES_URL`` is not set, or the settings are unusable.
+            ConfigError: neither ``ESRAG_ES_URL`` nor ``ESRAG_ES_CLOUD_ID`` is set, or the settings are unusable.
         """
-        if not settings.es_url:
-            raise ConfigError("the elastic store needs ESRAG_ES_URL (e.g. http://127.0.0.1:9200); unset ESRAG_STORE to use the embedded store")
+        if not settings.es_url and not settings.es_cloud_id:
+            raise ConfigError("the elastic store needs ESRAG_ES_URL (e.g. http://127.0.0.1:9200) or ESRAG_ES_CLOUD_ID; unset "
+                              "ESRAG_STORE to use the embedded store")
 
         def secret(value: Any) -> str | None:
             return value.get_secret_value() if value is not None else None
 
         return cls(
-            settings.es_url, settings.index, api_key=secret(settings.es_api_key), user=settings.es_user,
+            settings.es_url or "", settings.index, api_key=secret(settings.es_api_key), user=settings.es_user,
             password=secret(settings.es_password), ca_certs=settings.es_ca_certs,
             text_languages=settings.language.fields, language_candidates=settings.language.candidates,
             cluster=ClusterOptions.from_settings(settings.elasticsearch),
             index_options=settings.elasticsearch.index_options, rescore_oversample=settings.elasticsearch.rescore_oversample,
-            vector_copy=settings.elasticsearch.vector_copy,
+            vector_copy=settings.elasticsearch.vector_copy, read_only=read_only, cloud_id=settings.es_cloud_id,
+            ssl_assert_fingerprint=settings.es_ssl_assert_fingerprint, verify_certs=settings.es_verify_certs,
         )
 
     def __repr__(self) -> str:
@@ -191,9 +226,30 @@ class ElasticStore(Lifecycle):
     def _bulk(self, actions: Sequence[Action]) -> Iterator[BulkItem]:
         """``actions`` through :func:`~esrag.stores.elastic.bulk.bulk_stream` (its retries in place
         of the transport's: ``max_retries=0`` on this client)."""
+        for index in dict.fromkeys(a.index for a in actions):
+            self._check_writable(index)
         client = self._es.options(max_retries=0, retry_on_status=())
         return bulk_stream(client, actions, self.batch_size, self.max_retries, self.initial_backoff, self.max_backoff,
                            self._fail, retry_seconds=self.cluster.retry_seconds)
+
+    def _check_writable(self, index: str) -> None:
+        """Once per index and store: fail with one line naming the block and the settings call
+        that clears it when ``index`` has a write block (``index.blocks.read_only_allow_delete``,
+        as the flood-stage disk watermark sets, ``read_only`` or ``write``), before a bulk whose
+        every item the cluster would refuse (429 items are retried for seconds).
+
+        Raises:
+            StoreError: the index is blocked, or the cluster cannot be asked."""
+        if index in self._writable:
+            return
+        resp = self._call_waiting("read the index blocks", self.cluster.retry_seconds, self._es.indices.get_settings,
+                                  index=index, name="index.blocks.*", flat_settings=True)
+        write_blocks = [v for k, v in BLOCK_SETTINGS.items() if k in ("5", "8", "12")]
+        for concrete, data in resp.body.items():
+            for key, value in (data.get("settings") or {}).items():
+                if key in write_blocks and str(value).lower() == "true":
+                    raise StoreError(blocked_line(concrete, key))
+        self._writable.add(index)
 
     def _require(self) -> dict[str, Any]:
         state = self._state()
@@ -266,17 +322,17 @@ class ElasticStore(Lifecycle):
         index = state["index"]
         if _vector_copy(state) == "synthetic":
             params = {"_source_exclude_vectors": "false"} if source else {"_source_exclude_vectors": "false", "_source_includes": "vector"}
-            resp = self._call_waiting("read chunks with their vectors", self.cluster.retry_seconds, self._es.perform_request, "POST",
+            docs = self._mget_waiting("read chunks with their vectors", self.cluster.retry_seconds, self._es.perform_request, "POST",
                                       f"/{quote(index, safe='')}/_mget", params=params, headers=_JSON, body={"ids": list(ids)})
             out = []
-            for doc in resp.body["docs"]:
+            for doc in docs:
                 vec = (doc.get("_source") or {}).get("vector") if doc.get("found") else None
                 out.append((doc, np.asarray(vec, dtype=np.float32) if vec is not None else None))
             return out
-        resp = self._call_waiting("read chunks with their vectors", self.cluster.retry_seconds, self._es.mget, index=index,
+        docs = self._mget_waiting("read chunks with their vectors", self.cluster.retry_seconds, self._es.mget, index=index,
                                   ids=list(ids), stored_fields=["vector_bin"], source=source)
         out = []
-        for doc in resp.body["docs"]:
+        for doc in docs:
             binary = (doc.get("fields") or {}).get("vector_bin")
             out.append((doc, decode_vector(binary[0]) if doc.get("found") and binary else None))
         return out
@@ -329,6 +385,34 @@ class ElasticStore(Lifecycle):
 
         return self._call_waiting(f"read the manifest of corpus {corpus!r}", self.cluster.retry_seconds, read)
 
+    def pages(self, corpus: str | None = None) -> list[PageRef]:
+        """See :class:`esrag.stores.base.PageListing`: a ``composite`` aggregation over
+        (corpus, doc_version, source_path), 1,000 pages per request, with each page's URL (the
+        greatest, anchor dropped) and last ``indexed_at``."""
+        target = self._target()
+        if target is None:
+            return []
+        keys = [{"corpus": {"terms": {"field": "corpus"}}},
+                {"doc_version": {"terms": {"field": "doc_version", "missing_bucket": True}}},
+                {"source_path": {"terms": {"field": "source_path"}}}]
+        aggs = {"url": {"terms": {"field": "url", "size": 1, "order": {"_key": "desc"}}},
+                "indexed_at": {"max": {"field": "indexed_at"}}}
+        query = {"bool": {"filter": [{"term": {"corpus": corpus}}]}} if corpus is not None else {"match_all": {}}
+        out: list[PageRef] = []
+        after: dict[str, Any] | None = None
+        while True:
+            composite: dict[str, Any] = {"size": 1000, "sources": keys, **({"after": after} if after else {})}
+            body = {"size": 0, "query": query, "aggs": {"pages": {"composite": composite, "aggs": aggs}}}
+            resp = self._call("list the pages", self._es.search, index=target, body=body)
+            agg = resp.body["aggregations"]["pages"]
+            for b in agg["buckets"]:
+                key, urls = b["key"], b["url"]["buckets"]
+                out.append(PageRef(key["corpus"], key["doc_version"] or "", key["source_path"],
+                                   urls[0]["key"].split("#", 1)[0] if urls else "", b["indexed_at"].get("value_as_string") or ""))
+            after = agg.get("after_key")
+            if not agg["buckets"] or not after:
+                return sorted(out, key=lambda r: (r.corpus, r.doc_version, r.source_path))
+
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         """See :class:`esrag.stores.base.Store`."""
         target = self._target() if ids else None
@@ -338,8 +422,7 @@ class ElasticStore(Lifecycle):
         missing = list(ids)
         for start in range(0, len(missing), 1000):
             part = list(dict.fromkeys(missing[start : start + 1000]))
-            resp = self._call("read chunks", self._es.mget, index=target, ids=part)
-            for doc in resp.body["docs"]:
+            for doc in self._mget_waiting("read chunks", 0, self._es.mget, index=target, ids=part):
                 if doc.get("found"):
                     found[doc["_id"]] = chunk_from_source(doc["_id"], doc["_source"])
         return [found[i] for i in ids if i in found]
@@ -538,14 +621,20 @@ class ElasticStore(Lifecycle):
         state = self._state()
         if state is None:
             return {**base, "index": None, "chunks": 0, "sources": 0, "corpora": {}}
+        sources = {"cardinality": {"field": "source_path", "precision_threshold": 40_000}}
+        versions = {"terms": {"field": "doc_version", "size": 10_000, "missing": ""},
+                    "aggs": {"sources": sources, "indexed_at": {"max": {"field": "indexed_at"}}}}
         body = {
             "size": 0, "track_total_hits": True,
             "aggs": {"corpora": {"terms": {"field": "corpus", "size": 10_000},
-                                 "aggs": {"sources": {"cardinality": {"field": "source_path", "precision_threshold": 40_000}}}}},
+                                 "aggs": {"sources": sources, "versions": versions}}},
         }
         resp = self._call("count chunks", self._es.search, index=state["index"], body=body)
         corpora = {
-            b["key"]: {"chunks": b["doc_count"], "sources": b["sources"]["value"]}
+            b["key"]: {"chunks": b["doc_count"], "sources": b["sources"]["value"],
+                       "versions": {v["key"]: {"chunks": v["doc_count"], "sources": v["sources"]["value"],
+                                               "indexed_at": v["indexed_at"].get("value_as_string")}
+                                    for v in sorted(b["versions"]["buckets"], key=lambda v: v["key"])}}
             for b in sorted(resp.body["aggregations"]["corpora"]["buckets"], key=lambda b: b["key"])
         }
         meta = state["meta"]

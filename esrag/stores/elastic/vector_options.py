@@ -48,7 +48,7 @@ HNSW_M, HNSW_EF_CONSTRUCTION = 16, 100
 BBQ_DEFAULT_OVERSAMPLE = 3.0
 
 #: what ``auto`` chooses from 9.1 (mapping-level rescoring) for >= 64 dims, and before: measured,
-#: README "Vector index options and sizing" (bbq_hnsw without rescoring lost 4.5 points of dense
+#: docs/elasticsearch.md "Vector index options and sizing" (bbq_hnsw without rescoring lost 4.5 points of dense
 #: rec@512t on Qasper; with 3x oversampling it equals float hnsw at 1/25 of int8's vector RAM).
 AUTO_RESCORED, AUTO_OTHERWISE = "bbq_hnsw", "int8_hnsw"
 
