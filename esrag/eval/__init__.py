@@ -9,6 +9,8 @@
   (search modes with an optional reranker); :mod:`esrag.eval.peers` — LangChain splitters;
 * :mod:`esrag.eval.harness` — the grid through the real store and searcher;
   :mod:`esrag.eval.report` — JSONL, summary JSON/Markdown and the plot.
+* :mod:`esrag.eval.diagnostics` — the Sim@K diagnostics of ``esrag diagnose`` (seed 002, without
+  gold).
 
 The token budget itself lives in :mod:`esrag.search.budget`, shared with ``esrag search``.
 """

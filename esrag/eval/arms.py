@@ -133,12 +133,16 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
     tokens, default 0: never split), ``embed_fields``, ``bm25_fields``,
     ``analyzer``, ``section_context`` and ``section_context_depth`` (:mod:`esrag.section_context`;
     α 0 when absent), ``description``, and a ``search`` table overriding the seed protocol's
-    :class:`~esrag.config.SearchSettings`: ``rrf_k``, ``weights``, ``rank_window_size``).
+    :class:`~esrag.config.SearchSettings`: ``rrf_k``, ``weights``, ``rank_window_size``). With
+    ``base = "default"`` the arm is instead arm ``default`` with those keys overriding the
+    settings (:func:`_from_default`).
 
     Raises:
         ConfigError: unknown arm or chunker, or an unknown indexed field (lists the valid ones).
     """
     custom = custom or {}
+    if name in custom and custom[name].get("base") == "default":
+        return _from_default(name, custom[name], settings)
     if name in custom:
         spec = custom[name]
         chunker_name = str(spec.get("chunker", "header"))
@@ -168,6 +172,30 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
         raise ConfigError(f"unknown arm {name!r}; valid: {', '.join(ARM_NAMES)} (or define [arms.{name}] in the config)")
     chunker_name, embed, bm25, description = ARMS[name]
     return Arm(name, CHUNKERS[chunker_name], embed, bm25, SEED_SEARCH, None, description)
+
+
+_CHUNKING_KEYS = ("chunker", "tau_max", "tau_min", "max_block_tokens")
+_INDEX_TEXT_KEYS = ("embed_fields", "bm25_fields", "analyzer", "section_context", "section_context_depth")
+
+
+def _from_default(name: str, spec: Mapping[str, Any], settings: Settings) -> Arm:
+    """Arm ``name`` = arm ``default`` with the table's overrides (``base = "default"``): the
+    chunking keys replace ``[chunking]`` values, the indexed-text keys ``[index_text]`` values and
+    the ``search`` table ``[search]`` values, so the arm is exactly the defaults with one lever
+    changed (the levers of issue 29). Raises ConfigError for an unknown field or a bad value."""
+    try:
+        chosen = settings.model_copy(update={
+            "chunking": settings.chunking.model_validate({**settings.chunking.model_dump(),
+                                                          **{k: spec[k] for k in _CHUNKING_KEYS if k in spec}}),
+            "index_text": settings.index_text.model_validate({**settings.index_text.model_dump(),
+                                                              **{k: spec[k] for k in _INDEX_TEXT_KEYS if k in spec}}),
+            "search": settings.search.model_validate({**settings.search.model_dump(), **dict(spec.get("search", {}))}),
+        })
+    except ValueError as exc:
+        raise ConfigError(f"arm {name!r}: {exc}") from None
+    arm = default_arm(chosen)
+    _check_fields(name, arm.embed_fields, arm.bm25_fields)
+    return replace(arm, name=name, description=str(spec.get("description") or f"default with {dict(spec)}"))
 
 
 def _chunker_factory(name: str, settings: Settings) -> ChunkerFactory:

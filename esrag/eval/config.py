@@ -4,7 +4,7 @@ settings (:mod:`esrag.config`), and the :class:`EvalConfig` it becomes.
 A config file (``eval/qasper.toml``; paths relative to the file) has top-level keys ``arms``
 (a list, or ``[arms.NAME]`` tables plus ``use``), ``retrievers``, ``budgets``, ``reranker``
 (a spec or ``[reranker] target/depth``), ``reformulations``, ``embedder``, ``cache``, ``out``,
-``seed``, ``resamples``; a ``[dataset]`` table (``kind``, ``path``, ``limit``, ``split``); and
+``seed``, ``resamples``; a ``[dataset]`` table (``kind``, ``path``, ``limit``, ``split``, ``root``); and
 ``[[contrasts]]`` tables. A bad file fails with one line naming the file, the key and the
 problem (``eval/x.toml: budgets.1: Input should be greater than 0``).
 """
@@ -33,6 +33,10 @@ DEFAULT_BUDGETS = (512, 1024, 2048)
 
 _ARBITRARY = ConfigDict(arbitrary_types_allowed=True)
 
+Metric = Literal["rec", "prec", "recall@1", "recall@5", "recall@10", "recall@50", "mrr", "ndcg@10"]
+"""What a contrast compares: rec@Bt / prec@Bt at its budget, or a ranking metric (gold
+documents or, on ``docs``, gold sections; the budget does not apply)."""
+
 
 @dataclass
 class ContrastSpec:
@@ -42,14 +46,15 @@ class ContrastSpec:
         a, b: ``"ARM/RETRIEVER"`` (or ``"ARM"`` with ``retriever`` given).
         family: Holm family name (tests are adjusted within it).
         margin: TOST equivalence margin in points (None: a two-sided test only).
-        metric: ``rec`` or ``prec``; budget: B in cl100k tokens (None: the first budget).
+        metric: ``rec`` or ``prec`` (at ``budget``), or a ranking metric (:data:`Metric`);
+        budget: B in cl100k tokens (None: the first budget).
     """
 
     a: str
     b: str
     family: str = "exploratory"
     margin: float | None = None
-    metric: Literal["rec", "prec"] = "rec"
+    metric: Metric = "rec"
     budget: PositiveInt | None = None
 
     @property
@@ -62,7 +67,9 @@ class EvalConfig:
     """What to evaluate. Paths in a TOML config are relative to the config file.
 
     Attributes:
-        kind, path: the dataset (``qasper``, ``beir``, ``squad``, ``spans``) and its file/folder.
+        kind, path: the dataset (``qasper``, ``beir``, ``squad``, ``spans``, ``docs``) and its file/folder.
+        root: ``docs`` only: the folder holding the corpora the questions name (None: found
+            beside the questions, :func:`esrag.eval.docs.default_root`).
         limit: first N pools (per-document datasets) or questions (pooled); split: BEIR qrels.
         arms, retrievers: grid axes (arm names, ``bm25``/``dense``/``hybrid``/``MODE+rerank``).
         budgets: B values in cl100k tokens; the first is the primary budget.
@@ -82,6 +89,7 @@ class EvalConfig:
     path: Path | None = None
     limit: PositiveInt | None = None
     split: str = "test"
+    root: Path | None = None
     arms: list[str] = field(default_factory=lambda: list(DEFAULT_ARMS))
     retrievers: list[str] = field(default_factory=lambda: list(DEFAULT_RETRIEVERS))
     budgets: list[int] = field(default_factory=lambda: list(DEFAULT_BUDGETS))
@@ -128,13 +136,15 @@ class Table(BaseModel):
 
 
 class DatasetTable(Table):
-    """``[dataset]``: ``kind`` (qasper, beir, squad, spans), ``path`` (relative to the file),
-    ``limit`` (first N pools or questions), ``split`` (BEIR qrels)."""
+    """``[dataset]``: ``kind`` (qasper, beir, squad, spans, docs), ``path`` (relative to the
+    file), ``limit`` (first N pools or questions), ``split`` (BEIR qrels), ``root`` (docs: the
+    corpora folder, relative to the file)."""
 
     kind: str = "qasper"
     path: str | None = None
     limit: PositiveInt | None = None
     split: str = "test"
+    root: str | None = None
 
 
 class RerankerTable(Table):
@@ -146,14 +156,15 @@ class RerankerTable(Table):
 
 class ContrastTable(Table):
     """``[[contrasts]]``: ``a``, ``b`` as ``ARM/RETRIEVER`` (or ``ARM`` with ``retriever``),
-    ``family``, ``margin`` (points), ``metric`` (rec, prec), ``budget`` (cl100k tokens)."""
+    ``family``, ``margin`` (points), ``metric`` (rec, prec, or a ranking metric: recall@1,
+    recall@5, recall@10, recall@50, mrr, ndcg@10), ``budget`` (cl100k tokens)."""
 
     a: str
     b: str
     retriever: str | None = None
     family: str = "exploratory"
     margin: float | None = None
-    metric: Literal["rec", "prec"] = "rec"
+    metric: Metric = "rec"
     budget: PositiveInt | None = None
 
     @model_validator(mode="after")
@@ -170,11 +181,12 @@ class ContrastTable(Table):
 
 
 class ArmTable(Table):
-    """``[arms.NAME]``: see :func:`esrag.eval.arms.make_arm` (keys ``chunker``, ``tau_max``,
+    """``[arms.NAME]``: see :func:`esrag.eval.arms.make_arm` (keys ``base``, ``chunker``, ``tau_max``,
     ``tau_min``, ``max_block_tokens``, ``embed_fields``, ``bm25_fields``, ``analyzer``,
     ``section_context``, ``section_context_depth``, ``description``, ``search``)."""
 
-    chunker: str = "header"
+    base: Literal["default"] | None = None
+    chunker: str | None = None
     tau_max: PositiveInt | None = None
     tau_min: int | None = Field(default=None, ge=0)
     max_block_tokens: int | None = Field(default=None, ge=0)
@@ -276,7 +288,7 @@ def load_config(path: Path) -> EvalConfig:
     try:
         return EvalConfig(
             kind=f.dataset.kind, path=base / f.dataset.path if f.dataset.path else None, limit=f.dataset.limit,
-            split=f.dataset.split, arms=list(arms), retrievers=list(f.retrievers or DEFAULT_RETRIEVERS),
+            split=f.dataset.split, root=base / f.dataset.root if f.dataset.root else None, arms=list(arms), retrievers=list(f.retrievers or DEFAULT_RETRIEVERS),
             budgets=list(f.budgets or DEFAULT_BUDGETS), contrasts=[c.to_spec() for c in f.contrasts], custom_arms=custom,
             reranker=rr.target if isinstance(rr, RerankerTable) else rr,
             rerank_depth=rr.depth if isinstance(rr, RerankerTable) else 30, reformulations=f.reformulations,

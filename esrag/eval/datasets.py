@@ -25,6 +25,8 @@ as gzip:
   which catches byte offsets. ``PATH`` is the questions file, or a folder holding
   ``questions.jsonl[.gz]``; the tree is ``docs/`` beside it when that exists, else its folder.
   Gold documents are the span files. One pool; clusters are questions unless given.
+* ``docs`` — documentation questions over whole sites, gold by page and section heading
+  (:mod:`esrag.eval.docs`, loaded by :func:`esrag.eval.docs.load_docs`): one pool per corpus.
 
 Raises :class:`~esrag.errors.ConfigError` with the file and the way out on malformed input.
 """
@@ -44,7 +46,7 @@ from typing import Any
 from esrag.errors import ConfigError, SourceError
 from esrag.sources import read_text
 
-KINDS = ("qasper", "beir", "squad", "spans")
+KINDS = ("qasper", "beir", "squad", "spans", "docs")
 POOL_ALL = "all"
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 
@@ -78,6 +80,8 @@ class Question:
         evidence: gold evidence texts, matched on word 5-grams (Qasper: union over annotators).
         annotator_evidence: each annotator's own evidence list (Qasper only, else ``[]``).
         gold_docs: chunk-free gold, document id -> relevance grade (> 0); empty on Qasper.
+        gold_sections: gold sections (:class:`esrag.eval.docs.GoldSection`; ``docs`` only):
+            ranking metrics are then over sections (:func:`esrag.eval.docs.section_metrics`).
     """
 
     id: str
@@ -87,6 +91,7 @@ class Question:
     evidence: list[str] = field(default_factory=list)
     annotator_evidence: list[list[str]] = field(default_factory=list)
     gold_docs: dict[str, float] = field(default_factory=dict)
+    gold_sections: list[Any] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -99,6 +104,8 @@ class EvalDataset:
         questions: every kept question, in load order.
         pools: pool id -> ids of the documents searched for that pool's questions.
         per_document: True when each document is its own pool (Qasper), False when pooled.
+        chunk_pool: ``chunk_pool(chunker, pool) -> chunks`` when the pool's chunks are made as
+            ``esrag ingest`` makes them from a tree (``docs``); None: each document is chunked.
     """
 
     kind: str
@@ -107,6 +114,7 @@ class EvalDataset:
     questions: list[Question]
     pools: dict[str, list[str]]
     per_document: bool = False
+    chunk_pool: Callable[[Any, str], list[Any]] | None = None
 
     def documents_of(self, pool: str) -> list[EvalDocument]:
         """The documents of ``pool``, in load order."""
@@ -153,6 +161,8 @@ def load_dataset(kind: str, path: str | Path, limit: int | None = None, split: s
     if not path.exists():
         raise ConfigError(f"dataset path {path} does not exist; give KIND:PATH to an existing file or folder")
     loaders: dict[str, Callable[[Path, int | None], EvalDataset]] = {"qasper": load_qasper, "beir": lambda p, n: load_beir(p, n, split), "squad": load_squad, "spans": load_spans}
+    if kind == "docs":
+        raise ConfigError("docs datasets are loaded by esrag.eval.docs.load_docs (they need the corpora root)")
     if kind not in loaders:
         raise ConfigError(f"unknown dataset kind {kind!r}; valid: {', '.join(KINDS)}")
     return loaders[kind](path, limit)
@@ -184,6 +194,9 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                         raise ConfigError(f"{path}:{n}: not a JSON object ({exc})") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from exc
+
+
+read_jsonl = _read_jsonl
 
 
 def _find(folder: Path, name: str) -> Path:
@@ -440,3 +453,6 @@ def _stem(path: Path) -> str:
     for suffix in (".gz", ".jsonl", ".json"):
         name = name.removesuffix(suffix)
     return name
+
+
+stem = _stem

@@ -31,6 +31,7 @@ import numpy as np
 
 from esrag import __version__, section_context
 from esrag.config import Settings, load_settings
+from esrag.errors import ConfigError
 from esrag.embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder, normalize_spec, passage_cache_spec
 from esrag.embedding.base import Progress
 from esrag.eval import metrics
@@ -46,6 +47,7 @@ from esrag.eval.config import (
     load_config,
 )
 from esrag.eval.datasets import EvalDataset, Question, load_dataset
+from esrag.eval.docs import load_docs, section_metrics
 from esrag.eval.stats import Comparison, by_cluster, cluster_bootstrap, compare, decide, paired_differences
 from esrag.indexed_text import embed_text
 from esrag.ingest import meta_hash
@@ -88,7 +90,9 @@ class QuestionResult:
 
     Attributes:
         rec, prec: budget B -> rec@Bt / prec@Bt in [0, 1].
-        ranking: chunk-free gold only: ``recall@10``, ``recall@50``, ``mrr``, ``ndcg@10`` in [0, 1].
+        ranking: chunk-free gold only: ``recall@10``, ``recall@50``, ``mrr``, ``ndcg@10`` in [0, 1]
+            over documents; on ``docs``, ``recall@1``, ``recall@5``, ``recall@10``, ``mrr`` over
+            sections (:func:`esrag.eval.docs.section_metrics`).
         selected: the chunks inside the primary budget: ``[source_path, start_line, end_line,
             tokens taken, cut]``.
     """
@@ -231,7 +235,8 @@ def run_eval(cfg: EvalConfig, settings: Settings | None = None, observer: Observ
     observer = observer or Observer()
     settings = settings or load_settings()
     assert cfg.path is not None  # validate() refused a config without a dataset
-    dataset = load_dataset(cfg.kind, cfg.path, cfg.limit, cfg.split)
+    dataset = (load_docs(cfg.path, cfg.limit, cfg.root, settings) if cfg.kind == "docs"
+               else load_dataset(cfg.kind, cfg.path, cfg.limit, cfg.split))
     rerank = (make_reranker(cfg.reranker) if isinstance(cfg.reranker, str) else cfg.reranker) if cfg.reranker else None
     reformulate = _reformulator(cfg, settings)
     run = EvalRun(
@@ -284,7 +289,10 @@ def _chunk_all(run: EvalRun, observer: Observer) -> dict[tuple[str, str], list[C
     for arm in run.arms:
         chunker = arm.build_chunker(all_docs)
         for pool in run.pools:
-            out[(arm.name, pool)] = [c for doc in _documents(run.dataset, pool, corpus) for c in chunker.chunk(doc)]
+            if run.dataset.chunk_pool is not None:  # a tree chunked as `esrag ingest` chunks it (docs)
+                out[(arm.name, pool)] = run.dataset.chunk_pool(chunker, pool)
+            else:
+                out[(arm.name, pool)] = [c for doc in _documents(run.dataset, pool, corpus) for c in chunker.chunk(doc)]
             observer.advance("chunking")
         tokens = [c.tokens for pool in run.pools for c in out[(arm.name, pool)]]
         run.chunk_stats[arm.name] = {
@@ -395,7 +403,9 @@ def _score(run: EvalRun, arm: Arm, retriever: Retriever, q: Question, hits: list
             selected = [[t.item.source_path, t.item.start_line, t.item.end_line, t.tokens, t.truncated]
                         for t in take_budget(chunks, b)]
     ranking = None
-    if q.gold_docs:
+    if q.gold_sections:
+        ranking = section_metrics(chunks, q.gold_sections)
+    elif q.gold_docs:
         docs = metrics.document_ranking([doc_ids.get(c.source_path, c.source_path) for c in chunks])
         ranking = {f"recall@{k}": metrics.recall_at_k(docs, q.gold_docs, k) for k in RANK_CUTOFFS}
         ranking["mrr"] = metrics.reciprocal_rank(docs, q.gold_docs)
@@ -406,7 +416,15 @@ def _score(run: EvalRun, arm: Arm, retriever: Retriever, q: Question, hits: list
 # -- summaries ---------------------------------------------------------------------------------
 
 def _values(run: EvalRun, arm: str, retriever: str, metric: str, budget: int) -> dict[str, float]:
-    return {r.question_id: getattr(r, metric)[budget] for r in run.results if r.arm == arm and r.retriever == retriever}
+    """Question id -> the metric in [0, 1]: rec/prec at ``budget``, else a ranking metric."""
+    rows = [r for r in run.results if r.arm == arm and r.retriever == retriever]
+    if metric in ("rec", "prec"):
+        return {r.question_id: getattr(r, metric)[budget] for r in rows}
+    missing = [r.question_id for r in rows if r.ranking is None or metric not in r.ranking]
+    if missing:
+        raise ConfigError(f"contrast metric {metric!r} is not measured on this dataset (question {missing[0]}); "
+                          "use rec or prec, or a ranking metric of a dataset with gold documents or sections")
+    return {r.question_id: r.ranking[metric] for r in rows if r.ranking is not None}
 
 
 def summary_rows(run: EvalRun) -> list[dict[str, Any]]:
@@ -464,7 +482,8 @@ def contrast_rows(run: EvalRun) -> list[dict[str, Any]]:
 
 def _contrast_dict(spec: ContrastSpec, budget: int, c: Comparison) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "a": spec.a, "b": spec.b, "family": spec.family, "metric": f"{spec.metric}@{budget}t",
+        "a": spec.a, "b": spec.b, "family": spec.family,
+        "metric": f"{spec.metric}@{budget}t" if spec.metric in ("rec", "prec") else spec.metric,
         "estimate": round(c.estimate, 4), "ci_low": round(c.ci95[0], 4), "ci_high": round(c.ci95[1], 4),
         "p_perm": round(c.p_perm, 6), "margin": spec.margin, "ci90_low": None, "ci90_high": None, "p_tost": None,
         "p_holm": round(c.p_holm, 6) if c.p_holm is not None else None, "verdict": c.verdict,

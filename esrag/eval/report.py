@@ -120,9 +120,10 @@ def markdown(summary_data: dict[str, Any]) -> str:
             f"| {row['arm']} | {row['retriever']} | {row['budget']} | {_fmt(row['rec'])} | {_ci(row['ci_low'], row['ci_high'])} | "
             f"{_fmt(row['prec'])} | {_ci(row['prec_ci_low'], row['prec_ci_high'])} | {_fmt(row['oracle'])} |"
         )
-    ranking_keys = [k for k in ("recall@10", "recall@50", "mrr", "ndcg@10") if rows and k in rows[0]]
+    ranking_keys = [k for k in ("recall@1", "recall@5", "recall@10", "recall@50", "mrr", "ndcg@10") if rows and k in rows[0]]
     if ranking_keys:
-        lines += ["", "## Ranking metrics (gold documents)", "", "| arm | retriever | " + " | ".join(ranking_keys) + " |",
+        gold = "gold sections" if s.get("dataset", {}).get("kind") == "docs" else "gold documents"
+        lines += ["", f"## Ranking metrics ({gold})", "", "| arm | retriever | " + " | ".join(ranking_keys) + " |",
                   "|---|---|" + "---:|" * len(ranking_keys)]
         for row in (r for r in rows if r["budget"] == primary):
             lines.append(f"| {row['arm']} | {row['retriever']} | " + " | ".join(_fmt(row[k]) for k in ranking_keys) + " |")

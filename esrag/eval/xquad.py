@@ -17,7 +17,7 @@ embedder and are computed once. Passages and questions are embedded once and cac
 Reported, per embedder × retriever × (q, p), with BCa 95% cluster-bootstrap intervals (clusters:
 paragraphs, whose questions are correlated): recall@1/5/10 (the gold paragraph among the first k;
 one gold, so recall@k is hit@k) and MRR (over the first 100 hits), all in [0, 1]. Then the seed's
-diagnostics (:mod:`esrag.retrieval_diagnostics`): Sim@1, Sim@5 and the top-1/top-2 gap of each configuration's
+diagnostics (:mod:`esrag.eval.diagnostics`): Sim@1, Sim@5 and the top-1/top-2 gap of each configuration's
 top 10 re-scored by the embedder, and each embedder's self-retrieval Sim@5 per language; paired
 contrasts of the embedders (first − others) on recall@1 and MRR; and the Syntactic Relevance of
 the configured entity extractors on the paragraphs of each language.
@@ -39,7 +39,7 @@ from pydantic import Field, PositiveInt
 
 from esrag import __version__
 from esrag.config import Settings, load_settings
-from esrag.retrieval_diagnostics import QueryDiagnostics, rescore, self_retrieval
+from esrag.eval.diagnostics import QueryDiagnostics, rescore, self_retrieval
 from esrag.embedding import CachedEmbedder, EmbeddingCache, make_embedder, normalize_spec
 from esrag.errors import ConfigError
 from esrag.eval import metrics
