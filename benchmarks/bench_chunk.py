@@ -15,7 +15,7 @@ token counts, ids and hashes.
 
 With ``--parts`` it also times, once per round, the parts on their own: markdown-it's block
 parse of each file (what the chunker did before issue 17), esrag's block scanner
-(:func:`esrag.chunking.scan.top_level_blocks`, markdown-it only for the blocks it leaves), one
+(:func:`esrag.formats.markdown_scan.top_level_blocks`, markdown-it only for the blocks it leaves), one
 cl100k encoding of each file (tiktoken), and one count of each file by the counter the chunker
 uses (:func:`esrag.tokens.fast_count`: quicktok, else bpe-openai; the least the exact token
 counts cost). The 1-minute load average of each round is printed beside it. Every round's
@@ -36,8 +36,8 @@ from pathlib import Path
 
 from _data import default_chunker, shared_data
 
-from esrag.chunking.blocks import _block_parser, _region_parser, normalize
-from esrag.chunking.scan import top_level_blocks
+from esrag.formats.markdown_blocks import _block_parser, _region_parser, normalize
+from esrag.formats.markdown_scan import top_level_blocks
 from esrag.embedding import cpu_features
 from esrag.model import Document
 from esrag.tokens import _valid_count, encoding, fast_backend

@@ -53,7 +53,7 @@ from _data import default_chunker, default_ingester, shared_data
 from rich.console import Console
 from rich.table import Table
 
-from esrag.chunking.blocks import _block_parser, normalize
+from esrag.formats.markdown_blocks import _block_parser, normalize
 from esrag.indexed_text import embed_text
 from esrag.model import Document
 

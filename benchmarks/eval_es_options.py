@@ -7,7 +7,7 @@ after the pool), once per ``index_options`` value, so the dense and hybrid numbe
 how Elasticsearch indexes the vectors. Arm ``default``; retrievers dense and hybrid.
 
 Note: the integ-test node has no ``porter_stem``, so its BM25 leg analyzes without stemming and
-hybrid numbers are not the embedded store's (README "Evaluation"); compare options with each other.
+hybrid numbers are not the embedded store's (docs/evaluation.md); compare options with each other.
 
     flock /tmp/esrag-bench.lock .venv/bin/python benchmarks/eval_es_options.py \\
         [--url http://127.0.0.1:9200] [--options hnsw,int8_hnsw,bbq_hnsw+0,bbq_hnsw+3] [--limit N]

@@ -58,6 +58,10 @@ class Document:
             includes resolve only when ``source`` and ``root`` are set, and never outside it.
         problems: one-line messages a chunker left about this document (an include left
             unresolved, a reStructuredText error: ``"line N: …"``); ingest reports them.
+        format: ``"rst"`` or ``"markdown"`` when the site's generator says how it reads the
+            file (Sphinx ``source_suffix``); '' = by suffix (:func:`esrag.formats.is_rst`).
+        format_options: options for the format's reader from the generator's configuration
+            (reStructuredText: ``object_types``, ``crossref_types`` registered in Sphinx's conf.py).
     """
 
     path: str
@@ -71,18 +75,27 @@ class Document:
     source: str | None = None
     root: str | None = None
     problems: list[str] = field(default_factory=list)
+    format: str = ""
+    format_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class Heading:
     """One header of a document: level 1–6, rendered title, explicit id ('' = none), the
-    1-based line it starts on, and the section path it opens (titles joined by ``" > "``)."""
+    1-based line it starts on, and the section path it opens (titles joined by ``" > "``).
+
+    ``alt_anchors`` are the section's other ids on the published page (old ``<a id>`` anchors
+    kept above a renamed header, reStructuredText labels and object ids), in document order;
+    ``html_anchor`` is True when ``anchor`` itself comes from an ``<a name|id>`` element
+    rather than the header's own id (mdBook then keeps the header's id, see :mod:`esrag.sites`)."""
 
     level: int
     title: str
     anchor: str
     line: int
     section_path: str
+    alt_anchors: tuple[str, ...] = ()
+    html_anchor: bool = False
 
 
 @dataclass(slots=True)
@@ -98,6 +111,10 @@ class Block:
         level: header level 1–6 for header blocks, else 0.
         anchor: an explicit id of a header block (attr-list ``{#id}``, an ``<a name|id>``
             before it, a docutils section id); '' when none is given.
+        alt_anchors: a header block's other explicit ids (the further ``<a name|id>`` anchors
+            before or inside it; reStructuredText labels and object ids), in document order.
+        html_anchor: True when ``anchor`` comes from an ``<a name|id>`` element, not from the
+            header's own id (attr-list or docutils).
     """
 
     kind: BlockKind
@@ -107,6 +124,8 @@ class Block:
     section_path: tuple[str, ...] = ()
     level: int = 0
     anchor: str = ""
+    alt_anchors: tuple[str, ...] = ()
+    html_anchor: bool = False
 
     @property
     def is_body(self) -> bool:
@@ -146,6 +165,9 @@ class Chunk:
         anchor: the HTML id of the chunk's section on the published page ('' = none/unknown).
         url: absolute URL of the chunk's section on the published site, with ``#anchor``
             ('' when no base URL is known). Neither enters the content hash.
+        alt_urls: the section's other published addresses (explicit labels, old anchors, page
+            aliases), absolute, in document order, without ``url``; [] when it has one address.
+            Like ``url``, not part of the content hash.
         doc_version: the documentation version ('' = unversioned).
     """
 
@@ -164,6 +186,7 @@ class Chunk:
     anchor: str = ""
     url: str = ""
     doc_version: str = ""
+    alt_urls: list[str] = field(default_factory=list)
     parent_id: str | None = None
     context: str = ""
     enrichment: Enrichment | None = None
@@ -204,6 +227,7 @@ class Hit:
             "authority": c.metadata.get("authority"),
             "url": c.url or None,
             "anchor": c.anchor or None,
+            "alt_urls": list(c.alt_urls),
             "doc_version": c.doc_version or None,
             "legs": {name: {"rank": leg.rank, "score": leg.score} for name, leg in self.legs.items()},
         }

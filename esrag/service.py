@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-from esrag.app import make_pipeline
+from esrag.app import connect, corpora_status, make_pipeline
 from esrag.config import Settings
 from esrag.errors import ConfigError, EsragError
 from esrag.model import Hit
@@ -126,12 +129,20 @@ class SearchService:
         return bool(p and p.searcher._embedder is not None)
 
     def corpora(self, fresh: bool = False) -> dict[str, Any]:
-        """``{name: {"chunks", "sources"}}`` of the index: read once, then again with ``fresh``."""
+        """``{name: {"chunks", "sources", "versions", "default_version"}}`` of the index
+        (:func:`esrag.app.corpora_status`): read once, then again with ``fresh``."""
         cached = self._corpora
         if fresh or cached is None:
-            cached = (time.monotonic(), dict(self.store.stats().get("corpora", {})))
+            cached = (time.monotonic(), dict(corpora_status(self.settings, self.store).get("corpora", {})))
             self._corpora = cached
         return cached[1]
+
+    def default_versions(self) -> dict[str, str]:
+        """``{corpus: default version}`` (read at most every :data:`CORPORA_TTL_S` seconds)."""
+        if self._corpora is None or time.monotonic() - self._corpora[0] > CORPORA_TTL_S:
+            self.corpora(fresh=True)
+        return {name: row["default_version"] for name, row in (self._corpora or (0.0, {}))[1].items()
+                if row.get("default_version") is not None}
 
     def check_corpora(self, names: list[str]) -> None:
         """Raise :class:`UnknownCorpus` (listing the indexed ones) for a name the index lacks.
@@ -198,10 +209,42 @@ class SearchService:
         return answerer.answer(question, result.hits)
 
     def page(self, path: str, corpus: str | None = None, doc_version: str | None = None) -> Any:
-        """The page at ``path`` (:func:`esrag.pages.get_page`), or None."""
+        """The page at ``path`` (:func:`esrag.pages.get_page`: a source path with or without
+        the docs root prefix, or the page's URL), of ``doc_version`` or else its corpus's
+        default version (:meth:`default_versions`), or None.
+
+        Raises:
+            PageNotFound: no such page (names the nearest paths). StoreError: store unreachable.
+        """
         from esrag.pages import get_page
 
-        return get_page(self.store, path, corpus, doc_version)
+        return get_page(self.store, path, corpus, doc_version, default_versions=self.default_versions())
+
+    def page_windows(self, path: str, corpus: str | None = None, doc_version: str | None = None, *,
+                     section: str | None = None, offset: int | None = None) -> tuple[Callable[[int | None], Any], str | None]:
+        """The page at ``path`` (:meth:`page`, read once) as a function of a text budget, and
+        the section it is scoped to: ``fit(n)`` is :func:`esrag.pages.page_window` of ``n`` cl100k tokens (None: no limit)
+        over one ``section`` (anchor or section path; by default the ``#anchor`` of a URL
+        ``path`` when it names a section of the page) from line ``offset``. What the servers
+        call to fit a page into a response.
+
+        Raises:
+            PageNotFound: as :meth:`page`. ConfigError (from ``fit``): unknown section, offset
+            outside the page or section.
+        """
+        from esrag.pages import PageNotFound, find_section, page_window
+
+        page = self.page(path, corpus, doc_version)
+        if page is None:
+            raise PageNotFound(f"no indexed page {path!r}")
+        if section is None and offset is None and "#" in path:
+            anchor = path.split("#", 1)[1]
+            try:
+                find_section(page, anchor)
+                section = anchor
+            except ConfigError:  # a URL's anchor may point at any element of the page
+                pass
+        return (lambda n: page_window(page, n, section=section, offset=offset)), section
 
     def health(self) -> dict[str, Any]:
         """``{"ok", "store", "store_reachable", "model_loaded", "chunks", "error"?}``; never raises."""
@@ -217,3 +260,20 @@ class SearchService:
     def close(self) -> None:
         """Close the store."""
         self.store.close()
+
+
+@contextmanager
+def open_service(settings: Settings, embedder: str | None = None) -> Iterator[SearchService]:
+    """``with open_service(settings) as service:`` a :class:`SearchService` over the configured
+    store (:func:`esrag.app.connect`: Elasticsearch when ``es_url`` is set, else the SQLite
+    file), closed when the block ends, also on an error. Keep one for many searches: it loads
+    the query model once and is safe to share between threads.
+
+    Raises:
+        PluginError, StoreError: the store cannot be opened (as :func:`esrag.app.connect`).
+    """
+    service = SearchService(settings, connect(settings), embedder)
+    try:
+        yield service
+    finally:
+        service.close()

@@ -1,5 +1,5 @@
 """The checks table of ``esrag doctor``: what the configured store can do, and what to do
-about each problem. (Not to be confused with :mod:`esrag.retrieval_diagnostics`, the Sim@K
+about each problem. (Not to be confused with :mod:`esrag.eval.diagnostics`, the Sim@K
 diagnostics of ``esrag diagnose``.)
 
 :func:`run_checks` returns a list of :class:`Check` (status ``ok``, ``warn`` or ``fail``, a
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from esrag.config import Settings
 from esrag.embedding import normalize_spec
@@ -63,6 +64,9 @@ class Inspectable(Protocol):
     url: str
     alias: str
     names: Any  # the index's asset names (alias, template, component templates, pipeline)
+    tls: str  # how the connection is secured (no secret)
+    tls_safe: bool  # False: plain HTTP, or TLS without verification
+    authentication: str  # which credentials are sent (a user name at most)
 
     def health(self) -> dict[str, Any]: ...
     def capabilities(self) -> Any: ...
@@ -77,14 +81,15 @@ def elastic_checks(settings: Settings) -> list[Check]:
     from esrag.app import connect
 
     try:
-        opened = connect(settings)
+        opened = connect(settings, read_only=True)
     except EsragError as exc:
         return [Check("settings", FAIL, str(exc), "fix ESRAG_ES_URL / ESRAG_INDEX / the credentials settings")]
     if not isinstance(opened, Inspectable):
         opened.close()
         return [Check("store", FAIL, f"the {opened.name} store cannot report on a cluster", "unset ESRAG_STORE")]
     store = opened
-    checks = [Check("store", OK, f"Elasticsearch at {store.url}, alias {store.alias!r} (ESRAG_INDEX)")]
+    checks = [Check("store", OK, f"Elasticsearch at {store.url}, alias {store.alias!r} (ESRAG_INDEX)"), _tls(store),
+              Check("authentication", OK, store.authentication)]
     try:
         try:
             health = store.health()
@@ -104,6 +109,19 @@ def elastic_checks(settings: Settings) -> list[Check]:
     finally:
         store.close()
     return checks
+
+
+def _tls(store: Inspectable) -> Check:
+    """The TLS mode in use: ``warn`` for TLS without verification, and for plain HTTP to
+    anything but the loopback interface (where credentials and text would cross the network
+    readable)."""
+    host = urlsplit(store.url).hostname or ""
+    if store.tls_safe or (store.tls.startswith("plain HTTP") and host in ("127.0.0.1", "localhost", "::1")):
+        return Check("tls", OK, store.tls)
+    way_out = ("set ESRAG_ES_CA_CERTS to the cluster's CA certificate, or ESRAG_ES_SSL_ASSERT_FINGERPRINT to its SHA-256 "
+               "fingerprint, and unset ESRAG_ES_VERIFY_CERTS" if store.tls.startswith("TLS") else
+               "use an https:// URL in ESRAG_ES_URL (Elasticsearch 8+ secures HTTP with TLS by default) or ESRAG_ES_CLOUD_ID")
+    return Check("tls", WARN, store.tls, way_out)
 
 
 def _connectivity(health: dict[str, Any]) -> Check:
@@ -215,7 +233,7 @@ def _embedder(settings: Settings, meta: Any, where: str) -> Check:
 # -- embedded ---------------------------------------------------------------------------------
 def embedded_checks(settings: Settings) -> list[Check]:
     """Checks of the embedded SQLite store at ``settings.db_path`` (never creates the file)."""
-    path = settings.db_path
+    path = settings.db_path.absolute()  # (where it looked, also when ESRAG_DB is relative)
     checks = [Check("store", OK, f"embedded SQLite store at {path} (ESRAG_ES_URL is not set)")]
     if not path.exists():
         checks.append(Check("index", WARN, f"nothing indexed yet: {path} does not exist", "run `esrag ingest PATH`"))
@@ -224,7 +242,7 @@ def embedded_checks(settings: Settings) -> list[Check]:
     from esrag.app import open_store
 
     try:
-        with open_store(settings) as store:
+        with open_store(settings, read_only=True) as store:
             stats, meta = store.stats(), store.meta()
     except EsragError as exc:
         return checks + [Check("index", FAIL, str(exc), "point ESRAG_DB at an esrag database, or remove the file and ingest again")]

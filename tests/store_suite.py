@@ -204,8 +204,49 @@ class StoreContract:
         self.write(store, chunks, [unit(0), unit(1), unit(2)])
         s = store.stats()
         assert s["chunks"] == 3 and s["sources"] == 2
-        assert s["corpora"]["docs"] == {"chunks": 2, "sources": 1}
-        assert s["corpora"]["c2"] == {"chunks": 1, "sources": 1}
+        assert {k: v for k, v in s["corpora"]["docs"].items() if k != "versions"} == {"chunks": 2, "sources": 1}
+        assert {k: v for k, v in s["corpora"]["c2"].items() if k != "versions"} == {"chunks": 1, "sources": 1}
+
+    def test_stats_list_each_corpus_versions_and_pages_list_every_copy(self, store):
+        """Issue 26: versions per corpus (with when they were last written) and the page listing
+        that get_page resolves URLs and prefix-less paths against."""
+        chunks = [make_chunk(0, "a", path="docs/x.md", url="https://d.example/x/#intro"),
+                  make_chunk(1, "b", path="docs/x.md", url="https://d.example/x/#more"),
+                  make_chunk(2, "c", path="docs/x.md", doc_version="2.0", url="https://d.example/2.0/x/#intro"),
+                  make_chunk(3, "d", path="y.md", corpus="c2", doc_version="1.0")]
+        self.write(store, chunks, [unit(0), unit(1), unit(2), unit(3)])
+        s = store.stats()
+        docs = s["corpora"]["docs"]["versions"]
+        assert set(docs) == {"", "2.0"} and docs[""]["chunks"] == 2 and docs["2.0"]["chunks"] == 1
+        assert docs[""]["sources"] == 1 and docs["2.0"]["indexed_at"] and str(docs["2.0"]["indexed_at"]).startswith("20")
+        assert set(s["corpora"]["c2"]["versions"]) == {"1.0"}
+        pages = store.pages()
+        assert [(p.corpus, p.doc_version, p.source_path, p.url) for p in pages] == [
+            ("c2", "1.0", "y.md", ""), ("docs", "", "docs/x.md", "https://d.example/x/"),
+            ("docs", "2.0", "docs/x.md", "https://d.example/2.0/x/")]
+        assert all(p.indexed_at for p in pages)
+        assert [p.source_path for p in store.pages("c2")] == ["y.md"] and store.pages("nope") == []
+
+    def test_get_page_by_url_or_short_path_of_the_default_version(self, store):
+        """Issue 26/30 through the real store: get_page resolves a hit's URL and a path without
+        the docs root prefix, returns the default version unless asked, and names it."""
+        from esrag.errors import PageNotFound
+        from esrag.pages import get_page
+
+        chunks = [make_chunk(0, "one", path="docs/en/x.md", url="https://d.example/x/#intro"),
+                  make_chunk(1, "two", path="docs/en/x.md", url="https://d.example/x/#more", section="Intro > More"),
+                  make_chunk(2, "new one", path="docs/en/x.md", doc_version="2.0", url="https://d.example/2.0/x/#intro")]
+        self.write(store, chunks, [unit(0), unit(1), unit(2)])
+        by_url = get_page(store, "https://d.example/x/#more", default_versions={"docs": ""})
+        assert by_url.source_path == "docs/en/x.md" and by_url.doc_version == "" and by_url.versions == ["", "2.0"]
+        assert by_url.text.startswith("one") and [s.section_path for s in by_url.sections] == ["Intro", "Intro > More"]
+        assert get_page(store, "x.md", default_versions={"docs": "2.0"}).text == "new one"
+        assert get_page(store, "en/x.md", doc_version="").doc_version == ""
+        assert get_page(store, "https://d.example/2.0/x/").doc_version == "2.0"
+        with pytest.raises(PageNotFound, match="no indexed page 'docs/en/y.md'; nearest: docs/en/x.md"):
+            get_page(store, "docs/en/y.md")
+        with pytest.raises(PageNotFound, match="has no version '3.0'"):
+            get_page(store, "x.md", doc_version="3.0")
 
     # -- issue 7: date / superseded filters, vectors, fan-out branches ------------------------
     def _dated(self, store):

@@ -13,7 +13,7 @@ from esrag.chunking.baselines import FixedCharChunker
 from esrag.chunking.header import HeaderChunker
 from esrag.config import Settings
 from esrag.errors import ConfigError, PluginError
-from esrag.records import LabelledChunker, RecordsChunker
+from esrag.chunking.records import LabelledChunker, RecordsChunker
 from esrag.stores.base import Installable, Rebuildable, Removable
 from esrag.stores.sqlite import SQLiteStore
 

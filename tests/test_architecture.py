@@ -5,7 +5,8 @@ that counts imports inside functions too. Pure and fast: nothing is imported or 
     submodules is fine); (b) no ``esrag.stores.*`` module imports ``esrag.search``; (c) only
     ``esrag/stores/elastic`` (file or package) imports ``elasticsearch``; (d) no ``hasattr`` /
     ``getattr`` probe of a store outside ``esrag/stores/`` (capabilities are typed protocols
-    checked with ``isinstance``); (e) no module in esrag/ over 700 lines.
+    checked with ``isinstance``); (e) no module in esrag/ over 700 lines; (f) no ``esrag.formats.*``
+    module imports ``esrag.chunking`` (formats parse, chunkers build on them).
 """
 
 from __future__ import annotations
@@ -169,6 +170,12 @@ def test_stores_never_import_search():
     bad = sorted({f"{_where(name, line)} imports {target}" for name in modules() if name.startswith("esrag.stores")
                   for target, line in imports(name) if target == "esrag.search" or target.startswith("esrag.search.")})
     assert not bad, "a store imports esrag.search (a lower floor depending on a higher one):\n" + "\n".join(bad)
+
+
+def test_formats_never_import_chunking():
+    bad = sorted({f"{_where(name, line)} imports {target}" for name in modules() if name.startswith("esrag.formats")
+                  for target, line in imports(name) if target == "esrag.chunking" or target.startswith("esrag.chunking.")})
+    assert not bad, "a format imports esrag.chunking (a lower floor depending on a higher one):\n" + "\n".join(bad)
 
 
 def _is_elastic_home(name: str) -> bool:

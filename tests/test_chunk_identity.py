@@ -1,7 +1,12 @@
 """The chunker was made faster without changing a single chunk (issue 17): every chunk of the
 four real corpora — id, text, section path, line span, anchor, url, content hash, position —
 fingerprinted per file before the change (tests/data/chunk_fingerprints.json, written by
-tests/chunk_snapshot.py at commit "chunk snapshot before the faster chunker") must come out the same.
+tests/chunk_snapshot.py at commit "chunk snapshot before the faster chunker") must come out the same
+— except async-book's ``src/SUMMARY.md``, left out since issue 25 (mdBook's table of contents,
+not a page: no chunks), and requests-docs' ``docs/community/updates.rst`` and
+``docs/dev/authors.rst``, whose ``.. include::`` of files outside the corpus (HISTORY.md,
+AUTHORS.rst) is no longer indexed as raw directive text since issue 30 (an include that cannot
+be resolved is left out and named; their fingerprints were rewritten then).
 So must the chunks (token counts included) of 2,000 random documents under random settings
 (tests/data/chunk_random_fingerprints.json, written by ``chunk_snapshot.py --random`` with the
 chunker of commit b605bb0f, before the session that added the table scanner and spliced counts)."""

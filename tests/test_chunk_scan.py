@@ -11,8 +11,8 @@ import random
 import pytest
 from paths import DATA
 
-from esrag.chunking.blocks import _block_parser, _region_parser, normalize
-from esrag.chunking.scan import markdown_it_blocks, top_level_blocks
+from esrag.formats.markdown_blocks import _block_parser, _region_parser, normalize
+from esrag.formats.markdown_scan import markdown_it_blocks, top_level_blocks
 
 MD = _block_parser()
 FILES = sorted(p for p in (DATA / "corpora").rglob("*") if p.suffix.lower() in (".md", ".mdx", ".markdown"))
@@ -99,7 +99,7 @@ TABLE_LINES = [
 def test_same_blocks_on_random_tables():
     """Header rows, delimiter rows (valid, short, indented, with other characters) and body rows
     with and without a leading pipe, escaped pipes, terminators after the rows."""
-    import esrag.chunking.scan as scan
+    import esrag.formats.markdown_scan as scan
 
     rng = random.Random(23)
     taken = 0
@@ -114,7 +114,7 @@ def test_same_blocks_on_random_tables():
 
 def test_the_fast_path_does_most_of_the_laravel_docs(monkeypatch):
     """Not a correctness test: the line scanner, not markdown-it, reads > 99 % of the lines."""
-    import esrag.chunking.scan as scan
+    import esrag.formats.markdown_scan as scan
 
     handed: list[int] = []
     original = scan._Scanner._fallback

@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 from esrag.chunking.base import Chunker, Piece
-from esrag.chunking.blocks import header_title, normalize, parse_blocks
+from esrag.formats.markdown_blocks import header_title, normalize, parse_blocks
 from esrag.chunking.header import HeaderChunker, document_title
 from esrag.model import BlockKind, Chunk, Document
 from esrag.tokens import count_tokens
@@ -165,7 +165,7 @@ def test_header_titles_with_code_spans_read_as_markdown_it_reads_them():
     outside the spans)."""
     import random
 
-    from esrag.chunking import blocks
+    from esrag.formats import markdown_blocks as blocks
 
     rng = random.Random(3)
     atoms = ["`", "`", " ", "a", "b_c", "*", "``", " `x` ", "_", "\\", "<", "d"]

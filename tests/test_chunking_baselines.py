@@ -22,7 +22,7 @@ from esrag.chunking.baselines import (
     TokenWindowChunker,
     length_matched,
 )
-from esrag.chunking.blocks import normalize, parse_blocks
+from esrag.formats.markdown_blocks import normalize, parse_blocks
 from esrag.chunking.header import HeaderChunker
 from esrag.model import BlockKind, Chunk, Document
 from esrag.tokens import count_tokens, encode, encoding

@@ -61,7 +61,11 @@ def test_search_fans_out_with_labels_tokens_and_diagnostics(project):
     out = runner.invoke(main, ["search", "scheduled tasks never run on the server", "--json"], env=env)
     assert out.exit_code == 0, out.output
     hits = json.loads(out.stdout)
-    assert [h["corpus"] for h in hits].count("laravel") == 4 and [h["corpus"] for h in hits].count("tickets") == 2
+
+    def passages(corpus: str) -> int:  # adjacent passages of one section come merged into one hit (issue 30)
+        return sum(len(h.get("expanded_from") or [h["id"]]) for h in hits if h["corpus"] == corpus)
+
+    assert passages("laravel") == 4 and passages("tickets") == 2
     for h in hits:
         assert h["tokens"] == count_tokens(h["text"]) and h["authority"] in ("official documentation", "support ticket")
         for key in ("id", "source_path", "section_path", "start_line", "end_line", "score", "legs", "doc_title"):
@@ -79,7 +83,8 @@ def test_search_budget_expand_and_rerank_options(project):
         assert out.exit_code == 0, out.output
         assert server.requests
     hits = json.loads(out.stdout)
-    assert sum(h["tokens"] for h in hits) == 600
+    used = sum(h["tokens"] for h in hits)  # the last hit is cut at a block boundary, never inside one
+    assert used <= 600 and (used == 600 or hits[-1].get("truncated")), (used, hits[-1].get("truncated"))
     expanded = [h for h in hits if "expanded_from" in h]
     assert expanded and all(h["corpus"] == "laravel" and h["chunk_ids"] for h in expanded)
     assert all("rerank" in h["legs"] for h in hits)

@@ -50,7 +50,7 @@ def test_other_warnings_keep_python_format(tmp_path):
     script = tmp_path / "other.py"
     script.write_text(
         "import warnings\n"
-        "from esrag.cli_common import install_warning_hook\n"
+        "from esrag.cli.common import install_warning_hook\n"
         "from esrag.stores.elastic import ClusterWarning\n"
         "install_warning_hook()\n"
         "warnings.warn('third party says\\nsomething', DeprecationWarning)\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from esrag.retrieval_diagnostics import QueryDiagnostics, contrast, diagnose_queries, read_queries, rescore, self_retrieval, sim_at_k
+from esrag.eval.diagnostics import QueryDiagnostics, contrast, diagnose_queries, read_queries, rescore, self_retrieval, sim_at_k
 from paths import XQUAD
 
 ESRAG = str(Path(sys.executable).with_name("esrag"))

@@ -64,8 +64,9 @@ def test_elastic_checks_on_the_test_node(es_url):
 
 def test_unreachable_cluster_is_one_failed_check():
     checks = run_checks(Settings(es_url="http://127.0.0.1:9", index="esrag"))
-    assert [c.status for c in checks] == ["ok", "fail"]
-    assert "cannot reach Elasticsearch at http://127.0.0.1:9" in checks[1].detail and "ESRAG_ES_URL" in checks[1].way_out
+    assert [c.name for c in checks] == ["store", "tls", "authentication", "connectivity"]
+    assert [c.status for c in checks] == ["ok", "ok", "ok", "fail"]
+    assert "cannot reach Elasticsearch at http://127.0.0.1:9" in checks[3].detail and "ESRAG_ES_URL" in checks[3].way_out
 
 
 def test_embedded_store_checks(tmp_path):

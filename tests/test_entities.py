@@ -95,7 +95,7 @@ def test_entities_field_is_filled_at_ingest_stored_and_searchable(tmp_path):
                        encoding="utf-8")
     settings = load_settings(db=tmp_path / "e.db", entities="caps")
     store = SQLiteStore(settings.db_path)
-    from esrag.records import RecordsChunker
+    from esrag.chunking.records import RecordsChunker
 
     summary = make_ingester(settings, store, RecordsChunker()).run(records, "t", ["*.jsonl"], [])
     assert summary.chunks_new == 2 and not summary.failures

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from esrag.chunking.blocks import parse_blocks
+from esrag.formats.markdown_blocks import parse_blocks
 from esrag.errors import ConfigError
 from esrag.eval import datasets
 from esrag.eval.metrics import words

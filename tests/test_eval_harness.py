@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from esrag.chunking.blocks import normalize
+from esrag.formats.markdown_blocks import normalize
 from esrag.cli import main
 from esrag.config import Settings
 from esrag.errors import ConfigError, RerankError

@@ -9,6 +9,7 @@ from pathlib import Path
 from esrag.chunking.header import HeaderChunker
 from esrag.config import Settings
 from esrag.formats import parse
+from esrag.formats.base import UNRESOLVED, is_unresolved_include
 from esrag.formats.mdx import blank_code_lines
 from esrag.model import Document
 from esrag.sources import discover, load_document
@@ -83,16 +84,16 @@ def test_rustdoc_include_shows_only_the_selected_visible_lines(tmp_path):
     assert "hidden" not in text and "use std::io" not in text and "fn tail" not in text and "ANCHOR" not in text
 
 
-def test_missing_cycle_and_outside_targets_are_kept_as_text_and_reported(tmp_path):
+def test_missing_cycle_and_outside_targets_are_left_out_and_reported(tmp_path):
     root = _book(tmp_path, "{{#include ../examples/nope.rs}}\n\n{{#include ../../secret.txt}}\n\n{{#include a.md}}\n")
     (tmp_path / "secret.txt").write_text("password\n")
     (root / "src" / "a.md").write_text("from a {{#include b.md}}\n")
     (root / "src" / "b.md").write_text("from b {{#include a.md}}\n")
     p = parse(_doc(root, "src/ch.md"))
     text = "\n".join(p.lines)
-    assert "{{#include ../examples/nope.rs}}" in text and "password" not in text
-    assert "from a from b {{#include a.md}}" in text  # the cycle stops at the repeated file
-    assert len(p.problems) == 3
+    assert "{{#include" not in text and "password" not in text  # never a raw directive in the index
+    assert "from a from b " in text  # the cycle stops at the repeated file
+    assert len(p.problems) == 3 and all(is_unresolved_include(q) for q in p.problems)
     assert p.problems[0].startswith("line 1: {{#include ../examples/nope.rs}}: no such file")
     assert "line 3:" in p.problems[1] and "outside the ingested tree" in p.problems[1]
     assert "line 5:" in p.problems[2] and "include cycle (ch.md -> a.md -> b.md -> a.md)" in p.problems[2]
@@ -100,9 +101,13 @@ def test_missing_cycle_and_outside_targets_are_kept_as_text_and_reported(tmp_pat
 
 def test_includes_are_not_resolved_without_a_tree_or_outside_an_mdbook(tmp_path):
     root = _book(tmp_path, "{{#include ../examples/lib.rs}}\n")
-    assert parse(Document("src/ch.md", (root / "src" / "ch.md").read_text())).lines[0] == "{{#include ../examples/lib.rs}}"
+    p = parse(Document("src/ch.md", (root / "src" / "ch.md").read_text()))
+    assert p.lines[0] == "{{#include ../examples/lib.rs}}"  # what the page shows, but never silently:
+    assert p.problems == ["line 1: {{#include ../examples/lib.rs}}: looks like a mdBook include, but the file was not read"
+                          f" from an ingested tree ({UNRESOLVED}; indexed as text)"]
     (root / "book.toml").unlink()
-    assert parse(_doc(root, "src/ch.md")).lines[0] == "{{#include ../examples/lib.rs}}"
+    p = parse(_doc(root, "src/ch.md"))
+    assert p.lines[0] == "{{#include ../examples/lib.rs}}" and "no book.toml governs this file" in p.problems[0]
 
 
 def _mkdocs(tmp_path: Path, page: str) -> Path:
@@ -132,7 +137,8 @@ def test_pymdownx_snippets_forms(tmp_path):
     whole = ["one", "two", "in section", "five"]  # section markers removed (snippets.py parse_snippets)
     assert p.lines[:9] == ["# Page", *whole, "text", "    one", "    two", "in section"]
     assert p.lines[9:11] == ["five", '--8<-- "snip.md"']  # block form, a ';' comment skipped, the escape shown
-    assert p.lines[-1] == '--8<-- "missing.md"' and p.problems == ["line 11: --8<-- 'missing.md': no such file missing.md"]
+    assert p.lines[-1] == '--8<-- "snip.md"' and p.problems == [  # the missing one is left out, and named
+        f"line 11: --8<-- 'missing.md': no such file missing.md ({UNRESOLVED}; left out of the indexed text)"]
     assert p.line_map[p.lines.index("in section")] == 2 and p.line_map[p.lines.index("text")] == 3
 
 
@@ -152,7 +158,8 @@ def test_snippet_section_markers_are_not_on_the_page(tmp_path):
 def test_snippets_need_the_extension_in_mkdocs_yml(tmp_path):
     root = _mkdocs(tmp_path, '--8<-- "snip.md"\n')
     (root / "mkdocs.yml").write_text("site_name: s\n")
-    assert parse(_doc(root, "docs/page.md")).lines[0] == '--8<-- "snip.md"'
+    p = parse(_doc(root, "docs/page.md"))
+    assert p.lines[0] == '--8<-- "snip.md"' and "mkdocs.yml does not enable pymdownx.snippets" in p.problems[0]
 
 
 def test_mdx_keeps_prose_and_drops_code_lines():
@@ -224,3 +231,133 @@ def test_esrag_chunk_shows_the_resolved_text_of_a_chapter_and_an_rst_page(tmp_pa
     broken.write_text("# P\n\n{{#include missing.rs}}\n")
     proc = run(str(broken))
     assert proc.returncode == 0 and "page.md: line 3: {{#include missing.rs}}: no such file missing.rs" in proc.stderr
+    # FastAPI's pages include ../../docs_src, outside their MkDocs project (docs/en): named, then read with --root
+    cookies = DATA / "corpora/fastapi-docs/docs/en/docs/advanced/response-cookies.md"
+    alone = run(str(cookies), "--json")
+    assert alone.returncode == 0 and "tutorial002_py310.py" in alone.stderr and "outside" in alone.stderr
+    assert "set_cookie" not in "".join(c["text"] for c in json.loads(alone.stdout))
+    rooted = run(str(cookies), "--json", "--root", str(DATA / "corpora/fastapi-docs"))
+    assert rooted.returncode == 0 and "outside" not in rooted.stderr, rooted.stderr
+    assert 'response.set_cookie(key="fakesession", value="fake-cookie-session-value")' in "".join(
+        c["text"] for c in json.loads(rooted.stdout))
+    wrong = run(str(cookies), "--root", str(tmp_path))
+    assert wrong.returncode != 0 and f"--root {tmp_path}: not a folder holding" in wrong.stderr
+
+
+# --- FastAPI: mdx_include and markdown-include-variants --------------------------------------
+
+FASTAPI = DATA / "corpora" / "fastapi-docs"
+CODE = "".join(f"line{i} = {i}\n" for i in range(1, 11))
+
+
+def _fastapi_like(tmp_path: Path, page: str, extensions: str = "  mdx_include: null\n  markdown_include_variants: null\n") -> Path:
+    """A FastAPI-shaped tree: docs/en/mkdocs.yml (extensions as a mapping, as FastAPI writes them,
+    with a !!python/name tag), docs/en/docs/page.md, docs_src/ex/tutorial001_py310.py."""
+    root = tmp_path / "fa"
+    (root / "docs" / "en" / "docs").mkdir(parents=True)
+    (root / "docs_src" / "ex").mkdir(parents=True)
+    (root / "docs" / "en" / "mkdocs.yml").write_text(
+        "site_name: s\nmarkdown_extensions:\n  pymdownx.superfences:\n    custom_fences:\n    - name: mermaid\n"
+        "      format: !!python/name:pymdownx.superfences.fence_code_format ''\n" + extensions)
+    (root / "docs_src" / "ex" / "tutorial001_py310.py").write_text(CODE)
+    (root / "docs_src" / "ex" / "tutorial001.py").write_text("old = 1\n")
+    (root / "docs_src" / "ex" / "page.html").write_text("<p>{{ item }}</p>\n")
+    (root / "docs" / "en" / "docs" / "page.md").write_text(page)
+    return root
+
+
+def test_include_variants_show_the_preferred_example_in_a_python_fence(tmp_path):
+    """markdown_include_variants/_main.py: the file's code in a python fence (title kept); ln[]
+    keeps those ranges with upstream's 'omitted' comment lines; hl[] changes nothing; the other
+    variants (collapsed on the page) are left out."""
+    root = _fastapi_like(tmp_path, "\n".join([
+        "# Page", "", "{* ../../docs_src/ex/tutorial001_py310.py hl[1, 8:9] *}", "",
+        '{* ../../docs_src/ex/tutorial001_py310.py ln[3:4,6] hl[3] title["app/main.py"] *}', "", "after",
+    ]))
+    p = parse(_doc(root, "docs/en/docs/page.md"))
+    assert p.problems == [] and p.dependencies == {(root / "docs_src/ex/tutorial001_py310.py").resolve()}
+    first = p.lines.index("```python")
+    assert p.lines[first + 1 : first + 12] == [f"line{i} = {i}" for i in range(1, 11)] + ["```"]
+    assert "old = 1" not in p.lines  # the py<3.10 variant is in a collapsed box on the page
+    second = p.lines.index('```python title="app/main.py"')
+    assert p.lines[second + 1 : second + 12] == [
+        "# Code above omitted 👆", "", "line3 = 3", "line4 = 4", "", "# Code here omitted 👈", "", "line6 = 6",
+        "", "# Code below omitted 👇", "```"]
+    assert {p.line_map[i] for i in range(first, first + 12)} == {3} and p.line_map[p.lines.index("after")] == 7
+    code = [b for b in p.blocks if b.kind.name == "CODE"]
+    assert len(code) == 2 and "line8 = 8" in "\n".join(p.lines[code[0].start_line - 1 : code[0].end_line])
+
+
+def test_mdx_include_forms(tmp_path):
+    """mdx_include.py: {!path!} anywhere on a line (relative to base_path, default the MkDocs
+    root), {!> …!} indents every line, [ln:…] rcslice rows, \\{!…!} escapes; a missing file is
+    left out (truncate_on_failure) and named."""
+    root = _fastapi_like(tmp_path, "\n".join([
+        "```jinja", "{!../../docs_src/ex/page.html!}", "```", "    {!> ../../docs_src/ex/tutorial001_py310.py [ln:2-3,10-]!}",
+        "see \\{!not/included.md!} here", "{!../../docs_src/ex/missing.py!}", "end",
+    ]))
+    p = parse(_doc(root, "docs/en/docs/page.md"))
+    # mdx_include reads a file as (text + "\n").splitlines(): a final newline gives a last empty line
+    assert p.lines[:4] == ["```jinja", "<p>{{ item }}</p>", "", "```"]
+    assert p.lines[4:10] == ["    line2 = 2", "    line3 = 3", "    ", "    ", "    line10 = 10", "    "]
+    assert "see {!not/included.md!} here" in p.lines and "end" in p.lines
+    assert not any("missing.py" in ln for ln in p.lines)
+    assert len(p.problems) == 1 and p.problems[0].startswith("line 6: {!../../docs_src/ex/missing.py!}: no such file")
+    assert is_unresolved_include(p.problems[0]) and "left out of the indexed text" in p.problems[0]
+
+
+def test_a_variants_include_that_fails_is_left_out_and_named(tmp_path):
+    root = _fastapi_like(tmp_path, "{* ../../docs_src/ex/nope_py310.py hl[1] *}\n\n{* ../../../outside.py *}\n\n"
+                                   "{* ../../docs_src/ex/tutorial001_py310.py ln[a:b] *}\ntext\n")
+    (tmp_path / "outside.py").write_text("secret = 1\n")
+    p = parse(_doc(root, "docs/en/docs/page.md"))
+    assert p.lines == ["", "", "text", ""]
+    assert [q.split(":")[0] for q in p.problems] == ["line 1", "line 3", "line 5"]
+    assert "no such file" in p.problems[0] and "outside the ingested tree" in p.problems[1] and "ln[a:b]" in p.problems[2]
+
+
+def test_lookalikes_of_forms_not_enabled_are_named_not_silent(tmp_path):
+    """With neither extension in mkdocs.yml the lines stay (the page shows them) and each is named;
+    Blade's {!! $x !!} and prose with braces are not taken for includes."""
+    root = _fastapi_like(tmp_path, "\n".join([
+        "{* ../../docs_src/ex/tutorial001_py310.py hl[1] *}", "{!../../docs_src/ex/page.html!}",
+        "Hello, {!! $name !!}.", "    {!! old('name') !!}", "A set {*a, b*} and {!x!} in prose.", "",
+    ]), extensions="")
+    p = parse(_doc(root, "docs/en/docs/page.md"))
+    assert p.lines[0].startswith("{*") and p.lines[1].startswith("{!")
+    assert len(p.problems) == 2
+    assert "line 1:" in p.problems[0] and "markdown_include_variants include, but mkdocs.yml does not enable" in p.problems[0]
+    assert "line 2:" in p.problems[1] and "mdx_include" in p.problems[1] and "indexed as text" in p.problems[1]
+
+
+def test_fastapi_docs_every_example_is_in_its_pages_chunks():
+    """The real FastAPI docs: 440 {* … *} and 6 {!…!} lines in 90 pages. Every one resolves but
+    the include of FastAPI's own source (fastapi/openapi/docs.py, not in the corpus), which is named;
+    no chunk holds a raw include line; a page's example code is in its chunks."""
+    settings = Settings()
+    root = FASTAPI
+    files = discover(root, settings.ingest.include, settings.ingest.exclude)
+    chunker = HeaderChunker.from_settings(settings.chunking)
+    variants = mdx = pages = 0
+    problems: list[tuple[str, str]] = []
+    for src in files:
+        if not src.rel.endswith(".md"):
+            continue
+        doc = load_document(src, "fastapi", 5_000_000)
+        raw_lines = doc.text.split("\n")
+        n_variants = sum(bool(re.match(r"^\{\*.*\*\}$", ln)) for ln in raw_lines)
+        variants += n_variants
+        mdx += sum(ln.count("{!") for ln in raw_lines)
+        pages += n_variants > 0
+        doc.source, doc.root = str(src.path), str(src.root)
+        chunks = chunker.chunk(doc)
+        problems += [(src.rel, q) for q in doc.problems]
+        for c in chunks:
+            assert not re.search(r"^\{\*.*\*\}$|\{!.*!\}", c.text, re.MULTILINE), (src.rel, c.text[:200])
+    assert (variants, mdx, pages) == (440, 6, 90)
+    assert problems == [("docs/en/docs/how-to/configure-swagger-ui.md",
+                         "line 43: {* ../../fastapi/openapi/docs.py ln[9:24] hl[18:24] *}: no such file "
+                         f"../../fastapi/openapi/docs.py ({UNRESOLVED}; left out of the indexed text)")]
+    page = FASTAPI / "docs/en/docs/advanced/response-cookies.md"
+    chunks = chunker.chunk(_doc(FASTAPI, str(page.relative_to(FASTAPI))))
+    assert any("response.set_cookie(" in c.text and "```python" in c.text for c in chunks)

@@ -88,3 +88,38 @@ def test_async_book_includes_are_searchable_in_their_chapter(store, tmp_path, em
         assert again.chunks_changed == 1 and again.chunks_new == 0 and again.chunks_deleted == 0
         hits = Searcher(s, lambda: embedder, SearchSettings(), BM25).search("printed on stdout block_on", k=3, mode="bm25").hits
         assert hits[0].chunk.source_path == CHAPTER and "is printed on stdout" in hits[0].chunk.text
+
+
+FASTAPI = DATA / "corpora" / "fastapi-docs"
+FASTAPI_PAGES = ["docs/en/docs/advanced/response-cookies.md", "docs/en/docs/how-to/configure-swagger-ui.md"]
+
+
+def test_fastapi_examples_are_indexed_and_the_unresolved_include_is_named(tmp_path, embedder):
+    """Two real FastAPI pages with their mkdocs.yml and docs_src/: the cookie page's example
+    (``{* ../../docs_src/response_cookies/tutorial002_py310.py hl[1, 8:9] *}``) is searchable in
+    its chunk; the include of FastAPI's own source (not in the corpus) is named in the summary."""
+    from esrag.stores.sqlite import SQLiteStore
+
+    root = tmp_path / "fastapi-docs"
+    shutil.copytree(FASTAPI / "docs_src", root / "docs_src")
+    (root / "docs" / "en").mkdir(parents=True)
+    shutil.copy(FASTAPI / "docs/en/mkdocs.yml", root / "docs/en/mkdocs.yml")
+    for page in FASTAPI_PAGES:
+        (root / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(FASTAPI / page, root / page)
+    store = SQLiteStore(tmp_path / "esrag.db")
+    chunker = HeaderChunker.from_settings(Settings().chunking)
+    summary = Ingester(store, embedder.spec, lambda: embedder, chunker, EMBED, BM25, analyzer="standard").run(
+        root, "fastapi", ["*.md"], Settings().ingest.exclude)
+    assert summary.failures == [] and summary.files == 2 and summary.includes_unresolved == 1
+    [w] = summary.warnings
+    assert w.path == "docs/en/docs/how-to/configure-swagger-ui.md" and w.error.startswith(
+        "line 43: {* ../../fastapi/openapi/docs.py ln[9:24] hl[18:24] *}: no such file")
+    assert summary.to_dict()["includes_unresolved"] == 1
+    hits = Searcher(store, lambda: embedder, SearchSettings(), BM25).search("set_cookie response cookie", k=5, mode="bm25").hits
+    top = hits[0].chunk
+    assert top.source_path == FASTAPI_PAGES[0] and "response.set_cookie(key=" in top.text and "```python" in top.text
+    texts = [h.chunk.text for h in Searcher(store, lambda: embedder, SearchSettings(), BM25).search(
+        "docs_src tutorial py310", k=50, mode="bm25").hits]
+    assert not any("{*" in t or "docs_src" in t for t in texts)
+    store.close()

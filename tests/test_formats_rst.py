@@ -9,6 +9,7 @@ from pathlib import Path
 from esrag.chunking.header import HeaderChunker
 from esrag.config import Settings
 from esrag.formats import parse
+from esrag.formats.base import is_unresolved_include
 from esrag.ingest import Ingester
 from esrag.model import BlockKind, Document
 
@@ -105,12 +106,13 @@ def test_sphinx_directives_roles_and_includes(tmp_path):
     assert "Call func or see the guide." in text
     assert "```python\nx = 1\n```" in text and "```python\nprint('hello')\n```" in text
     assert "Included paragraph about caching." in text
-    assert ".. include:: ../outside.rst" in text and ".. literalinclude:: missing.py" in text  # kept as text
+    assert ".. include::" not in text and "literalinclude" not in text  # unresolved: reported, left out of the text
     assert "| col1 | col2 |\n|---|---|\n| x | y |" in text and "> **Note:**\n> Mind the gap." in text
     assert "- one\n- two" in text
     assert len(p.problems) == 2
     assert p.problems[0].startswith("line 23: .. include:: ../outside.rst:") and "outside the ingested tree" in p.problems[0]
     assert p.problems[1].startswith("line 25: .. literalinclude:: missing.py: no such file")
+    assert all(is_unresolved_include(q) and "left out of the indexed text" in q for q in p.problems)
     inc = next(i for i, ln in enumerate(p.lines) if ln == "Included paragraph about caching.")
     assert p.line_map[inc] == 21  # included lines map to the include directive's line
     assert p.dependencies == {(tmp_path / "part.rst").resolve(), (tmp_path / "example.py").resolve()}

@@ -78,5 +78,5 @@ def test_bad_settings_are_named(kwargs, message):
 
 def test_unknown_fusion_lists_valid_names():
     assert fusion("rrf") is rrf
-    with pytest.raises(ConfigError, match="valid: rrf"):
+    with pytest.raises(ConfigError, match="valid: linear, rrf"):
         fusion("borda")

@@ -59,9 +59,10 @@ def trees(tmp_path):
     return out
 
 
-def ingest(store, emb, root, version, base=BASE, site="plain"):
+def ingest(store, emb, root, version, base=BASE, site="plain", allow_delete=False):
     where = resolve_site(root, site, base, doc_version=version)
-    ing = Ingester(store, emb.spec, lambda: emb, HeaderChunker(), EMBED, BM25, site=where, doc_version=version)
+    ing = Ingester(store, emb.spec, lambda: emb, HeaderChunker(), EMBED, BM25, site=where, doc_version=version,
+                   allow_delete=allow_delete)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ing.run(root, "laravel", ["*.md"], [])
@@ -108,7 +109,7 @@ def check_versions_links_and_pages(store, embedder, tmp_path):
     assert page.text == (roots["12.x"] / "scheduling.md").read_text().strip("\n")
     d = page.to_dict()
     assert list(d) == ["source_path", "corpus", "doc_version", "title", "url", "sections", "text"]
-    assert list(d["sections"][0]) == ["section_path", "anchor", "url", "start_line", "end_line", "text"]
+    assert list(d["sections"][0]) == ["section_path", "anchor", "url", "alt_urls", "start_line", "end_line", "text"]
     assert get_page(store, "scheduling.md", doc_version="11.x").doc_version == "11.x"
     with pytest.raises(PageNotFound, match="no indexed page 'nope.md'"):
         get_page(store, "nope.md")
@@ -120,7 +121,9 @@ def check_versions_links_and_pages(store, embedder, tmp_path):
     assert all(c.url.startswith("https://mirror.example.org/laravel/11.x/") for c in store.get(sorted(ids11)))
     # dropping a file from 12.x removes only its 12.x chunks
     (roots["12.x"] / "cache.md").unlink()
-    pruned = ingest(store, emb, roots["12.x"], "12.x")
+    refused = ingest(store, emb, roots["12.x"], "12.x")  # most of 12.x's chunks: the deletion guard (per version) refuses
+    assert refused.deletion_guard.refused and refused.deletion_guard.chunks_stored == len(ids12) and not refused.chunks_deleted
+    pruned = ingest(store, emb, roots["12.x"], "12.x", allow_delete=True)
     assert pruned.chunks_deleted == len(m12["cache.md"]) and store.manifest("laravel", "11.x").keys() == m11.keys()
 
 

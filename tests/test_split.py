@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from esrag.chunking.blocks import parse_blocks
+from esrag.formats.markdown_blocks import parse_blocks
 from esrag.chunking.header import HeaderChunker
 from esrag.chunking.split import split_block, split_oversize
 from esrag.config import Settings

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import numpy as np
 import pytest
 
-from esrag.errors import NotIndexedError
+from esrag.errors import NotIndexedError, StoreError
 from esrag.stores.base import Filters
 from esrag.stores.sqlite import SQLiteStore
 from store_suite import FIELDS, StoreContract, make_chunk, meta, unit
@@ -67,7 +65,7 @@ def test_failed_batch_writes_nothing(tmp_path):
     good = make_chunk(0, "fine")
     bad = make_chunk(1, "x")
     bad.text = None  # NOT NULL text: the whole transaction must roll back
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(StoreError, match="could not write 2 chunks: NOT NULL constraint failed"):  # one line, no traceback
         s.write([good, bad], np.stack([unit(0), unit(1)]), ["m", "m"])
     assert s.stats()["chunks"] == 0
 

@@ -14,7 +14,7 @@ import pytest
 from paths import DATA
 
 from esrag.app import make_chunker
-from esrag.chunking.blocks import normalize
+from esrag.formats.markdown_blocks import normalize
 from esrag.config import Settings
 from esrag.model import Document
 import esrag.tokens as tokens_module

@@ -2,7 +2,7 @@
 alignment controls P (header-blind paragraph packer) and FL (length-matched token windows), and
 the one-record-one-chunk chunker of seed 001 for short records (tickets, messages).
 
-Every chunker here works on the normalised document text (:func:`esrag.chunking.blocks.normalize`:
+Every chunker here works on the normalised document text (:func:`esrag.formats.markdown_blocks.normalize`:
 no byte-order mark, ``\\n`` line endings), cuts it into exact character spans of that text, and
 turns the spans into chunks through :func:`esrag.chunking.base.finalize`, so ids, positions,
 cl100k token counts and content hashes are computed exactly as for the header-led chunker.
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from esrag.chunking.base import Piece, finalize
-from esrag.chunking.blocks import _block_parser, normalize, parse_blocks
+from esrag.formats.markdown_blocks import _block_parser, normalize, parse_blocks
 from esrag.chunking.header import TAU_MAX, document_title
 from esrag.model import Block, Chunk, Document
 from esrag.tokens import encode, encoding

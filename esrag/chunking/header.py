@@ -1,6 +1,6 @@
 """Header-led chunking, exactly as seed 000, App. N.1 ("Grouping" and the small-chunk merge pass).
 
-Blocks come from :func:`esrag.chunking.blocks.parse_blocks`. A chunk's text is its blocks as in
+Blocks come from :func:`esrag.formats.markdown_blocks.parse_blocks`. A chunk's text is its blocks as in
 the source (the source lines from its first block to its last, blank lines between blocks
 included); lengths are in characters.
 
@@ -235,7 +235,8 @@ def headings(blocks: list[Block], line_map: list[int] | None = None) -> list[Hea
         if b.kind is BlockKind.HEADER:
             title = b.section_path[-1] if b.section_path else ""
             line = line_map[min(b.start_line, len(line_map)) - 1] if line_map else b.start_line
-            out.append(Heading(b.level, title, b.anchor, line, SECTION_SEPARATOR.join(b.section_path)))
+            out.append(Heading(b.level, title, b.anchor, line, SECTION_SEPARATOR.join(b.section_path), b.alt_anchors,
+                               b.html_anchor))
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +23,7 @@ class EmbeddingCache:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path, self._warned = path, False
         self._db = sqlite3.connect(str(path), check_same_thread=False)
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
 
@@ -40,11 +42,19 @@ class EmbeddingCache:
         return found
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
-        with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)",
-                [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
-            )
+        """Store ``items`` (key -> vector [dims]); a cache that cannot be written (a full disk, a
+        read-only file) warns once and is skipped: the vectors are recomputed next time."""
+        try:
+            with self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)",
+                    [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
+                )
+        except sqlite3.Error as exc:
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"the embedding cache at {self.path} could not be written ({exc}); this ingest goes on "
+                              "without caching, and the vectors are computed again next time", stacklevel=2)
 
     def close(self) -> None:
         self._db.close()

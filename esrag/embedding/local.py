@@ -319,7 +319,7 @@ def cpu_has_vnni() -> bool:
 
 # What ``auto`` runs on OpenVINO where the CPU multiplies bf16 natively: bf16 (cosine 0.99999 to
 # fp32, the previous default there). int8 was 1.4x faster there in one loaded run of
-# benchmarks/bench_ingest.py (README "Speed"); not switched before a quiet-machine confirmation.
+# benchmarks/bench_ingest.py (benchmarks/README.md "Embedding backends and precisions"); not switched before a quiet-machine confirmation.
 AUTO_PRECISION_FAST_BF16 = "bf16"
 
 
@@ -329,7 +329,7 @@ def choose_precision(precision: str, backend: str, device: str = "cpu") -> str:
     ``auto``: on CPU with the ``openvino`` backend, :data:`AUTO_PRECISION_FAST_BF16` where
     :func:`cpu_has_fast_bf16` (AMX / AVX512-BF16), else ``int8`` where :func:`cpu_has_vnni` and
     NNCF is installed (the calibrated int8 model: rec@512t on Qasper within 0.5 points of fp32,
-    README "Speed"), else ``fp32``; with ``torch``, ``bf16`` where :func:`cpu_has_fast_bf16`, else
+    docs/performance.md), else ``fp32``; with ``torch``, ``bf16`` where :func:`cpu_has_fast_bf16`, else
     ``fp32``; ``fp32`` off CPU. An explicit precision is returned as given.
 
     Raises:

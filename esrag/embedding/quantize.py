@@ -11,7 +11,7 @@ The recipe (:data:`RECIPE`): ``nncf.quantize(model, dataset, model_type=TRANSFOR
 preset=MIXED, subset_size=300, ignored_scope=...)``: per-channel symmetric int8 weights,
 asymmetric int8 activations (MIXED), NNCF's SmoothQuant and fast bias correction (on by default
 for transformers). Left in fp32 (the ignored scope), chosen on Qasper rec@512t against torch fp32
-(README "Speed"): the feed-forward output MatMuls (``layer.N/output/dense``, whose inputs are the
+(benchmarks/README.md "Embedding backends and precisions"): the feed-forward output MatMuls (``layer.N/output/dense``, whose inputs are the
 GELU outputs with outlier channels) and the two activation x activation MatMuls of attention
 (``attention/self/MatMul``: Q.K^T, ``MatMul_1``: softmax.V). With only the FFN outputs kept,
 vectors were at cosine 0.998 mean / 0.992 min to fp32 and hybrid rec@512t fell 1.0 point; with

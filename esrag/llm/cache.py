@@ -49,28 +49,46 @@ def cache_key(provider: str, model: str, prompt_sha256: str, input_sha256: str, 
 
 class LLMCache:
     """A SQLite file of LLM replies (default ``.esrag/llm_cache.db`` beside the store, or
-    ``ESRAG_LLM_CACHE``). Thread-safe; one connection guarded by a lock.
+    ``ESRAG_LLM_CACHE``). Thread-safe; one connection guarded by a lock. The file (and its
+    folder) is created at the first :meth:`put`, never before: a command that asks the LLM
+    nothing — ``esrag ask`` on a missing index — leaves no file behind.
 
     Raises:
-        EsragError: the file cannot be opened (names it and the setting).
+        EsragError: the file cannot be opened or created (names it and the setting).
     """
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise EsragError(f"cannot open the LLM cache at {self.path}: {exc}; set ESRAG_LLM_CACHE to a writable file") from exc
+        self._db: sqlite3.Connection | None = None
+        if self.path.exists():
+            self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        """The connection, made once (the caller holds the lock, or is the constructor)."""
+        if self._db is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(str(self.path), check_same_thread=False)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(_SCHEMA)
+            except (OSError, sqlite3.Error) as exc:
+                raise EsragError(f"cannot open the LLM cache at {self.path}: {exc}; set ESRAG_LLM_CACHE to a writable file") from exc
+            self._db = db
+        return self._db
+
+    def _reader(self) -> sqlite3.Connection | None:
+        """The connection when the file exists (another process may have made it since), else None."""
+        if self._db is None and self.path.exists():
+            self._open()
+        return self._db
 
     def get(self, key: str) -> LLMReply | None:
         """The cached reply for ``key`` (``cached=True``), or None."""
         with self._lock:
-            row = self._db.execute("SELECT text, tokens_in, tokens_out, seconds, model FROM llm_cache WHERE key=?",
-                                   (key,)).fetchone()
+            db = self._reader()
+            row = db.execute("SELECT text, tokens_in, tokens_out, seconds, model FROM llm_cache WHERE key=?",
+                             (key,)).fetchone() if db is not None else None
         if row is None:
             return None
         return LLMReply(text=row[0], tokens_in=row[1] or 0, tokens_out=row[2] or 0, seconds=row[3] or 0.0,
@@ -78,19 +96,23 @@ class LLMCache:
 
     def put(self, key: str, provider: str, model: str, prompt_sha256: str, input_sha256: str, options: LLMOptions,
             reply: LLMReply) -> None:
-        """Store ``reply`` under ``key`` (replacing an older entry)."""
+        """Store ``reply`` under ``key`` (replacing an older entry); creates the file when needed."""
         row = (key, provider, model, prompt_sha256, input_sha256, json.dumps(options.to_dict(), sort_keys=True),
                reply.text, reply.tokens_in, reply.tokens_out, reply.seconds, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO llm_cache VALUES (?,?,?,?,?,?,?,?,?,?,?)", row)
+        with self._lock:
+            db = self._open()
+            with db:
+                db.execute("INSERT OR REPLACE INTO llm_cache VALUES (?,?,?,?,?,?,?,?,?,?,?)", row)
 
     def __len__(self) -> int:
         with self._lock:
-            return int(self._db.execute("SELECT count(*) FROM llm_cache").fetchone()[0])
+            db = self._reader()
+            return int(db.execute("SELECT count(*) FROM llm_cache").fetchone()[0]) if db is not None else 0
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._db is not None:
+                self._db.close()
 
 
 @dataclass(slots=True)

@@ -1,7 +1,8 @@
-"""Pieces every ``esrag`` command shares: ``--json``, one-line library errors, one-line warnings.
+"""Pieces every ``esrag`` command shares: ``--json``, one-line library errors, one-line warnings,
+the stdout/stderr consoles and the progress rate column.
 
-Kept apart from :mod:`esrag.cli` so command modules (:mod:`esrag.cli_admin`) can use them
-without importing the command group.
+Kept apart from the command group (:data:`esrag.cli.main`) so the command modules of
+:mod:`esrag.cli` can use them without importing it.
 """
 
 from __future__ import annotations
@@ -15,12 +16,28 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import click
+from rich.console import Console
+from rich.progress import Task, TextColumn
+from rich.text import Text
 
 from esrag.urls import scrub_credentials
 from esrag.errors import EsragError
 
-#: the folder of the esrag package: warnings raised (or attributed) here are esrag's own
-_PACKAGE = str(Path(__file__).resolve().parent)
+#: the folder of the esrag package (this file is esrag/cli/common.py): warnings raised (or
+#: attributed) here are esrag's own
+_PACKAGE = str(Path(__file__).resolve().parents[1])
+
+err = Console(stderr=True)
+out = Console(highlight=False, soft_wrap=True)
+
+
+class RateColumn(TextColumn):
+    def __init__(self) -> None:
+        super().__init__("")
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.1f}/s" if speed else "   -/s", style="cyan")
 
 
 def print_json(data: Any) -> None:

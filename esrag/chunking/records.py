@@ -22,7 +22,11 @@ Each record becomes one chunk of the file:
 
 Chunk ids derive from corpus, file path and record id, so they survive edits to other records;
 records missing from a re-ingested file are deleted like vanished chunks. Blank JSONL lines are
-skipped. A record without an id is identified by its line number (``line-N``).
+skipped. A record without an id is identified by its line number (``line-N``). A bad record (a
+line that is not a JSON object, a CSV row whose field count differs from the header's, a record
+without text) is skipped and reported as an ingest warning with its line (and row) number; the
+rest of the file is indexed. Of records sharing an id the last one wins; the duplicates are
+reported.
 """
 
 from __future__ import annotations
@@ -55,32 +59,69 @@ def record_format(path: str) -> str:
 
 
 def read_records(doc: Document) -> list[tuple[dict[str, Any], int, int]]:
-    """``(record, start_line, end_line)`` for every record of ``doc`` (1-based, inclusive).
+    """``(record, start_line, end_line)`` for every readable record of ``doc`` (1-based,
+    inclusive). A bad record — a JSONL line that is not a JSON object, a CSV row with more or
+    fewer fields than the header, a row the csv module cannot parse — is skipped and reported
+    in ``doc.problems`` as ``"line N: …"`` (CSV: ``"row R (line N): …"``); the rest are read.
 
     Raises:
-        SourceError: a JSONL line that is not a JSON object (names the line).
+        SourceError: the file has content but not one readable record (names the first problem).
     """
     text = doc.text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
-    if record_format(doc.path) == "jsonl":
-        out = []
-        for n, line in enumerate(text.split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SourceError(doc.path, f"line {n} is not JSON ({exc.msg}); JSONL needs one JSON object per line") from None
-            if not isinstance(obj, dict):
-                raise SourceError(doc.path, f"line {n} is a JSON {type(obj).__name__}, not an object")
-            out.append((obj, n, n))
-        return out
-    delimiter = "\t" if doc.path.lower().endswith(".tsv") else ","
+    problems: list[str] = []
+    out = _jsonl_records(text, problems) if record_format(doc.path) == "jsonl" else _csv_records(doc.path, text, problems)
+    if problems and not out:
+        raise SourceError(doc.path, f"no readable record ({len(problems)} bad, e.g. {problems[0]})")
+    doc.problems.extend(problems)
+    return out
+
+
+def _jsonl_records(text: str, problems: list[str]) -> list[tuple[dict[str, Any], int, int]]:
+    out = []
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"line {n}: not JSON ({exc.msg} at column {exc.colno}); JSONL needs one JSON object per line; "
+                            "record skipped")
+            continue
+        if not isinstance(obj, dict):
+            problems.append(f"line {n}: a JSON {type(obj).__name__}, not an object; record skipped")
+            continue
+        out.append((obj, n, n))
+    return out
+
+
+def _csv_records(path: str, text: str, problems: list[str]) -> list[tuple[dict[str, Any], int, int]]:
+    delimiter = "\t" if path.lower().endswith(".tsv") else ","
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
-    out, last = [], 1
-    for row in reader:
+    out: list[tuple[dict[str, Any], int, int]] = []
+    last, row_no = 1, 0
+    rows = iter(reader)
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            row_no += 1
+            problems.append(f"row {row_no} (line {reader.line_num}): {exc}; record skipped")
+            last = reader.line_num
+            continue
+        row_no += 1
         start, last = last + 1, reader.line_num
-        if any((v or "").strip() for v in row.values() if isinstance(v, str)):
-            out.append((dict(row), start, last))
+        if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
+            continue
+        width = len(reader.fieldnames or [])
+        extra = row.pop(None, None)
+        got = width + len(extra) if extra else width - sum(1 for v in row.values() if v is None)
+        if got != width:
+            where = f"line {start}" if start == last else f"lines {start}-{last}"
+            problems.append(f"row {row_no} ({where}): {got} fields, the header has {width}; record skipped")
+            continue
+        out.append((dict(row), start, last))
     return out
 
 
@@ -115,19 +156,22 @@ class RecordsChunker:
     def chunk(self, doc: Document) -> list[Chunk]:
         """The file's records as chunks, in file order.
 
+        A record without text is skipped and reported in ``doc.problems`` (``"line N: …"``), as
+        are bad records (:func:`read_records`); of records sharing an id the later one is kept
+        and the duplicates are reported.
+
         Raises:
-            SourceError: unreadable records, or no record has the text field (names the fields seen).
+            SourceError: not one readable record, or no record has the text field (names the
+                fields seen).
         """
         f = self.fields
         records = read_records(doc)
         pieces: list[Piece] = []
         metas: list[dict[str, Any]] = []
         titles: list[str] = []
-        for record, start, end in records:
+        kept = _latest_by_id(records, f, doc.problems)
+        for (record, start, end), rid in kept:
             body = _value(record, f.text)
-            if body is None:
-                continue
-            rid = str(_value(record, f.id) or f"line-{start}")
             title = str(_value(record, f.title) or "")
             text = f"{title}\n\n{body}" if title else str(body)
             meta: dict[str, Any] = {"record_id": rid}
@@ -155,6 +199,30 @@ class RecordsChunker:
             chunk.metadata = {**chunk.metadata, **meta}
             chunk.doc_title = title
         return chunks
+
+
+def _latest_by_id(records: list[tuple[dict[str, Any], int, int]], f: RecordFields,
+                  problems: list[str]) -> list[tuple[tuple[dict[str, Any], int, int], str]]:
+    """The records that have text, each with its id (the id field, else ``line-N``), in file
+    order; of several with one id only the last is kept. Records without text and duplicate
+    ids are reported in ``problems``."""
+    with_text: list[tuple[tuple[dict[str, Any], int, int], str]] = []
+    lines: dict[str, list[int]] = {}
+    some_text = any(_value(r, f.text) is not None for r, _, _ in records)  # none: the whole-file error of chunk()
+    for item in records:
+        record, start, _ = item
+        rid = str(_value(record, f.id) or f"line-{start}")
+        if _value(record, f.text) is None:
+            if some_text:
+                problems.append(f"line {start}: record {rid!r} has no {f.text!r} field (or it is empty); record skipped")
+            continue
+        with_text.append((item, rid))
+        lines.setdefault(rid, []).append(start)
+    for rid, at in lines.items():
+        if len(at) > 1:
+            problems.append(f"line {at[-1]}: duplicate id {rid!r} (also on line{'s' if len(at) > 2 else ''} "
+                            f"{', '.join(map(str, at[:-1]))}); the last record is kept")
+    return [(item, rid) for item, rid in with_text if item[1] == lines[rid][-1]]
 
 
 class LabelledChunker:

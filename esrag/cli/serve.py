@@ -1,0 +1,104 @@
+"""``esrag serve`` and ``esrag mcp``: serve the index over HTTP or the Model Context Protocol with
+one warm :class:`esrag.service.SearchService`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import click
+from rich.markup import escape
+
+from esrag import app
+from esrag.app import open_store
+from esrag.cli.common import err, handle_errors
+from esrag.config import load_settings
+from esrag.errors import EsragError
+from esrag.service import SearchService
+
+
+def server_options(f: Callable) -> Callable:
+    """``--host``, ``--port`` and ``--api-key`` shared by ``serve`` and ``mcp --http``."""
+    options = [
+        click.option("--host", default="127.0.0.1", show_default=True,
+                     help="Address to bind; any non-loopback address needs an API key."),
+        click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="TCP port."),
+        click.option("--api-key", envvar="ESRAG_SERVE_API_KEY", help="Require this key (Authorization: Bearer KEY or "
+                     "X-API-Key: KEY) on every request (default: ESRAG_SERVE_API_KEY)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _announce(as_json: bool, url: str, store: str, key: str | None) -> None:
+    if as_json:
+        click.echo(json.dumps({"url": url, "store": store, "api_key_required": bool(key)}))
+    else:
+        err.print(f"esrag serving {store} on {url}" + (" (API key required)" if key else ""))
+
+
+@contextmanager
+def _service() -> Iterator[SearchService]:
+    """``with _service() as service:`` the process's warm :class:`esrag.service.SearchService`
+    (model loaded before listening when the index exists; an unreachable store is reported and
+    served anyway); its store is closed when the block ends."""
+    settings = load_settings()
+    with open_store(settings, read_only=True) as store:  # a missing index is never created (docs/cli.md "Read-only commands")
+        service = SearchService(settings, store)
+        try:
+            if store.meta() is not None:
+                service.warm()
+            else:
+                err.print(f"[yellow]warning[/yellow]: {escape(app.nothing_indexed(settings))}; serving anyway: searches answer "
+                          "409 (HTTP) or a tool error (MCP) until then, /health says so", soft_wrap=True)
+        except EsragError as exc:  # serve anyway: /health and the tools say why, and it recovers with the store
+            err.print(f"[yellow]warning[/yellow]: {escape(str(exc))}")
+        yield service
+
+
+@click.command()
+@server_options
+@click.option("--cors-origin", "cors_origins", multiple=True, help="Allow browser calls from this origin (repeatable; "
+              "default: CORS off).")
+@click.option("--json", "as_json", is_flag=True, help="Print the address as one JSON line on stdout before serving.")
+@handle_errors
+def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...], as_json: bool) -> None:
+    """Serve the index over HTTP: JSON API (/search, /ask, /pages/PATH, /corpora, /health; schema at
+    /openapi.json) and a search page at /. One warm model and store connection for all requests;
+    SIGTERM or Ctrl-C stops it gracefully."""
+    from esrag.serve.http import create_app, serve as run
+    from esrag.serve.security import resolve_api_key
+
+    key = resolve_api_key(host, api_key)
+    with _service() as service:
+        _announce(as_json, f"http://{host}:{port}/", service.store.name, key)
+        run(create_app(service, api_key=key, cors_origins=list(cors_origins)), host, port)
+
+
+@click.command()
+@click.option("--http", "over_http", is_flag=True, help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
+@server_options
+@click.option("--json", "as_json", is_flag=True, help="With --http: print the endpoint as one JSON line on stdout "
+              "before serving (over stdio, stdout is the protocol's).")
+@handle_errors
+def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: bool) -> None:
+    """Serve the index to agents over the Model Context Protocol (stdio by default): read-only
+    tools search_docs, get_page and list_corpora."""
+    from esrag.serve import mcp as mcp_server
+
+    key = None
+    if over_http:
+        from esrag.serve.security import resolve_api_key
+
+        key = resolve_api_key(host, api_key)
+    with _service() as service:
+        if not over_http:
+            mcp_server.run_stdio(service)
+            return
+        from esrag.serve.http import serve as run
+
+        _announce(as_json, f"http://{host}:{port}/mcp", service.store.name, key)
+        run(mcp_server.http_app(service, host, key), host, port)
+
