@@ -36,9 +36,9 @@ from pathlib import Path
 
 from _data import default_chunker, shared_data
 
+from esrag.embedding import cpu_features
 from esrag.formats.markdown_blocks import _block_parser, _region_parser, normalize
 from esrag.formats.markdown_scan import top_level_blocks
-from esrag.embedding import cpu_features
 from esrag.model import Document
 from esrag.tokens import _valid_count, encoding, fast_backend
 

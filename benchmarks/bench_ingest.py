@@ -200,8 +200,7 @@ def main() -> None:
                   arm_esrag(args.docs, *(args.backend.split(":") + ["auto"])[:2], sample, args.vectors))
         print(json.dumps(result))
         return
-    from esrag.embedding import cpu_features, cpu_has_fast_bf16, resolve_model_path
-    from esrag.embedding import quantize
+    from esrag.embedding import cpu_features, cpu_has_fast_bf16, quantize, resolve_model_path
     from esrag.embedding.openvino_backend import cache_dir_for, exported_model
 
     files = load(args.docs)

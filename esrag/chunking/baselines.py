@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from esrag.chunking.base import Piece, finalize
-from esrag.formats.markdown_blocks import _block_parser, normalize, parse_blocks
 from esrag.chunking.header import TAU_MAX, document_title
+from esrag.formats.markdown_blocks import _block_parser, normalize, parse_blocks
 from esrag.model import Block, Chunk, Document
 from esrag.tokens import encode, encoding
 

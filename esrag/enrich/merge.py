@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from esrag.llm.cache import CachedLLM
 from esrag.enrich.enrichment import NO_SECTION, call_json, normalize_key
+from esrag.llm.cache import CachedLLM
 from esrag.llm.clients import LLMOptions
 from esrag.llm.prompts import CONSOLIDATE, Prompt, load_prompt
 from esrag.model import Chunk, Enrichment, content_hash

@@ -33,7 +33,6 @@ Raises :class:`~esrag.errors.ConfigError` naming the file and line on malformed 
 from __future__ import annotations
 
 import os
-
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass

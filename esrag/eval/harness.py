@@ -31,9 +31,9 @@ import numpy as np
 
 from esrag import __version__, section_context
 from esrag.config import Settings, load_settings
-from esrag.errors import ConfigError
 from esrag.embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder, normalize_spec, passage_cache_spec
 from esrag.embedding.base import Progress
+from esrag.errors import ConfigError
 from esrag.eval import metrics
 from esrag.eval.arms import Arm, Retriever, make_arm, make_retriever
 from esrag.eval.base import default_cache_path, pipeline_settings

@@ -25,6 +25,7 @@ the configured entity extractors on the paragraphs of each language.
 
 from __future__ import annotations
 
+import functools
 import json
 import tempfile
 import time
@@ -39,15 +40,15 @@ from pydantic import Field, PositiveInt
 
 from esrag import __version__
 from esrag.config import Settings, load_settings
-from esrag.eval.diagnostics import QueryDiagnostics, rescore, self_retrieval
 from esrag.embedding import CachedEmbedder, EmbeddingCache, make_embedder, normalize_spec
 from esrag.errors import ConfigError
 from esrag.eval import metrics
+from esrag.eval.base import default_cache_path, pipeline_settings
+from esrag.eval.config import Table, read_validated
+from esrag.eval.diagnostics import QueryDiagnostics, rescore, self_retrieval
 from esrag.eval.stats import RESAMPLES, cluster_bootstrap, compare
 from esrag.ingest import meta_hash
 from esrag.model import Chunk, chunk_id
-from esrag.eval.base import default_cache_path, pipeline_settings
-from esrag.eval.config import Table, read_validated
 from esrag.search.pipeline import Pipeline
 from esrag.search.searcher import Searcher
 from esrag.stores.base import IndexMeta
@@ -320,7 +321,7 @@ def _run_passages(out: XQuADRun, cfg: XQuADConfig, settings: Settings, langs: di
             qvec = _embed(model, cache, list(dict.fromkeys(qs.values())), "query") if model else {}
             measured = pipeline_settings(settings, settings.search.model_copy(
                 update={"rank_window_size": MRR_DEPTH, "num_candidates": MRR_DEPTH}))
-            searcher = Searcher(store, lambda: _Vectors(spec, dims, qvec), measured.search, {"text": 1.0})
+            searcher = Searcher(store, functools.partial(_Vectors, spec, dims, qvec), measured.search, {"text": 1.0})
             pipeline = Pipeline(measured, store, searcher)
             note(f"{spec}: {q} questions -> {p} paragraphs")
             for r in retrievers:

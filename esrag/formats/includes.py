@@ -40,16 +40,16 @@ as text (it is what the page shows) and is reported as well.
 
 from __future__ import annotations
 
-import os
 import functools
+import os
 import re
 from pathlib import Path
 
-from esrag.formats.shortcodes import Finder, content_finder, expand
-from esrag.sites.hugo import project_of, read_hugo
 from esrag.formats.base import UNRESOLVED
 from esrag.formats.include_base import IncludeContext, IncludeError, Resolved, checked_target, read_included
 from esrag.formats.mkdocs_config import find_mkdocs, read_mkdocs
+from esrag.formats.shortcodes import Finder, content_finder, expand
+from esrag.sites.hugo import project_of, read_hugo
 
 MAX_DEPTH = 10  # mdBook's MAX_LINK_NESTED_DEPTH
 
@@ -175,7 +175,7 @@ def resolve(text: str, ctx: IncludeContext | None) -> Resolved:
         else:
             out.lines.append(line)
             out.line_map.append(n)
-    for n, problem in unresolved_lookalikes(out.lines, out.line_map, ctx):
+    for _n, problem in unresolved_lookalikes(out.lines, out.line_map, ctx):
         out.unresolved += 1
         out.problems.append(problem)
     return out

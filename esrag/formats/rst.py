@@ -35,8 +35,19 @@ from docutils.parsers.rst.directives.misc import Class as _DocutilsClass
 from docutils.parsers.rst.directives.misc import Include as _DocutilsInclude
 
 from esrag.formats.base import UNRESOLVED, Parsed
-from esrag.formats.rst_objects import (AUTODOC, PY_OBJECTS, STD_OBJECTS, _AnyOptions, _autodoc_fullname, _context,
-                                       _Context, _CrossrefTarget, _SphinxObject, sphinx_make_id, sphinx_module_id)
+from esrag.formats.rst_objects import (
+    AUTODOC,
+    PY_OBJECTS,
+    STD_OBJECTS,
+    _AnyOptions,
+    _autodoc_fullname,
+    _Context,
+    _context,
+    _CrossrefTarget,
+    _SphinxObject,
+    sphinx_make_id,
+    sphinx_module_id,
+)
 from esrag.model import Block, BlockKind
 
 SPHINX_SETTINGS = {

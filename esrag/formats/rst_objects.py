@@ -20,6 +20,7 @@ from docutils.parsers.rst import Directive, directives
 
 from esrag.sites.slugs import NON_ID_TRANSLATE, NON_ID_TRANSLATE_DIGRAPHS
 
+
 class _AnyOptions(dict):
     """An option spec that accepts every option (its value kept as text). Never empty: docutils
     refuses all options when a directive's spec is falsy."""

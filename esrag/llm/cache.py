@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esrag.llm.clients import LLM, LLMError, LLMOptions, LLMReply, Message
 from esrag.errors import EsragError
+from esrag.llm.clients import LLM, LLMError, LLMOptions, LLMReply, Message
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS llm_cache (

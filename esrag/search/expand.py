@@ -253,7 +253,7 @@ def _auto_merge(units: list[_Unit], spec_of: dict[int, ExpandSpec], cache: Sourc
     refused: set[tuple[str, str, str]] = set()
     while True:
         best: tuple[int, int, tuple[str, str, str], list[_Unit]] | None = None
-        for u, section in ((u, sec) for u in items for sec in _candidate_sections(u)):
+        for u, section in ((w, sec) for w in items for sec in _candidate_sections(w)):
             key = (*u.key, section)
             if key in refused:
                 continue

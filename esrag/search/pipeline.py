@@ -46,7 +46,7 @@ from esrag.search.expand import ExpandSpec, parse_expand
 from esrag.search.fanout import Branch, ZeroPassageCounter, corpus_filters, route, run_branches, select
 from esrag.search.fusion import rrf
 from esrag.search.reformulate import fuse_queries
-from esrag.search.searcher import SearchResult, Searcher
+from esrag.search.searcher import Searcher, SearchResult
 from esrag.search.sections import members_of, shape_hits
 from esrag.stores.base import BranchQuery, Filters, MultiLeg
 from esrag.tokens import count_tokens
@@ -305,7 +305,8 @@ class Pipeline:
         hits = [Hit(chunks[f.id], f.score, {**by_id[f.id].legs, **f.legs}) for f in fused]
         return hits, how + f"; {len(branches)} corpora fused by rank)"
 
-    def _grow_for_budget(self, queries, vectors, branches, mode, hits, budget, timings) -> list[Hit]:
+    def _grow_for_budget(self, queries: list[str], vectors: list[Any], branches: list[Branch], mode: str, hits: list[Hit],
+                         budget: int, timings: dict[str, float]) -> list[Hit]:
         b = branches[0]
         while sum(h.chunk.tokens for h in hits) < budget and len(hits) >= b.k and b.k < MAX_BUDGET_CANDIDATES:
             b.k = min(b.k * 4, MAX_BUDGET_CANDIDATES)

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from esrag.config import SEARCH_MODES, SearchSettings, Settings
 from esrag.embedding import Embedder, embedder_factory
@@ -30,6 +31,9 @@ from esrag.search.feedback import parent_boost, rm3_terms, rocchio
 from esrag.search.fusion import Fused
 from esrag.search.legs import fuse, hybrid, one_round_trip
 from esrag.stores.base import Filters, Store
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass
@@ -88,7 +92,7 @@ class Searcher:
                     self._embedder = self._embedder_factory()
         return self._embedder
 
-    def embed_query(self, query: str):
+    def embed_query(self, query: str) -> np.ndarray:
         """``query``'s vector [dims] (float32), one thread at a time: a sentence-transformers
         model and its fast tokenizer are not safe for concurrent calls (the Rust tokenizer
         raises "Already borrowed"), and on a few cores parallel forward passes only contend."""
@@ -155,7 +159,7 @@ class Searcher:
     def _feedback(
         self, query: str, mode: str, filters: Filters, window: int, fused: list[Fused], how: str,
         fetched: Callable[[list[str]], dict[str, Chunk]], legs: dict[str, list[tuple[str, float]]] | None,
-        vector, timings: dict[str, float],
+        vector: np.ndarray | None, timings: dict[str, float],
     ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]]]:
         """Pseudo-relevance feedback from the first ``prf_docs`` fused hits: a ``bm25_prf`` leg
         (the query plus its RM3 terms) when the search has a BM25 leg and ``prf_terms`` > 0, a
@@ -191,7 +195,7 @@ class Searcher:
 
     def _first_pass(
         self, query: str, k: int, mode: str, filters: Filters, window: int, timings: dict[str, float]
-    ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]], dict[str, list[tuple[str, float]]] | None, object]:
+    ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]], dict[str, list[tuple[str, float]]] | None, np.ndarray | None]:
         """The first ranking: fused list, description, prefetched chunks, the legs (None when
         the store fused them natively) and the query vector (None in BM25 mode)."""
         s = self.settings

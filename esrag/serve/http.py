@@ -36,22 +36,29 @@ import signal
 from importlib import resources
 from typing import Annotated, Any, Literal
 
+import orjson
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-import orjson
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from esrag.urls import scrub_credentials
 from esrag import __version__
 from esrag.errors import (
-    AnswerError, ConfigError, EsragError, ModelLoadError, NotIndexedError, PageNotFound, RerankError, StoreError,
+    AnswerError,
+    ConfigError,
+    EsragError,
+    ModelLoadError,
+    NotIndexedError,
+    PageNotFound,
+    RerankError,
+    StoreError,
 )
 from esrag.llm.clients import LLMError
 from esrag.serve.responses import candidate_budget, pack_json, page_json
 from esrag.serve.security import LIMITS, BodyLimit, Limits, RequireKey
 from esrag.service import SearchRequest, SearchService, UnknownCorpus, result_json
+from esrag.urls import scrub_credentials
 
 log = logging.getLogger("esrag.serve")
 

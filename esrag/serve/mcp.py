@@ -31,7 +31,13 @@ from pydantic import Field
 from esrag import __version__
 from esrag.errors import EsragError, PageNotFound
 from esrag.serve.responses import (
-    DEFAULT_PAGE_BUDGET, DEFAULT_SEARCH_BUDGET, HIT_FIELDS, candidate_budget, pack_json, page_json, page_markdown,
+    DEFAULT_PAGE_BUDGET,
+    DEFAULT_SEARCH_BUDGET,
+    HIT_FIELDS,
+    candidate_budget,
+    pack_json,
+    page_json,
+    page_markdown,
     search_markdown,
 )
 from esrag.serve.security import LIMITS
@@ -99,7 +105,6 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
-
     from pydantic import ValidationError
 
     class Server(MCPServer):

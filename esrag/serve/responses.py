@@ -94,7 +94,7 @@ def pack(hits: list[dict[str, Any]], budget: int, render: Callable[[list[dict[st
     hits = [h for h in (whole_blocks(h) for h in hits) if h is not None]
     kept: list[dict[str, Any]] = []
     used = count_tokens(render([], len(hits)))
-    for i, hit in enumerate(hits):
+    for hit in hits:
         cost = count_tokens(part(hit)) + 1
         if used + cost <= budget:
             kept.append(hit)

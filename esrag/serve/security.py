@@ -120,7 +120,7 @@ class BodyLimit:
 
 
 async def _too_large(send: Any, limit: int) -> None:
-    body = ('{"error": "request body over %d bytes"}' % limit).encode()
+    body = f'{{"error": "request body over {limit} bytes"}}'.encode()
     await send({"type": "http.response.start", "status": 413,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})

@@ -354,7 +354,7 @@ class HugoLayout:
     def _dates(self, front: dict[str, Any]) -> str:
         if front.get("draft") is True and not self.build_drafts:
             return DRAFT
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         pub = _date(front.get("publishdate") or front.get("publishDate") or front.get("pubdate") or front.get("date"))
         if pub is not None and pub > now and not self.build_future:
             return FUTURE
@@ -477,15 +477,15 @@ def _expand_permalink(pattern: str, folder: str, stem: str, slug: str, front: di
 
 def _date(value: Any) -> dt.datetime | None:
     if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
     if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
     if isinstance(value, str) and value.strip():
         try:
             parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
     return None
 
 

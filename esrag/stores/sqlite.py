@@ -19,17 +19,20 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from esrag.analysis import query_terms, sqlite_tokenizer
 from esrag.errors import EmbedderMismatch, NotIndexedError, StoreError
 from esrag.model import Chunk
-from esrag.stores.records import LIST_FIELDS, chunk_from_record, chunk_record
 from esrag.stores.base import TEXT_FIELDS, Filters, IndexMeta, PageRef, StoredEntry, WriteReport, check_compatible
+from esrag.stores.records import LIST_FIELDS, chunk_from_record, chunk_record
+
+if TYPE_CHECKING:
+    from esrag.config import Settings
 
 _SCALAR_COLUMNS = (
     "corpus", "source_path", "section_path", "doc_title", "text", "start_line", "end_line", "position",
@@ -151,7 +154,7 @@ class SQLiteStore:
             raise StoreError(f"cannot upgrade the embedded store at {self.path}: {exc}; set ESRAG_DB to a writable path") from exc
 
     @classmethod
-    def from_settings(cls, settings, read_only: bool = False) -> SQLiteStore:
+    def from_settings(cls, settings: Settings, read_only: bool = False) -> SQLiteStore:
         """The store at ``settings.db_path`` (``ESRAG_DB`` or ``.esrag/esrag.db``); ``read_only``
         as in the class."""
         return cls(settings.db_path, read_only=read_only)
@@ -184,7 +187,7 @@ class SQLiteStore:
             old_columns=", ".join(f"old.{c}" for c in TEXT_FIELDS),
         )
         if not meta.created_at:
-            meta.created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            meta.created_at = datetime.now(UTC).isoformat(timespec="seconds")
         with self._writing("create its tables"):
             self._db.executescript(script)
             self._db.execute(
@@ -476,7 +479,7 @@ class _Rows:
     def __init__(self, rows: list[tuple], rowcount: int) -> None:
         self._rows, self.rowcount = rows, rowcount
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple]:
         return iter(self._rows)
 
     def fetchone(self) -> tuple | None:
@@ -601,7 +604,7 @@ def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _row(c: Chunk, meta_hash: str, now: str) -> tuple:

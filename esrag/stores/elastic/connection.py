@@ -20,10 +20,12 @@ from elasticsearch import (
     ApiError,
     AuthenticationException,
     AuthorizationException,
-    ConnectionError as ESConnectionError,
     ConnectionTimeout,
     Elasticsearch,
     TransportError,
+)
+from elasticsearch import (
+    ConnectionError as ESConnectionError,
 )
 from elasticsearch.serializer import (
     CompatibilityModeJsonSerializer,
@@ -32,8 +34,8 @@ from elasticsearch.serializer import (
     NdjsonSerializer,
 )
 
-from esrag.urls import redact_url  # noqa: F401  (re-exported: esrag.stores.elastic.redact_url)
 from esrag.errors import ConfigError, StoreError
+from esrag.urls import redact_url  # noqa: F401  (re-exported: esrag.stores.elastic.redact_url)
 
 _PACKAGE = __name__.rsplit(".", 1)[0]
 

@@ -10,7 +10,7 @@ updates (see :mod:`esrag.stores.elastic.store` and :mod:`esrag.stores.elastic.ve
 from __future__ import annotations
 
 import base64
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -70,4 +70,4 @@ def scored(hits: list[dict[str, Any]]) -> list[tuple[str, float]]:
 
 def now() -> str:
     """The current UTC time, ISO 8601 to the second (``indexed_at`` without an ingest pipeline)."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

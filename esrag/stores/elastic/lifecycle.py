@@ -9,7 +9,7 @@ alias swap, and dropping everything; the index settings a cluster needs (shards,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elasticsearch import ApiError, NotFoundError, TransportError
 
@@ -21,6 +21,9 @@ from esrag.stores.elastic.capabilities import META_KEY, ClusterFacts, Learned
 from esrag.stores.elastic.cluster import BulkLoad
 from esrag.stores.elastic.connection import _warn, error_reason
 from esrag.stores.elastic.documents import now
+
+if TYPE_CHECKING:
+    from esrag.config import Settings
 
 #: ``_meta`` key of a rebuild index: true once a run into it ended (:meth:`Lifecycle.settle_rebuild`)
 SETTLED_KEY = "rebuild_settled"
@@ -214,7 +217,7 @@ class Lifecycle(BulkLoad, ClusterFacts):
                 f"embedder and swaps the alias {self.alias} to it when complete."
             ) from None
 
-    def setup(self, settings) -> dict[str, Any]:
+    def setup(self, settings: Settings) -> dict[str, Any]:
         """``esrag setup``: install templates, pipeline, first index and alias for the configured
         embedder (loads it to learn its dims); refreshes the templates of an existing index.
 
@@ -272,7 +275,8 @@ class Lifecycle(BulkLoad, ClusterFacts):
                   es.indices.delete_index_template, "index_templates", n.template, index_template_body(n))
         return pipeline, learned
 
-    def _put(self, undo, what, get, put, delete, key, name, body) -> None:
+    def _put(self, undo: list[Callable[[], Any]], what: str, get: Callable[..., Any], put: Callable[..., Any],
+             delete: Callable[..., Any], key: str, name: str, body: dict[str, Any]) -> None:
         previous = _previous(get, key, name)
         try:
             put(name=name, body=body)

@@ -65,29 +65,29 @@ from esrag.stores.elastic.bodies import (
     version_clause,
     weighted_fields,
 )
-from esrag.stores.elastic.bulk import Action, BulkItem, bulk_stream, report as bulk_report
+from esrag.stores.elastic.bulk import Action, BulkItem, bulk_stream
+from esrag.stores.elastic.bulk import report as bulk_report
 from esrag.stores.elastic.capabilities import Capabilities
+from esrag.stores.elastic.cluster import ClusterOptions
 from esrag.stores.elastic.connection import (
     BLOCK_SETTINGS,
-    blocked_line,
     auth_mode,
+    blocked_line,
     classify_reranker_error,
-    cloud_url,
-    fingerprint_hex,
-    tls_mode,
     classify_retriever_probe,
+    cloud_url,
     error_reason,
+    fingerprint_hex,
     make_client,
     node_urls,
     redact_url,
     shard_failure,
+    tls_mode,
     url_secrets,
 )
 from esrag.stores.elastic.documents import META_FIELDS, chunk_document, chunk_from_source, cosines, decode_vector, now, scored
-from esrag.stores.elastic.cluster import ClusterOptions
 from esrag.stores.elastic.lifecycle import Lifecycle
 from esrag.stores.elastic.vector_options import VectorPlan
-
 
 #: Seconds between tries of a search that only some shards answered: in the seconds after a node
 #: dies, a search whose fetch phase was on that node comes back partial although a replica holds
