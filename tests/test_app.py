@@ -11,9 +11,9 @@ import pytest
 from esrag import app, plugins
 from esrag.chunking.baselines import FixedCharChunker
 from esrag.chunking.header import HeaderChunker
+from esrag.chunking.records import LabelledChunker, RecordsChunker
 from esrag.config import Settings
 from esrag.errors import ConfigError, PluginError
-from esrag.chunking.records import LabelledChunker, RecordsChunker
 from esrag.stores.base import Installable, Rebuildable, Removable
 from esrag.stores.sqlite import SQLiteStore
 
@@ -111,6 +111,7 @@ def test_chunk_file_reads_and_chunks_one_file(tmp_path):
     assert chunks[0].start_line == 1 and chunks[-1].end_line == 7 and "Failed jobs" in chunks[-1].text
 
 
+@pytest.mark.integration
 def test_ingest_a_tree_then_search_it_through_the_pipeline(tmp_path):
     """ingest_tree and make_pipeline as a library user calls them (the real MiniLM model)."""
     docs = tmp_path / "docs"

@@ -43,6 +43,7 @@ def test_standin_rejects_an_over_long_request_like_a_real_server():
         assert r.status_code == 400 and "maximum context length is 100 tokens" in r.json()["error"]["message"]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("provider,window", [("openai", 4096), ("ollama", 2048)])
 def test_ask_fits_the_window_the_server_reports(index_env, provider, window):
     with StandIn(context_window=window) as s:
@@ -56,6 +57,7 @@ def test_ask_fits_the_window_the_server_reports(index_env, provider, window):
         assert window * 0.5 < asked <= window  # the context was packed, and fits with the answer's tokens
 
 
+@pytest.mark.integration
 def test_without_fitting_the_same_ask_is_rejected(index_env):
     """The control: told the window is larger than the server's, ask sends too much and the
     server's 400 comes back as a one-line error."""
@@ -66,6 +68,7 @@ def test_without_fitting_the_same_ask_is_rejected(index_env):
         assert out.returncode == 1 and "maximum context length is 4096" in out.stderr, out.stderr
 
 
+@pytest.mark.integration
 def test_post_ask_through_the_server(index_env):
     with StandIn(context_window=4096) as s:
         server = Server(["serve"], {**index_env, "ESRAG_LLM": "openai:standin", "ESRAG_LLM_URL": f"{s.url}/v1"})

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from chunk_snapshot import CORPORA, fingerprints, random_fingerprints
 
 SNAPSHOT = json.loads((Path(__file__).parent / "data" / "chunk_fingerprints.json").read_text())

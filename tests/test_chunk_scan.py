@@ -9,10 +9,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from paths import DATA
 
 from esrag.formats.markdown_blocks import _block_parser, _region_parser, normalize
 from esrag.formats.markdown_scan import markdown_it_blocks, top_level_blocks
+from paths import DATA
 
 MD = _block_parser()
 FILES = sorted(p for p in (DATA / "corpora").rglob("*") if p.suffix.lower() in (".md", ".mdx", ".markdown"))

@@ -9,12 +9,12 @@ import pathlib
 import pytest
 
 from esrag.chunking.base import Chunker, Piece
-from esrag.formats.markdown_blocks import header_title, normalize, parse_blocks
 from esrag.chunking.header import HeaderChunker, document_title
+from esrag.formats.markdown_blocks import header_title, normalize, parse_blocks
 from esrag.model import BlockKind, Chunk, Document
 from esrag.tokens import count_tokens
-
 from paths import LARAVEL
+
 LARAVEL_FILES = sorted(LARAVEL.glob("*.md"))
 
 NO_MERGE = {"tau_min": 0}  # isolates grouping rules 1-3 from the merge pass

@@ -22,13 +22,14 @@ from esrag.chunking.baselines import (
     TokenWindowChunker,
     length_matched,
 )
-from esrag.formats.markdown_blocks import normalize, parse_blocks
 from esrag.chunking.header import HeaderChunker
+from esrag.formats.markdown_blocks import normalize, parse_blocks
 from esrag.model import BlockKind, Chunk, Document
 from esrag.tokens import count_tokens, encode, encoding
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 from paths import LARAVEL
+
 LARAVEL_FILES = sorted(LARAVEL.glob("*.md"))
 
 UNICODE = "Ünïcödé naïve café — 汉字测试，日本語のテキスト 🎉🚀 𝔘𝔫𝔦 ǅ ß\n"

@@ -20,6 +20,10 @@ from esrag.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 from paths import LARAVEL
+
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
 ESRAG = str(Path(sys.executable).with_name("esrag"))
 
 

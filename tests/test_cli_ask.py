@@ -16,6 +16,9 @@ from llm_standin import StandIn
 from paths import LARAVEL, PROJECT
 from rerank_standin import RerankStandIn
 
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
 TOML = """
 [search]
 corpora = ["laravel", "tickets"]

@@ -13,6 +13,10 @@ from pathlib import Path
 
 from esrag.stores.elastic import ElasticStore
 from paths import LARAVEL
+import pytest
+
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
 
 ESRAG = str(Path(sys.executable).with_name("esrag"))
 

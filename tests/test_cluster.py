@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from elasticsearch import Elasticsearch
 
+from conftest import ES_NODE, es_cluster_command
 from esrag.chunking.header import HeaderChunker
 from esrag.config import SearchSettings, Settings
 from esrag.errors import ConfigError, StoreError
@@ -32,8 +33,6 @@ from esrag.stores.sqlite import SQLiteStore
 from paths import DATA
 from store_suite import StoreContract, make_chunk, meta, unit
 from test_store_elastic import HashEmbedder as _HashEmbedder
-
-from conftest import ES_NODE, es_cluster_command
 
 EMBED = ["section_path", "text"]
 BM25 = {"text": 1.0, "section_path": 1.0}
@@ -79,6 +78,7 @@ def store(make_cluster_store):
     return s
 
 
+@pytest.mark.integration
 class TestClusterStore(StoreContract):
     """The whole shared store contract on the 3-node cluster, 3 shards and 1 replica."""
 
@@ -95,6 +95,7 @@ def _write(s: ElasticStore, n: int, start: int = 0) -> None:
     assert not report.failed, report.failed
 
 
+@pytest.mark.integration
 def test_a_first_load_runs_without_refresh_or_replica_and_ends_green(make_cluster_store, es_cluster):
     s = make_cluster_store(batch_size=5, cluster=LOADING)
     quietly(s.ensure, meta())
@@ -119,6 +120,7 @@ def test_a_first_load_runs_without_refresh_or_replica_and_ends_green(make_cluste
     fresh.close()
 
 
+@pytest.mark.integration
 def test_a_small_first_write_and_a_non_empty_index_keep_their_settings(make_cluster_store, es_cluster):
     s = make_cluster_store(cluster=LOADING)  # batch_size 500
     quietly(s.ensure, meta())
@@ -126,6 +128,7 @@ def test_a_small_first_write_and_a_non_empty_index_keep_their_settings(make_clus
     assert "refresh_interval" not in _settings(s) and BULK_LOAD_KEY not in s._state()["raw"]
 
 
+@pytest.mark.integration
 def test_an_ingest_that_died_mid_load_is_restored_by_the_next(make_cluster_store, es_cluster):
     s = make_cluster_store(batch_size=5, cluster=LOADING)
     quietly(s.ensure, meta())
@@ -139,6 +142,7 @@ def test_an_ingest_that_died_mid_load_is_restored_by_the_next(make_cluster_store
     assert BULK_LOAD_KEY not in ElasticStore(",".join(es_cluster), s.alias)._state()["raw"]
 
 
+@pytest.mark.integration
 def test_the_profile_is_off_by_default_and_replicas_left_to_the_template(make_cluster_store):
     assert ClusterOptions().bulk_load is False and Settings().elasticsearch.bulk_load is False
     s = make_cluster_store(cluster=ClusterOptions(shards=2), batch_size=5)
@@ -149,6 +153,7 @@ def test_the_profile_is_off_by_default_and_replicas_left_to_the_template(make_cl
     assert BULK_LOAD_KEY not in s._state()["raw"]
 
 
+@pytest.mark.integration
 def test_a_rebuild_loads_with_the_profile_and_swaps_only_when_green(make_cluster_store, es_cluster):
     s = make_cluster_store(cluster=LOADING, batch_size=20)
     ingest(s, REQUESTS, "requests", HashEmbedder(16))
@@ -176,6 +181,7 @@ def test_a_rebuild_loads_with_the_profile_and_swaps_only_when_green(make_cluster
     fresh.close()
 
 
+@pytest.mark.integration
 def test_the_client_fails_over_past_a_dead_node_url(make_cluster_store, es_cluster):
     dead = f"http://127.0.0.1:{free_port()}"
     s = make_cluster_store(url=",".join([dead, *es_cluster]))
@@ -185,6 +191,7 @@ def test_the_client_fails_over_past_a_dead_node_url(make_cluster_store, es_clust
     assert s.url == ",".join([dead, *es_cluster])
 
 
+@pytest.mark.integration
 def test_a_malformed_url_in_the_list_is_named(es_cluster):
     with pytest.raises(ConfigError, match=r"entry 'htp://127\.0\.0\.1:9401' \(node 2 of 3"):
         ElasticStore(f"{es_cluster[0]},htp://127.0.0.1:9401,{es_cluster[2]}", "x")
@@ -193,6 +200,7 @@ def test_a_malformed_url_in_the_list_is_named(es_cluster):
     assert "s3cret" not in str(err.value) and "node 2 of 2" in str(err.value)
 
 
+@pytest.mark.integration
 def test_settings_reach_the_store(es_cluster, tmp_path):
     env = {"ESRAG_ES_URL": ",".join(es_cluster), "ESRAG_ELASTICSEARCH__SHARDS": "3", "ESRAG_ELASTICSEARCH__REPLICAS": "1",
            "ESRAG_ELASTICSEARCH__RETRY_SECONDS": "15", "ESRAG_ELASTICSEARCH__BULK_LOAD": "true"}
@@ -268,6 +276,7 @@ def wait_cluster(url: str, nodes: int, status: str = "green", timeout: float = 2
     return body
 
 
+@pytest.mark.integration
 def test_a_data_node_killed_mid_ingest_and_mid_search_loses_nothing(make_cluster_store, es_cluster, tmp_path):
     s = make_cluster_store(cluster=ClusterOptions(shards=3, replicas=1, retry_seconds=120, bulk_load=False),
                            batch_size=50)
@@ -360,6 +369,7 @@ def lone_node(es_cluster):
         shutil.rmtree(Path(base) / "nodes" / f"9.2.8-{port}", ignore_errors=True)  # its config, data and logs
 
 
+@pytest.mark.integration
 def test_one_node_ingest_waits_for_its_node_then_fails_clearly(lone_node, tmp_path):
     url = f"http://127.0.0.1:{lone_node}"
     tree = tmp_path / "docs"
@@ -411,7 +421,7 @@ def test_one_node_ingest_waits_for_its_node_then_fails_clearly(lone_node, tmp_pa
                        ("refresh", s.refresh)):
         os.kill(node_pid(url), 9)
         again: list[subprocess.CompletedProcess] = []
-        later = threading.Timer(3.0, lambda: again.append(es_single("start", lone_node, ES_KEEP_DATA="1")))
+        later = threading.Timer(3.0, lambda again=again: again.append(es_single("start", lone_node, ES_KEEP_DATA="1")))
         later.start()
         t2 = time.monotonic()
         result = call()
@@ -448,6 +458,7 @@ def test_one_node_ingest_waits_for_its_node_then_fails_clearly(lone_node, tmp_pa
     assert waited > 3
 
 
+@pytest.mark.integration
 def test_a_search_with_a_shard_left_without_any_copy_fails_clearly(make_cluster_store, es_cluster):
     s = make_cluster_store(cluster=ClusterOptions(shards=3, replicas=0, bulk_load=False))
     first = ingest(s, REQUESTS, "requests", HashEmbedder())
@@ -478,6 +489,7 @@ class Dropped(Exception):
     """Raised by a stand-in rule: the connection closes without an answer (a node that died)."""
 
 
+@pytest.mark.integration
 def test_bulk_sends_a_batch_again_after_dropped_connections_and_refusals(es_cluster):
     from test_store_elastic import StandIn
 
@@ -508,6 +520,7 @@ def test_bulk_sends_a_batch_again_after_dropped_connections_and_refusals(es_clus
             s.close()
 
 
+@pytest.mark.integration
 def test_bulk_gives_up_on_items_refused_for_longer_than_retry_seconds(es_cluster):
     from test_store_elastic import StandIn
 

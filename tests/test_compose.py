@@ -12,6 +12,7 @@ import yaml
 
 from esrag.config import Settings
 from esrag.stores.elastic import load_asset
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "compose.yml"
@@ -61,6 +62,7 @@ def test_data_view_is_importable_ndjson_for_the_esrag_alias():
     assert view["id"] and view["references"] == []
 
 
+@pytest.mark.integration
 def test_docker_compose_validates_the_file_when_installed():
     """`docker-compose config` (Debian's docker-compose package) where it is on PATH; the
     structural checks above run everywhere."""

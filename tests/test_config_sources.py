@@ -63,6 +63,7 @@ def test_include_exclude_are_gitignore_style(tmp_path):
         discover(tmp_path / "missing", ["*.md"], [])
 
 
+@pytest.mark.integration
 def test_git_ignored_files_are_skipped(tmp_path):
     make_tree(tmp_path)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)

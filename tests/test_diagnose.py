@@ -64,6 +64,7 @@ def test_read_queries(tmp_path):
     assert read_queries(tmp_path / "q.jsonl") == {"a": "why"}
 
 
+@pytest.mark.integration
 def test_esrag_diagnose_on_a_real_index(tmp_path):
     """German XQuAD paragraphs (records) with MiniLM; English questions; dense vs hybrid."""
     data = json.loads((XQUAD / "xquad.de.json").read_text(encoding="utf-8"))["data"][:6]

@@ -16,6 +16,7 @@ from esrag.stores.base import IndexMeta
 from esrag.stores.elastic import ClusterWarning, ElasticStore
 from esrag.stores.sqlite import SQLiteStore
 from store_suite import make_chunk
+import pytest
 
 MINILM = IndexMeta("st:all-MiniLM-L6-v2", 384, ["section_path", "text"], {"text": 1.0, "section_path": 1.0})
 
@@ -24,6 +25,7 @@ def by_name(checks):
     return {c.name: c for c in checks}
 
 
+@pytest.mark.integration
 def test_elastic_checks_on_the_test_node(es_url):
     alias = f"esrag-doc-{uuid.uuid4().hex[:10]}"
     store = ElasticStore(es_url, alias)
@@ -83,6 +85,7 @@ def test_embedded_store_checks(tmp_path):
     assert bad["embedder"].status == "fail" and "ESRAG_DB" in bad["embedder"].way_out
 
 
+@pytest.mark.integration
 def test_cli_doctor_json_and_exit_status(es_url, tmp_path):
     runner = CliRunner()
     ok = runner.invoke(main, ["doctor", "--json"], env={"ESRAG_ES_URL": es_url, "ESRAG_INDEX": f"esrag-doc-{uuid.uuid4().hex[:8]}"})
@@ -96,6 +99,7 @@ def test_cli_doctor_json_and_exit_status(es_url, tmp_path):
     assert embedded.exit_code == 0 and json.loads(embedded.output)[0]["detail"].startswith("embedded SQLite store")
 
 
+@pytest.mark.integration
 def test_cli_doctor_table_fits_100_columns(es_url, tmp_path):
     """Through the console script with COLUMNS=100: no line over 100 characters, nothing ends in
     "…", every word of every detail and way out that fits a column is whole on one line, and

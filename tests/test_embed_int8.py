@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from paths import LARAVEL
 
 from esrag.config import Settings
 from esrag.embedding import (
@@ -22,12 +21,13 @@ from esrag.embedding import (
     cpu_has_fast_bf16,
     cpu_has_vnni,
     passage_cache_spec,
+    quantize,
     resolve_model_path,
 )
 from esrag.embedding import local as local_embedding
 from esrag.embedding import openvino_backend as ovb
-from esrag.embedding import quantize
 from esrag.errors import ModelLoadError
+from paths import LARAVEL
 
 MODEL_DIR = Path(resolve_model_path("all-MiniLM-L6-v2"))
 
@@ -71,6 +71,7 @@ def test_the_probes_read_the_cpu_flags_and_int8_needs_openvino(cpu):
         choose_precision("int4", "openvino")
 
 
+@pytest.mark.integration
 def test_the_cache_key_spec_is_known_without_a_model(cpu):
     cpu("0", "1")
     settings = Settings(db=None, es_url=None)
@@ -106,6 +107,7 @@ def test_the_calibration_set_ships_and_is_not_the_evaluation_corpus():
     assert not any(t.split("\n\n", 1)[-1][:200] in laravel for t in texts)  # no Laravel text in it
 
 
+@pytest.mark.integration
 @pytest.mark.integration
 def test_the_int8_model_is_cached_and_rebuilt_when_the_recipe_changes(tmp_path, monkeypatch):
     # the fp32 export, copied into a fresh cache root under its own key (it is not what is tested here)
@@ -145,6 +147,7 @@ def laravel_texts() -> list[str]:
 
 
 @pytest.mark.integration
+@pytest.mark.integration
 def test_int8_vectors_stay_close_to_torch_fp32_on_real_chunks(laravel_texts):
     int8 = SentenceTransformerEmbedder(backend="openvino", precision="int8")
     assert (int8.backend, int8.precision, int8.runtime, int8._ov.int8) == ("openvino", "int8", "openvino int8", True)
@@ -161,6 +164,7 @@ def test_int8_vectors_stay_close_to_torch_fp32_on_real_chunks(laravel_texts):
     assert int(np.argmax(v8 @ int8.embed_query(q))) == int(np.argmax(v32 @ int8.embed_query(q)))
 
 
+@pytest.mark.integration
 @pytest.mark.integration
 def test_int8_and_fp32_vectors_never_share_an_embedding_cache_entry(tmp_path, cpu):
     cpu("0", "1")  # auto = int8 here
@@ -181,6 +185,7 @@ def test_int8_and_fp32_vectors_never_share_an_embedding_cache_entry(tmp_path, cp
     cache.close()
 
 
+@pytest.mark.integration
 @pytest.mark.integration
 def test_an_ingest_says_which_runtime_embedded(tmp_path, sqlite_store, cpu):
     from esrag.app import ingest_tree

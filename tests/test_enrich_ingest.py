@@ -18,20 +18,23 @@ import warnings
 from pathlib import Path
 
 import pytest
-from llm_standin import Reply, StandIn, laravel_dir
 
 from esrag.app import make_ingester, make_searcher
 from esrag.chunking.header import HeaderChunker
 from esrag.config import Settings
 from esrag.embedding import SentenceTransformerEmbedder
-from esrag.llm.cache import CachedLLM, LLMCache
 from esrag.enrich.enrichment import ARM_INDEX_TEXT, Enricher
-from esrag.llm.clients import OllamaLLM, OpenAILLM
 from esrag.ingest import Ingester
+from esrag.llm.cache import CachedLLM, LLMCache
+from esrag.llm.clients import OllamaLLM, OpenAILLM
 from esrag.model import Document
 from esrag.stores.base import Filters
 from esrag.stores.sqlite import SQLiteStore
 from esrag.tokens import count_tokens
+from llm_standin import Reply, StandIn, laravel_dir
+
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
 
 FILES = ["concurrency.md", "encryption.md", "redirects.md", "rate-limiting.md"]
 ESRAG = str(Path(sys.executable).with_name("esrag"))
@@ -89,7 +92,7 @@ def test_enriched_ingest_stores_seven_fields_separately_and_second_run_makes_no_
     assert len(rows) == n
     originals = {(c.source_path, c.position): c.text for p in sorted(tree.glob("*.md"))
                  for c in HeaderChunker().chunk(Document(p.name, p.read_text(), corpus="laravel"))}
-    for text, title, summary, keywords, questions, entities, key, related, model, sha, path, pos in rows:
+    for text, title, summary, keywords, questions, _entities, key, _related, model, sha, path, pos in rows:
         assert text == originals[(path, pos)]  # generated text never goes into `text`
         assert title and summary and keywords and questions and key and model == "ollama:qwen2.5:7b" and len(sha) == 64
         assert title not in text and "Explains" not in text

@@ -8,14 +8,14 @@ import socket
 import threading
 
 import pytest
-from llm_standin import Reply, StandIn
 
 from esrag import plugins
 from esrag.config import Settings
+from esrag.errors import EsragError, PluginError
 from esrag.llm.cache import CachedLLM, LLMCache, cache_key
 from esrag.llm.clients import LLMError, LLMOptions, OllamaLLM, OpenAILLM, make_llm, parse_llm_spec
-from esrag.errors import EsragError, PluginError
 from esrag.tokens import count_tokens
+from llm_standin import Reply, StandIn
 
 MSG = [{"role": "user", "content": "Return a JSON object with a title."}]
 

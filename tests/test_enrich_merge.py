@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from llm_standin import Reply, StandIn
 
-from esrag.llm.cache import CachedLLM
 from esrag.enrich.key_links import expand_adjacent, expand_related, group_by_document, linked, related_counts
-from esrag.llm.clients import OllamaLLM
 from esrag.enrich.merge import (
     apply_key_mapping,
     consolidate_keys,
@@ -20,7 +17,10 @@ from esrag.enrich.merge import (
     random_merges,
     similarity_merges,
 )
+from esrag.llm.cache import CachedLLM
+from esrag.llm.clients import OllamaLLM
 from esrag.model import Chunk, Enrichment, content_hash
+from llm_standin import Reply, StandIn
 
 
 def mk(i: int, length: int, key: str = "", related: tuple[str, ...] = (), tokens: int = 100, path: str = "d.md") -> Chunk:

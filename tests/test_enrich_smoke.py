@@ -22,13 +22,16 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from llm_standin import laravel_dir
 
 from esrag.chunking.header import HeaderChunker
-from esrag.llm.cache import CachedLLM, LLMCache
 from esrag.enrich.enrichment import KEYWORDS_RANGE, QUESTIONS_RANGE, Enricher
+from esrag.llm.cache import CachedLLM, LLMCache
 from esrag.llm.clients import OpenAILLM
 from esrag.model import Document
+from llm_standin import laravel_dir
+
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

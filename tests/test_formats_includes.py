@@ -13,8 +13,8 @@ from esrag.formats.base import UNRESOLVED, is_unresolved_include
 from esrag.formats.mdx import blank_code_lines
 from esrag.model import Document
 from esrag.sources import discover, load_document
-
 from paths import DATA
+import pytest
 
 ASYNC_BOOK = DATA / "corpora" / "async-book"
 RUST = """use std::io;
@@ -205,6 +205,7 @@ def test_async_book_every_include_resolves_and_spans_stay_on_the_page():
     assert "block_on(future)" not in doc.text
 
 
+@pytest.mark.integration
 def test_esrag_chunk_shows_the_resolved_text_of_a_chapter_and_an_rst_page(tmp_path):
     import json
     import os

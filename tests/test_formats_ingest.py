@@ -14,8 +14,10 @@ from esrag.config import SearchSettings, Settings
 from esrag.embedding import SentenceTransformerEmbedder
 from esrag.ingest import Ingester
 from esrag.search.searcher import Searcher
-
 from paths import DATA
+
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
 
 ASYNC_BOOK = DATA / "corpora" / "async-book"
 EMBED = ["section_path", "text"]
@@ -30,7 +32,7 @@ def embedder():
     return SentenceTransformerEmbedder("all-MiniLM-L6-v2")
 
 
-@pytest.fixture(params=["sqlite", "es"])
+@pytest.fixture(params=["sqlite", pytest.param("es", marks=pytest.mark.integration)])
 def store(request, tmp_path):
     if request.param == "sqlite":
         from esrag.stores.sqlite import SQLiteStore

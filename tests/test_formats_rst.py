@@ -12,8 +12,8 @@ from esrag.formats import parse
 from esrag.formats.base import is_unresolved_include
 from esrag.ingest import Ingester
 from esrag.model import BlockKind, Document
-
 from paths import DATA
+import pytest
 
 REQUESTS = DATA / "corpora" / "requests-docs"
 
@@ -134,6 +134,7 @@ Text after the malformed table is still indexed.
 """
 
 
+@pytest.mark.integration
 def test_malformed_rst_is_reported_by_name_and_line_and_the_rest_indexed(tmp_path, sqlite_store):
     from esrag.embedding import SentenceTransformerEmbedder
 

@@ -46,6 +46,7 @@ def test_unknown_names_and_submodules_still_behave():
     assert plugins.__name__ == "esrag.plugins"
 
 
+@pytest.mark.integration
 def test_import_esrag_loads_nothing_heavy():
     """``import esrag`` defines names only: no submodule, numpy, pydantic or torch until a name
     is used (the CLI's ``--version`` must not pay for the front door)."""
@@ -74,6 +75,7 @@ def readme_example(title: str = "# Use from Python") -> str:
     return match.group(1)
 
 
+@pytest.mark.integration
 @pytest.mark.integration
 def test_readme_example_runs_as_written(tmp_path):
     """docs/python.md's example, unchanged, in a folder holding ``docs/`` (two real Laravel pages): it

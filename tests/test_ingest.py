@@ -17,8 +17,11 @@ from esrag.ingest import Ingester
 from esrag.model import Document
 from esrag.search.searcher import Searcher
 from esrag.stores.base import Filters
-
 from paths import LARAVEL
+
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
 FILES = ["scheduling.md", "queues.md", "cache.md", "routing.md", "blade.md"]
 EMBED = ["section_path", "text"]
 BM25 = {"text": 1.0, "section_path": 1.0}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import es_test_urls
+from conftest import es_params
 from esrag import app
 from esrag.config import Settings
 from esrag.errors import ConfigError
@@ -68,7 +68,7 @@ def trees(tmp_path_factory) -> tuple[Path, Path, Path]:
     return pyd, lar, base / "embedding_cache.db"
 
 
-@pytest.fixture(scope="module", params=["sqlite", *es_test_urls()], ids=lambda p: "sqlite" if p == "sqlite" else "es" + p.rsplit(":", 1)[1])
+@pytest.fixture(scope="module", params=["sqlite", *es_params()])
 def indexed(request, trees, tmp_path_factory) -> Indexed:
     pyd, lar, cache = trees
     base = tmp_path_factory.mktemp("integration-store")

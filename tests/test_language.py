@@ -20,9 +20,8 @@ from esrag.language import (
     with_language_field,
 )
 from esrag.model import Document
-from esrag.stores.base import Filters, IndexMeta
+from esrag.stores.base import BranchQuery, Filters, IndexMeta
 from esrag.stores.elastic import bm25_body, branches_msearch_body, mappings_component_body
-from esrag.stores.base import BranchQuery
 from paths import LARAVEL, XQUAD
 
 
@@ -128,13 +127,15 @@ def test_fan_out_msearch_adapts_fields_per_query():
     assert [b["query"]["bool"]["must"][0]["multi_match"]["fields"] for b in body[1::2]] == [["text^1", "text.de^1"], ["text^1"]]
 
 
+@pytest.mark.integration
 def test_live_fallback_on_the_test_node(es_url, tmp_path):
     """The test node has no german analyzer: the index is made without text.de (warned once),
     records that, and a German query searches text and finds its chunk."""
+    import numpy as np
+
     from esrag.ingest import meta_hash
     from esrag.model import Chunk
     from esrag.stores.elastic import ClusterWarning, ElasticStore
-    import numpy as np
 
     store = ElasticStore(es_url, index=f"esrag-lang-{es_url[-4:]}", text_languages=["de", "es"])
     store.drop()

@@ -26,6 +26,9 @@ from paths import LARAVEL
 from serve_helpers import run_cli
 from test_store_elastic import StandIn, fresh_alias
 
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
 PRIVILEGES = Path(__file__).resolve().parents[1] / "docs" / "elasticsearch.md"  # the roles (moved there from README.md)
 #: index privileges that a broader one includes (IndexPrivilege: manage = indices:admin/* + monitor)
 IMPLIED = {"manage": {"view_index_metadata", "maintenance", "create_index", "delete_index", "indices:admin/mapping/put",

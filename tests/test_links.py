@@ -19,7 +19,6 @@ from esrag.pages import PageNotFound, get_page
 from esrag.sites import resolve_site
 from esrag.stores.base import Filters
 from esrag.stores.elastic import ElasticStore
-
 from paths import LARAVEL
 from test_cli import run
 
@@ -127,10 +126,12 @@ def check_versions_links_and_pages(store, embedder, tmp_path):
     assert pruned.chunks_deleted == len(m12["cache.md"]) and store.manifest("laravel", "11.x").keys() == m11.keys()
 
 
+@pytest.mark.integration
 def test_versions_links_and_pages_on_sqlite(sqlite_store, embedder, tmp_path):
     check_versions_links_and_pages(sqlite_store, embedder, tmp_path)
 
 
+@pytest.mark.integration
 def test_versions_links_and_pages_on_elasticsearch(es_url, embedder, tmp_path):
     store = ElasticStore(es_url, f"esrag-t-{uuid.uuid4().hex[:12]}")
     try:
@@ -146,6 +147,7 @@ def test_unversioned_chunk_ids_are_unchanged():
     assert chunk_id("laravel", "scheduling.md", "Task Scheduling", 0, "12.x") != chunk_id("laravel", "scheduling.md", "Task Scheduling", 0)
 
 
+@pytest.mark.integration
 def test_cli_links_versions_page_and_errors(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -184,6 +186,7 @@ def test_cli_links_versions_page_and_errors(tmp_path):
     assert missing.returncode == 1 and "no indexed page 'nope.md'" in missing.stderr
 
 
+@pytest.mark.integration
 def test_cli_ingest_failure_and_warning_lines_are_one_line_each(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

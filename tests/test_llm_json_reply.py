@@ -10,7 +10,6 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from llm_standin import Reply, StandIn
 
 from esrag.answer import Answerer
 from esrag.errors import AnswerError, ConfigError
@@ -22,6 +21,7 @@ from esrag.llm.prompts import ANSWER, REFORMULATE, load_prompt
 from esrag.model import Chunk, Hit
 from esrag.search.reformulate import Reformulator
 from esrag.search.rerank import make_reranker, rerank_hits
+from llm_standin import Reply, StandIn
 
 
 @pytest.fixture

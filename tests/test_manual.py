@@ -36,7 +36,6 @@ from esrag.sites import resolve_site
 from esrag.sites.mkdocs import toc_slugify
 from esrag.sites.slugs import github_slug, github_unique
 from esrag.stores.sqlite import SQLiteStore
-
 from fault_helpers import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +53,7 @@ def manual_text() -> str:
 # -- (a) generated blocks are current ------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_generated_blocks_are_what_the_code_makes_now():
     # in a fresh process, as `python -m esrag.docgen` runs (the diff is printed when it fails);
     # test_render_is_the_same_after_the_cli_ran checks the render does not depend on what ran before
@@ -61,6 +61,7 @@ def test_generated_blocks_are_what_the_code_makes_now():
     assert run.returncode == 0, f"run `{REGENERATE}` and commit the result:\n{run.stderr[-6000:]}"
 
 
+@pytest.mark.integration
 def test_render_is_the_same_after_the_cli_ran():
     """click (8.2+) caches each command's help option as made by the first context that asks for
     it; the reference renders every command in the context a user's run makes (``-h, --help``

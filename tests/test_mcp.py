@@ -16,6 +16,9 @@ from mcp.client.streamable_http import streamable_http_client
 from esrag.tokens import count_tokens
 from serve_helpers import ESRAG, Server, clean_env, indexed_env
 
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def index_env(tmp_path_factory):

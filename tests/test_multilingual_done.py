@@ -16,6 +16,9 @@ import pytest
 
 from paths import XQUAD
 
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
 ESRAG = str(Path(sys.executable).with_name("esrag"))
 EMBEDDER = "openai:multilingual-e5-small-q4"
 N_ARTICLES = 12  # the first paragraph of each of the first 12 articles (12 topics)

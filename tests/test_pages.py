@@ -10,11 +10,19 @@ from esrag.app import chunk_file, default_version
 from esrag.config import Settings
 from esrag.errors import ConfigError, PageNotFound
 from esrag.pages import (
-    Page, PageRef, Section, block_ends, block_prefix, find_page, nearest_paths, page_window, pick_version, reassemble,
+    Page,
+    PageRef,
+    Section,
+    block_ends,
+    block_prefix,
+    find_page,
+    nearest_paths,
+    page_window,
+    pick_version,
+    reassemble,
 )
-from esrag.serve.responses import DEFAULT_PAGE_BUDGET, page_json, page_markdown, search_markdown, pack_json
+from esrag.serve.responses import DEFAULT_PAGE_BUDGET, pack_json, page_json, page_markdown, search_markdown
 from esrag.tokens import count_tokens
-
 from paths import DATA, LARAVEL
 
 FASTAPI_DOCS = DATA / "corpora" / "fastapi-docs" / "docs" / "en" / "docs"

@@ -30,6 +30,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from paths import LARAVEL
 from serve_helpers import Server, clean_env
 
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
 ESRAG = str(Path(sys.executable).with_name("esrag"))
 READERS = [["search", "queues"], ["ask", "How do I retry a failed job?"], ["page", "queues.md"], ["status"], ["doctor"]]
 

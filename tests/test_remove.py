@@ -20,6 +20,10 @@ from click.testing import CliRunner
 from esrag.cli import main
 from esrag.stores.elastic import ClusterWarning, ElasticStore
 from paths import LARAVEL
+import pytest
+
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
 
 ESRAG = str(Path(sys.executable).with_name("esrag"))
 

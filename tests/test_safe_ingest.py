@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import es_params
 from esrag.chunking.header import HeaderChunker
 from esrag.errors import StoreError
 from esrag.ingest import Ingester
 from esrag.stores.base import Filters
-
-from conftest import es_test_urls
 from fault_helpers import HashEmbedder
 from paths import LARAVEL
 
@@ -29,7 +28,7 @@ EMBED = ["section_path", "text"]
 BM25 = {"text": 1.0, "section_path": 1.0}
 
 
-@pytest.fixture(params=["sqlite", *es_test_urls()], ids=lambda p: p if p == "sqlite" else "es" + p.rsplit(":", 1)[1])
+@pytest.fixture(params=["sqlite", *es_params()])
 def store(request, tmp_path):
     """Each store under test: the embedded one, then each Elasticsearch node (dropped after)."""
     if request.param == "sqlite":
@@ -156,6 +155,7 @@ def test_an_edit_that_empties_most_of_a_single_file_corpus_is_refused(store, tmp
     assert not fine.failures and fine.chunks_deleted > 0 and not fine.deletion_guard.checked
 
 
+@pytest.mark.integration
 def test_cli_refuses_an_empty_folder_with_exit_1_and_allow_delete_works(tmp_path):
     from click.testing import CliRunner
 
@@ -199,6 +199,7 @@ def _count(store, index: str) -> int:
     return store._es.count(index=index).body["count"]
 
 
+@pytest.mark.integration
 def test_a_read_only_index_stops_the_ingest_with_one_line_and_a_rerun_completes(es_url, tmp_path):
     emb = HashEmbedder()
     tree = make_tree(tmp_path / "docs", FILES[:3])
@@ -248,6 +249,7 @@ def _fault_run(es_url: str, alias: str, tree: Path, point: str, tmp_path: Path) 
                           env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("point", ["before-copy", "mid-copy", "before-swap"])
 def test_a_killed_rebuild_leaves_the_alias_on_the_old_index_and_the_next_one_completes(es_url, tmp_path, point):
     tree = make_tree(tmp_path / "docs", FILES[:4])
@@ -398,6 +400,7 @@ def test_symlinks_outside_the_tree_are_skipped_with_a_reason_unless_followed(tmp
     assert set(sqlite_store.manifest("laravel")) == {"scheduling.md", "inside.md", "sub/cache.md"}
 
 
+@pytest.mark.integration
 def test_cli_ingest_lists_skipped_symlinks(tmp_path):
     from click.testing import CliRunner
 

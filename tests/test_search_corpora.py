@@ -16,14 +16,14 @@ import pytest
 from esrag.answer import Answerer
 from esrag.app import make_chunker
 from esrag.chunking.header import HeaderChunker
+from esrag.chunking.records import LabelledChunker, RecordsChunker
 from esrag.config import Settings
-from esrag.llm.cache import CachedLLM, LLMCache
-from esrag.llm.clients import OpenAILLM
 from esrag.errors import RerankError
 from esrag.indexed_text import embed_text
 from esrag.ingest import meta_hash
+from esrag.llm.cache import CachedLLM, LLMCache
+from esrag.llm.clients import OpenAILLM
 from esrag.model import Document
-from esrag.chunking.records import LabelledChunker, RecordsChunker
 from esrag.search.pipeline import Pipeline
 from esrag.search.searcher import Searcher
 from esrag.stores.base import Filters, IndexMeta
@@ -33,6 +33,9 @@ from esrag.tokens import count_tokens
 from llm_standin import StandIn as LLMStandIn
 from paths import LARAVEL, PROJECT
 from rerank_standin import RerankStandIn
+
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
 
 DOCS = ["queues.md", "scheduling.md", "deployment.md", "configuration.md"]
 TICKETS = PROJECT / "tests" / "data" / "laravel_tickets.jsonl"

@@ -28,6 +28,7 @@ def test_reformulate_retriever_names():
         make_retriever("hybrid+expand")
 
 
+@pytest.mark.integration
 def test_eval_measures_reformulation_and_an_http_reranker(tmp_path):
     cfg = harness.load_config(SPANS / "eval.toml")
     cfg = harness.apply_overrides(cfg, arms=["S+T"], retrievers=["hybrid", "hybrid+reformulate", "hybrid+reformulate+rerank"],

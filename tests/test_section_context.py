@@ -25,7 +25,6 @@ from esrag.indexed_text import embed_text
 from esrag.ingest import Ingester
 from esrag.model import Chunk, Document
 from esrag.stores.sqlite import SQLiteStore
-
 from paths import LARAVEL
 from test_ingest import BM25, EMBED, CountingEmbedder
 
@@ -92,6 +91,7 @@ def test_hashes_change_for_the_whole_group_and_only_for_it():
 # --- configuration ----------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_settings_default_reaches_ingest_and_the_eval_default_arm(tmp_path):
     settings = Settings()
     assert (settings.index_text.section_context, settings.index_text.section_context_depth) == (1.0, 2)
@@ -162,6 +162,7 @@ def big_group(chunks):
     return best
 
 
+@pytest.mark.integration
 def test_stored_vectors_are_the_section_context_vectors(tree, store, embedder):
     s = ingest(store, CountingEmbedder(embedder), tree)
     assert s.failures == [] and s.chunks_new > 0
@@ -174,6 +175,7 @@ def test_stored_vectors_are_the_section_context_vectors(tree, store, embedder):
     assert np.abs(plain - want[big_group(chunks)]).max() > 0.05
 
 
+@pytest.mark.integration
 def test_editing_one_chunk_reembeds_exactly_its_group(tree, store, embedder):
     ingest(store, CountingEmbedder(embedder), tree)
     chunks = file_chunks(tree, "scheduling.md")
@@ -195,6 +197,7 @@ def test_editing_one_chunk_reembeds_exactly_its_group(tree, store, embedder):
     assert ingest(store, again, tree).chunks_changed == 0 and again.texts == 0
 
 
+@pytest.mark.integration
 def test_a_member_missing_from_the_store_reembeds_its_whole_group(tree, store, embedder):
     """A chunk lost between runs (a failed bulk item, a manual delete) comes back with vectors
     computed over its whole group, not over itself alone."""
@@ -210,6 +213,7 @@ def test_a_member_missing_from_the_store_reembeds_its_whole_group(tree, store, e
     np.testing.assert_allclose(np.stack([stored[chunks[i].id] for i in idx]), want, atol=2e-3)
 
 
+@pytest.mark.integration
 def test_turning_section_context_off_reembeds_grouped_chunks_back_to_plain_vectors(tree, store, embedder):
     first = ingest(store, CountingEmbedder(embedder), tree)
     emb = CountingEmbedder(embedder)
@@ -232,6 +236,7 @@ def cli_ingest(root, db):
     return json.loads(out.stdout)
 
 
+@pytest.mark.integration
 def test_esrag_ingest_embeds_only_the_edited_text_and_takes_its_group_from_the_cache(tree, embedder, tmp_path):
     """Out of the box, `esrag ingest` keeps passage vectors in the embedding cache beside the
     index: an edit embeds the edited text alone, and its unchanged group members get their new
@@ -259,6 +264,7 @@ def test_esrag_ingest_embeds_only_the_edited_text_and_takes_its_group_from_the_c
         store.close()
 
 
+@pytest.mark.integration
 def test_cache_embeddings_setting_decides_whether_ingest_reads_the_cache(tmp_path):
     on = make_ingester(Settings(db=tmp_path / "a.db"), None, HeaderChunker())
     off = make_ingester(Settings(db=tmp_path / "a.db", ingest={"cache_embeddings": False}), None, HeaderChunker())

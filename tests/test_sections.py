@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-
-from esrag.errors import InvalidSettings
 from esrag.config import CorpusSettings, DemoteSettings, load_settings
+from esrag.errors import InvalidSettings
 from esrag.model import Chunk, Hit, content_hash
 from esrag.search.demote import apply_demotion, demoted, is_api_stub
 from esrag.search.pipeline import block_prefix, pack

@@ -15,6 +15,9 @@ import pytest
 from esrag.tokens import count_tokens
 from serve_helpers import ESRAG, Server, clean_env, indexed_env, ingest, make_docs, run_cli
 
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
 QUERIES = ["schedule a task every minute", "dispatch a job to a queue", "validate a form request",
            "define a route with parameters", "cache a value forever", "blade components slots"]
 

@@ -34,6 +34,7 @@ def lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("toml, key, closest", [
     ("[chunking]\ntau_maxx = 900\n", "chunking.tau_maxx", "chunking.tau_max"),
     ('embeder = "st:all-MiniLM-L6-v2"\n', "embeder", "embedder"),
@@ -48,6 +49,7 @@ def test_misspelled_key_is_one_error_line_naming_file_key_and_closest(tmp_path, 
     assert not (tmp_path / ".esrag").exists()
 
 
+@pytest.mark.integration
 def test_bad_value_is_one_error_line_naming_file_and_key(tmp_path):
     (tmp_path / "esrag.toml").write_text('[chunking]\ntau_max = "big"\n')
     proc = run(["search", "queues"], tmp_path)
@@ -84,6 +86,7 @@ def test_other_bad_values_say_what_was_expected(tmp_path, monkeypatch):
         load_settings()
 
 
+@pytest.mark.integration
 def test_esrag_config_naming_a_missing_file_is_an_error(tmp_path):
     proc = run(["status"], tmp_path, {"ESRAG_CONFIG": str(tmp_path / "nope.toml")})
     assert proc.returncode == 1
@@ -93,6 +96,7 @@ def test_esrag_config_naming_a_missing_file_is_an_error(tmp_path):
     assert ok.returncode == 0, ok.stderr
 
 
+@pytest.mark.integration
 def test_unknown_environment_variables_warn_once_each_with_the_closest_name(tmp_path):
     env = {"ESRAG_CHUNKNG__TAU_MAX": "300", "ESRAG_EMBEDER": "st:x", "ESRAG_CORPORA__LV__KK": "3",
            "ESRAG_SERVE_APIKEY": "k", "ESRAG_CORPORA__LV__K": "3", "ESRAG_SEARCH__WEIGHTS__BM25": "2",
@@ -134,6 +138,7 @@ def test_closest_key_rules():
     assert not config_check.env_known(Settings, "ESRAG_DB__X", "ESRAG_")
 
 
+@pytest.mark.integration
 def test_bad_url_template_fails_once_before_any_file(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -28,6 +28,9 @@ import pytest
 from paths import DATA
 from site_builds import Build, check, mdbook_build, mkdocs_build, site_chunks, sphinx_build
 
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
 CORPORA = DATA / "corpora"
 
 

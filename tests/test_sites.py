@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from esrag.formats.markdown_blocks import header_title, parse_blocks, split_header_attrs
 from esrag.chunking.header import HeaderChunker
 from esrag.errors import ConfigError, SourceError
+from esrag.formats.markdown_blocks import header_title, parse_blocks, split_header_attrs
 from esrag.model import BlockKind, Document
 from esrag.sites import SITES, resolve_site
 from esrag.sites.frontmatter import parse_front_matter
 from esrag.sites.slugs import docutils_make_id, github_slug, hugo_slug, mdbook_slug, mkdocs_slug, page_anchors
 from esrag.sites.urls import docusaurus_path, hugo_path, page_path
-
 from paths import DATA, LARAVEL, PROJECT
 
 PYDANTIC = DATA / "corpora" / "pydantic-docs"

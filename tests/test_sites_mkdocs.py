@@ -12,7 +12,6 @@ from markdown.extensions import toc
 from pymdownx import slugs
 
 from esrag.sites.mkdocs import PyApply, PyName, load_yaml, pymdownx_slugify, read_mkdocs, slug_rule, toc_slugify
-
 from paths import DATA
 from site_builds import Build, check, mkdocs_build, site_chunks
 
@@ -65,6 +64,7 @@ def test_mkdocs_yml_tags_inherit_and_unknown_slugify(tmp_path):
     assert conf.slugify is None and conf.slugify_unknown == "my.slug"
 
 
+@pytest.mark.integration
 def test_mkdocs_site_reads_exclusions_and_slugify_and_matches_a_real_build(tmp_path):
     base = "https://slugs.example.org/docs/"
     written = site_chunks(SLUGS, None, "")  # site_url from mkdocs.yml

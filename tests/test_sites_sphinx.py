@@ -15,7 +15,6 @@ from esrag.formats.rst import parse_rst, sphinx_make_id
 from esrag.model import Document
 from esrag.sites import resolve_site
 from esrag.sites.sphinx import matches, read_conf
-
 from serve_helpers import run_cli
 
 DJANGOLIKE = Path(__file__).parent / "data" / "sites" / "djangolike" / "docs"
@@ -81,6 +80,7 @@ def test_sphinx_make_id_keeps_case_and_dots():  # sphinx.util.nodes._make_id / m
     assert sphinx_make_id("Straße Ærø", "x") == "x-Strasze-AEro" or sphinx_make_id("Straße Ærø", "x").startswith("x-Stras")
 
 
+@pytest.mark.integration
 def test_djangolike_tree_is_read_completely_with_no_setting(tmp_path):
     env = {"ESRAG_DB": str(tmp_path / "x.db")}
     out = run_cli(["ingest", str(DJANGOLIKE), "--site", "sphinx-dirhtml", "--base-url", BASE, "--json"], env)
@@ -117,6 +117,7 @@ def test_djangolike_tree_is_read_completely_with_no_setting(tmp_path):
     assert hits[0]["url"] == BASE + "ref/settings/#debug" and BASE + "ref/settings/#setting-DEBUG" in hits[0]["alt_urls"]
 
 
+@pytest.mark.integration
 def test_esrag_chunk_reads_a_sphinx_txt_page_as_restructuredtext():
     out = run_cli(["chunk", str(DJANGOLIKE / "ref" / "models" / "querysets.txt"), "--json"], {})
     chunks = json.loads(out.stdout)

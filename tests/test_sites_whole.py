@@ -36,7 +36,6 @@ from esrag.sites.hugo import read_hugo, sanitize_path
 from esrag.sites.jsconfig import UNKNOWN, evaluate
 from esrag.sites.slugs import page_anchors
 from esrag.sources import discover, load_document
-
 from paths import DATA
 
 DOCUSAURUS = DATA / "corpora" / "docusaurus-docs" / "website"
@@ -344,6 +343,7 @@ def hugo_build(tmp_path_factory):
     return out
 
 
+@pytest.mark.integration
 def test_hugo_whole_site_every_section_url_is_in_the_build(hugo_build):
     site, pages, skipped = site_pages(HUGO)
     assert site.base_url == "https://gohugo.io/"

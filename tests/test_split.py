@@ -8,14 +8,13 @@ import re
 
 import pytest
 
-from esrag.formats.markdown_blocks import parse_blocks
 from esrag.chunking.header import HeaderChunker
 from esrag.chunking.split import split_block, split_oversize
 from esrag.config import Settings
+from esrag.formats.markdown_blocks import parse_blocks
 from esrag.model import BlockKind, Document
 from esrag.sources import discover, load_document
 from esrag.tokens import count_tokens
-
 from paths import DATA
 
 CORPORA = ["laravel-docs", "pydantic-docs", "async-book", "requests-docs"]

@@ -20,6 +20,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable
+from datetime import UTC
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -62,9 +63,9 @@ from esrag.stores.elastic import (
 )
 from esrag.stores.elastic.cluster import ClusterOptions
 from fault_helpers import HashEmbedder as FaultHashEmbedder
+from paths import LARAVEL
 from store_suite import DIMS, FIELDS, StoreContract, make_chunk, meta, unit
 
-from paths import LARAVEL
 FILES = ["scheduling.md", "queues.md", "cache.md", "routing.md", "blade.md"]
 EMBED = ["section_path", "text"]
 BM25 = {"text": 1.0, "section_path": 1.0}
@@ -221,6 +222,7 @@ def store(make_store):
     return s
 
 
+@pytest.mark.integration
 class TestElasticStore(StoreContract):
     """The whole shared store contract, against each real node."""
 
@@ -237,13 +239,13 @@ MULTI_MATCH = {"multi_match": {"query": 'schedule "every" -minute', "fields": ["
 
 
 def test_fast_serializers_write_what_the_stdlib_client_writes():
-    from datetime import datetime, timezone
+    from datetime import datetime
     from decimal import Decimal
 
     from elasticsearch.serializer import DEFAULT_SERIALIZERS
 
     body = {"vector": np.asarray([0.25, -1.5], dtype=np.float32), "n": np.int64(3), "price": Decimal("1.5"),
-            "at": datetime(2026, 11, 29, 21, 0, tzinfo=timezone.utc), "text": "Grüße \u2192 schedule"}
+            "at": datetime(2026, 11, 29, 21, 0, tzinfo=UTC), "text": "Grüße \u2192 schedule"}
     fast = fast_serializers()
     for mimetype in ("application/json", "application/vnd.elasticsearch+json"):
         mine, theirs = fast[mimetype], DEFAULT_SERIALIZERS[mimetype]
@@ -418,6 +420,7 @@ def test_bad_settings_are_config_errors(tmp_path):
 
 
 # -- live: setup, templates, pipelines, errors ---------------------------------------------
+@pytest.mark.integration
 def test_setup_creates_templates_and_alias_and_warns_without_processors(make_store):
     s = make_store()
     with pytest.warns(ClusterWarning, match=r"no ingest processors .*No processor type exists with name \[set\].*sets indexed_at itself"):
@@ -443,6 +446,7 @@ def test_setup_creates_templates_and_alias_and_warns_without_processors(make_sto
     assert again["status"].startswith("exists") and again["index"] == n.index(1)
 
 
+@pytest.mark.integration
 def test_without_pipeline_esrag_stamps_indexed_at_and_source_stays_readable(store):
     TestElasticStore().write(store, [make_chunk(0, "hello world")], [unit(0)])
     raw = store._es.get(index=store.alias, id="docs-a.md-0").body["_source"]
@@ -451,6 +455,7 @@ def test_without_pipeline_esrag_stamps_indexed_at_and_source_stays_readable(stor
     assert raw["section_path"] == "Intro" and raw["corpus"] == "docs"
 
 
+@pytest.mark.integration
 def test_search_before_ingest_says_what_to_do(make_store):
     s = make_store()
     assert s.meta() is None and s.stats()["chunks"] == 0 and s.manifest("docs") == {} and s.get(["x"]) == []
@@ -468,6 +473,7 @@ def test_unreachable_url_is_one_clear_error():
     assert "ESRAG_ES_URL" in msg and "SECRET" not in msg
 
 
+@pytest.mark.integration
 def test_rejected_mapping_leaves_nothing_behind(make_store):
     s = make_store()
     too_big = IndexMeta(embedder="st:huge", dims=5000, embed_fields=["text"])
@@ -477,6 +483,7 @@ def test_rejected_mapping_leaves_nothing_behind(make_store):
     assert not state["index_template"] and not any(state["component_templates"].values()) and state["index"] is None
 
 
+@pytest.mark.integration
 def test_failure_after_templates_rolls_them_back(make_store):
     s = make_store()
     s._es.indices.create(index=s.alias)  # an index already holds the alias's name: the alias cannot be created
@@ -488,6 +495,7 @@ def test_failure_after_templates_rolls_them_back(make_store):
     s._es.indices.delete(index=s.alias)
 
 
+@pytest.mark.integration
 def test_failed_rebuild_of_assets_restores_the_previous_templates(make_store):
     s = make_store()
     ensure_quietly(s, meta())
@@ -502,6 +510,7 @@ def test_failed_rebuild_of_assets_restores_the_previous_templates(make_store):
     s._es.indices.delete(index=s.alias)
 
 
+@pytest.mark.integration
 def test_secrets_never_printed(es_url, tmp_path):
     s = ElasticStore("http://elastic:PASSWORD-XYZ@127.0.0.1:9", "esrag", api_key="APIKEY-XYZ")
     for text in (repr(s), str(s)):
@@ -532,6 +541,7 @@ def tls_files(tmp_path_factory):
     return d
 
 
+@pytest.mark.integration
 def test_tls_with_ca_file(es_url, tls_files):
     with StandIn(es_url, tls=(tls_files / "server.pem", tls_files / "server.key")) as standin:
         trusted = ElasticStore(standin.url, "esrag", ca_certs=tls_files / "ca.pem", api_key="APIKEY-XYZ")
@@ -542,6 +552,7 @@ def test_tls_with_ca_file(es_url, tls_files):
 
 
 # -- live: bulk ------------------------------------------------------------------------------
+@pytest.mark.integration
 def test_bulk_reports_bad_documents_by_id_and_later_batches_land(make_store):
     s = make_store(batch_size=2)
     ensure_quietly(s, meta())
@@ -555,6 +566,7 @@ def test_bulk_reports_bad_documents_by_id_and_later_batches_land(make_store):
     assert [c.id for c in s.get([c.id for c in chunks])] == [f"docs-a.md-{i}" for i in (0, 2, 3, 5, 6)]
 
 
+@pytest.mark.integration
 def test_bulk_retries_429_with_backoff(make_store, es_url):
     seen = {"bulk": 0}
 
@@ -598,6 +610,7 @@ def _hybrid_corpus(store) -> None:
     TestElasticStore().write(store, chunks, [unit(0), unit(1), unit(0, 2), unit(3), unit(4)])
 
 
+@pytest.mark.integration
 def test_rrf_detection_falls_back_on_unknown_retriever_live(store):
     available, why = store.retriever_support("rrf")
     assert not available and "unknown retriever [rrf]" in why
@@ -609,6 +622,7 @@ def test_rrf_detection_falls_back_on_unknown_retriever_live(store):
     assert fused[0].id == "docs-a.md-0"
 
 
+@pytest.mark.integration
 def test_client_side_hybrid_equals_rrf_of_the_two_legs(store):
     _hybrid_corpus(store)
     q, v, window = "schedule task every minute", unit(0), 10
@@ -626,6 +640,7 @@ def test_client_side_hybrid_equals_rrf_of_the_two_legs(store):
     assert one.took_ms is None and one.round_trip_ms is None
 
 
+@pytest.mark.integration
 def test_hybrid_filters_inside_both_legs_and_weights_go_client_side(store):
     _hybrid_corpus(store)
     fused, how = hybrid(store, "templates views", unit(0, 2), k=5, filters=Filters(corpora=["other"]), fields=FIELDS,
@@ -634,6 +649,7 @@ def test_hybrid_filters_inside_both_legs_and_weights_go_client_side(store):
     assert "per-leg weights" in how
 
 
+@pytest.mark.integration
 def test_rrf_detection_on_a_licence_refusal_then_client_path(store, es_url):
     _hybrid_corpus(store)
 
@@ -654,6 +670,7 @@ def test_rrf_detection_on_a_licence_refusal_then_client_path(store, es_url):
         s.close()
 
 
+@pytest.mark.integration
 def test_native_rrf_sends_one_request_when_available(store, es_url):
     _hybrid_corpus(store)
     canned = {"took": 2, "timed_out": False, "hits": {"total": {"value": 2, "relation": "eq"}, "max_score": 0.03,
@@ -676,6 +693,7 @@ def test_native_rrf_sends_one_request_when_available(store, es_url):
         s.close()
 
 
+@pytest.mark.integration
 def test_hybrid_hits_are_read_from_the_legs_without_an_mget(store, es_url):
     """The client-side path asks both legs for ``_source``; the chunks of the fused top k are
     read from the result the search returned (``StoreHits.chunks``, what the Searcher does), with
@@ -718,6 +736,7 @@ def _tree(tmp_path, names):
     return root
 
 
+@pytest.mark.integration
 def test_rebuild_fills_a_new_index_and_swaps_the_alias_when_complete(make_store, tmp_path):
     tree = _tree(tmp_path, ["scheduling.md", "cache.md"])
     (tmp_path / "q").mkdir()
@@ -790,6 +809,7 @@ def vector_memo():
     return {}
 
 
+@pytest.mark.integration
 def test_laravel_end_to_end(make_store, minilm, vector_memo, tmp_path):
     tree = _tree(tmp_path, FILES)
     s = make_store()
@@ -815,6 +835,7 @@ def test_laravel_end_to_end(make_store, minilm, vector_memo, tmp_path):
     assert result.fusion.startswith("rrf (client-side") and set(top.legs) <= {"bm25", "dense"} and top.legs
 
 
+@pytest.mark.integration
 def test_moved_chunks_keep_their_vectors_through_a_reingest(make_store, tmp_path):
     tree = _tree(tmp_path, ["scheduling.md"])
     emb = HashEmbedder(16)
@@ -835,6 +856,7 @@ def test_moved_chunks_keep_their_vectors_through_a_reingest(make_store, tmp_path
     assert c.start_line > 3
 
 
+@pytest.mark.integration
 def test_cli_ingest_rebuild_and_search(es_url, tmp_path):
     from click.testing import CliRunner
 
@@ -877,6 +899,7 @@ def test_cli_ingest_rebuild_and_search(es_url, tmp_path):
         cleaner.close()
 
 
+@pytest.mark.integration
 def test_cli_setup_installs_everything_for_the_configured_embedder(es_url):
     from click.testing import CliRunner
 
@@ -898,6 +921,7 @@ def test_cli_setup_installs_everything_for_the_configured_embedder(es_url):
         cleaner.close()
 
 
+@pytest.mark.integration
 def test_mget_of_a_shard_not_yet_active_waits_then_names_the_error(make_store):
     """_mget answers 200 with a per-document no_shard_available_action_exception while a shard
     is unassigned (as after a node restart): reads that wait for the cluster wait for it; the

@@ -18,8 +18,6 @@ import warnings
 
 import pytest
 from click.testing import CliRunner
-from store_suite import FIELDS, meta, unit
-from test_store_elastic import UNKNOWN_RRF, StandIn, _hybrid_corpus, ensure_quietly, fresh_alias, make_store  # noqa: F401 (fixture)
 
 from esrag.cli import main
 from esrag.config import Settings
@@ -27,8 +25,12 @@ from esrag.search.legs import hybrid
 from esrag.search.pipeline import Pipeline
 from esrag.stores.base import Filters
 from esrag.stores.elastic import ClusterWarning, ElasticStore
-
 from paths import LARAVEL
+from store_suite import FIELDS, meta, unit
+from test_store_elastic import UNKNOWN_RRF, StandIn, _hybrid_corpus, ensure_quietly, fresh_alias, make_store  # noqa: F401 (fixture)
+
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
 
 
 def _paths(standin: StandIn, start: int = 0) -> list[str]:

@@ -42,7 +42,7 @@ def _name(cn: str) -> x509.Name:
 
 
 def _sign(subject: str, issuer: str, key, issuer_key, ca: bool) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer)).public_key(key.public_key())
                .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
                .not_valid_after(now + datetime.timedelta(days=2))
@@ -99,6 +99,7 @@ def one_error_line(proc) -> str:
     return lines[0]
 
 
+@pytest.mark.integration
 def test_ingest_and_search_through_tls_with_the_ca_file_and_with_the_fingerprint(es_url, tls, docs, tmp_path):
     alias = fresh_alias()
     try:
@@ -126,6 +127,7 @@ def test_ingest_and_search_through_tls_with_the_ca_file_and_with_the_fingerprint
         ElasticStore(es_url, alias).drop()
 
 
+@pytest.mark.integration
 def test_tls_faults_fail_with_one_line_naming_the_setting(es_url, tls, tmp_path):
     alias = fresh_alias()
     with StandIn(es_url, tls=(tls["chain"], tls["key"])) as proxy:

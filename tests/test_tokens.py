@@ -11,14 +11,14 @@ import subprocess
 import sys
 
 import pytest
-from paths import DATA
 
-from esrag.app import make_chunker
-from esrag.formats.markdown_blocks import normalize
-from esrag.config import Settings
-from esrag.model import Document
 import esrag.tokens as tokens_module
+from esrag.app import make_chunker
+from esrag.config import Settings
+from esrag.formats.markdown_blocks import normalize
+from esrag.model import Document
 from esrag.tokens import _CUT, LineTokens, TokenCounter, _bpe_count, _quicktok_count, _stem, _valid_count, count_tokens, fast_count
+from paths import DATA
 
 ATOMS = ["a", "Z", "9", "12", "333", " ", "  ", "\t", "\n", "\n\n", ".", ":", ")", "`", "'s", "'", '"', "}", "{", "-",
          "_", "é", "中", "…", "’", "\u00a0", "\x0b", "\x0c", "\r", "\r\n", "\u2028", "\x1c", "\x85", "\u3000", "٣", "²",
@@ -238,6 +238,7 @@ def test_without_fast_counters_tiktoken_counts_the_same(monkeypatch):
     assert TokenCounter()("a\n  b\nc") == count_tokens("a\n  b\nc") == fast_count("a\n  b\nc")
 
 
+@pytest.mark.integration
 @pytest.mark.integration
 def test_bpe_openai_loads_without_its_package_init_and_the_package_still_imports_after():
     """The compiled module alone (the package's __init__ reads three vocabularies at start-up);

@@ -147,6 +147,7 @@ def _version(store: ElasticStore) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("option", INDEX_OPTIONS)
 def test_each_option_is_accepted_or_refused_clearly(make_store, option):
     store = make_store(index_options=option)
@@ -171,6 +172,7 @@ def test_each_option_is_accepted_or_refused_clearly(make_store, option):
     assert store.knn(unit(1), 1, Filters(), 10)[0][0] == "docs-a.md-1"
 
 
+@pytest.mark.integration
 def test_oversampling_accepted_on_9_and_refused_on_8(make_store):
     store = make_store(index_options="int8_hnsw", rescore_oversample=2.0)
     if _version(store) < (9, 1):
@@ -182,6 +184,7 @@ def test_oversampling_accepted_on_9_and_refused_on_8(make_store):
     assert got["index_options"]["rescore_vector"] == {"oversample": 2.0}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("vector_copy", ["auto", "stored"])
 def test_metadata_update_is_lossless_and_the_vector_is_kept_once_where_it_can(make_store, vector_copy):
     store = make_store(vector_copy=vector_copy)

@@ -14,6 +14,9 @@ from esrag.cli import main
 from esrag.eval import xquad
 from paths import XQUAD
 
+# needs a service, a model or a subprocess (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
 ARTICLES = 1  # the first article: its paragraphs and their questions, in each language
 
 
