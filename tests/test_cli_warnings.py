@@ -11,9 +11,10 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from esrag.stores.elastic import ElasticStore
 from paths import LARAVEL
-import pytest
 
 # needs a service, a model or a subprocess (see tests/conftest.py)
 pytestmark = pytest.mark.integration

@@ -8,11 +8,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from esrag.config import Settings
 from esrag.stores.elastic import load_asset
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "compose.yml"

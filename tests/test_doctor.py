@@ -7,6 +7,7 @@ import uuid
 import warnings
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from esrag.cli import main
@@ -16,7 +17,6 @@ from esrag.stores.base import IndexMeta
 from esrag.stores.elastic import ClusterWarning, ElasticStore
 from esrag.stores.sqlite import SQLiteStore
 from store_suite import make_chunk
-import pytest
 
 MINILM = IndexMeta("st:all-MiniLM-L6-v2", 384, ["section_path", "text"], {"text": 1.0, "section_path": 1.0})
 

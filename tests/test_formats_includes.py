@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from esrag.chunking.header import HeaderChunker
 from esrag.config import Settings
 from esrag.formats import parse
@@ -14,7 +16,6 @@ from esrag.formats.mdx import blank_code_lines
 from esrag.model import Document
 from esrag.sources import discover, load_document
 from paths import DATA
-import pytest
 
 ASYNC_BOOK = DATA / "corpora" / "async-book"
 RUST = """use std::io;

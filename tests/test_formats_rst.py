@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from esrag.chunking.header import HeaderChunker
 from esrag.config import Settings
 from esrag.formats import parse
@@ -13,7 +15,6 @@ from esrag.formats.base import is_unresolved_include
 from esrag.ingest import Ingester
 from esrag.model import BlockKind, Document
 from paths import DATA
-import pytest
 
 REQUESTS = DATA / "corpora" / "requests-docs"
 

@@ -15,12 +15,12 @@ import uuid
 import warnings
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from esrag.cli import main
 from esrag.stores.elastic import ClusterWarning, ElasticStore
 from paths import LARAVEL
-import pytest
 
 # needs a service, a model or a subprocess (see tests/conftest.py)
 pytestmark = pytest.mark.integration
