@@ -53,20 +53,9 @@ def connect(settings: Settings, read_only: bool = False) -> Store:
         PluginError: ``store`` names no installed store.
         StoreError: the store cannot be opened (unreachable cluster, unwritable file).
     """
-    options = {"read_only": True} if read_only and _takes_read_only(settings.store_name) else {}
+    options = {"read_only": True} if read_only and plugins.accepts("esrag.stores", settings.store_name, "read_only") else {}
     store: Store = plugins.create("esrag.stores", settings.store_name, settings, **options)
     return store
-
-
-def _takes_read_only(name: str) -> bool:
-    """Whether the store plugin ``name``'s ``from_settings`` accepts ``read_only``."""
-    import inspect
-
-    factory = getattr(plugins.load("esrag.stores", plugins.parse("esrag.stores", name)[0]), "from_settings", None)
-    try:
-        return factory is not None and "read_only" in inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def nothing_indexed(settings: Settings) -> str:
@@ -282,10 +271,11 @@ def setup_index(settings: Settings, store: Store) -> dict[str, Any]:
     Raises:
         EmbedderMismatch: the index exists with another embedder. StoreError, ModelLoadError.
     """
-    if isinstance(store, Installable):
-        return store.setup(settings)
     emb = embedder_factory(settings)()
-    store.ensure(IndexMeta.build(emb.spec, emb.dims, settings.index_text))
+    meta = IndexMeta.build(emb.spec, emb.dims, settings.index_text)
+    if isinstance(store, Installable):
+        return store.install(meta)
+    store.ensure(meta)
     return {"store": store.name, "embedder": emb.spec, "dims": emb.dims, **{k: v for k, v in store.stats().items() if k in ("path",)}}
 
 

@@ -132,6 +132,24 @@ def create(group: str, spec: str, settings: Any = None, **options: Any) -> Any:
     return cls(*args, **options)
 
 
+def accepts(group: str, spec: str, option: str) -> bool:
+    """Whether the plugin ``spec`` of ``group`` takes the keyword ``option`` where :func:`create`
+    passes options (its ``from_settings`` when it has one, else its constructor); False when
+    its signature cannot be read.
+
+    Raises:
+        PluginError: empty spec, unknown name, or a plugin that fails to import.
+    """
+    import inspect
+
+    cls = load(group, parse(group, spec)[0])
+    factory = cls.from_settings if hasattr(cls, "from_settings") else cls
+    try:
+        return option in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _valid(group: str) -> str:
     return ", ".join(sorted(_entry_points(group))) or "(none installed)"
 

@@ -125,7 +125,7 @@ class SearchService:
     def model_loaded(self) -> bool:
         """Whether the default pipeline's query embedder is in memory."""
         p = self._pipelines.get((None, self.embedder_spec))
-        return bool(p and p.searcher._embedder is not None)
+        return bool(p and p.searcher.embedder_loaded)
 
     def corpora(self, fresh: bool = False) -> dict[str, Any]:
         """``{name: {"chunks", "sources", "versions", "default_version"}}`` of the index

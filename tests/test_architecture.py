@@ -6,7 +6,12 @@ that counts imports inside functions too. Pure and fast: nothing is imported or 
     ``esrag/stores/elastic`` (file or package) imports ``elasticsearch``; (d) no ``hasattr`` /
     ``getattr`` probe of a store outside ``esrag/stores/`` (capabilities are typed protocols
     checked with ``isinstance``); (e) no module in esrag/ over 700 lines; (f) no ``esrag.formats.*``
-    module imports ``esrag.chunking`` (formats parse, chunkers build on them).
+    module imports ``esrag.chunking`` (formats parse, chunkers build on them); (g) no ``hasattr`` /
+    ``getattr(obj, "name", default)`` probe of a collaborator on the road from a query to the
+    store (``esrag.search``, ``esrag.service``, ``esrag.app``, ``esrag.serve``, ``esrag.cli``:
+    rerankers, reformulators, stores and plugins are typed protocols checked with ``isinstance``);
+    (h) no read of another module's private attribute (``x._name`` where ``_name`` is set as
+    ``self._name`` only by a class of another esrag module).
 """
 
 from __future__ import annotations
@@ -210,6 +215,69 @@ def test_no_duck_typed_store_probe_outside_the_stores():
            for line in store_probes(name)]
     assert not bad, ("hasattr/getattr probes of a store (use the typed protocols of esrag/stores/base.py with "
                      "isinstance):\n" + "\n".join(bad))
+
+
+ROAD = ("esrag.search", "esrag.service", "esrag.app", "esrag.serve", "esrag.cli")
+"""The modules a query passes through on its way to the store (issue 28: "one road")."""
+
+
+def attribute_probes(source: ast.Module) -> list[int]:
+    """Lines of ``hasattr(x, ...)`` calls and ``getattr(x, "literal", default)`` calls: asking an
+    object whether it has something instead of knowing its type. A two-argument ``getattr``
+    (reading an attribute by a computed name) is not a probe."""
+    return [node.lineno for node in ast.walk(source)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and (node.func.id == "hasattr" or (node.func.id == "getattr" and len(node.args) == 3))]
+
+
+def test_no_attribute_probe_of_a_collaborator_on_the_road_to_the_store():
+    road = [name for name in modules() if name.startswith(ROAD)]
+    assert "esrag.search.pipeline" in road and "esrag.search.rerank" in road
+    bad = [_where(name, line) for name in road for line in attribute_probes(tree(name))]
+    assert not bad, ("hasattr/getattr probes on the road from a query to the store (give the collaborator a "
+                     "Protocol and check it with isinstance, or adapt it once where it enters):\n" + "\n".join(bad))
+
+
+def private_attributes_by_module() -> dict[str, set[str]]:
+    """For each module, the private attribute names (``_x``, not dunder) its classes set on
+    ``self``."""
+    out: dict[str, set[str]] = {}
+    for name in modules():
+        for node in ast.walk(tree(name)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            for t in targets:
+                if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                        and t.attr.startswith("_") and not t.attr.startswith("__")):
+                    out.setdefault(name, set()).add(t.attr)
+    return out
+
+
+def foreign_private_reads(name: str, source: ast.Module, owners: dict[str, set[str]]) -> list[tuple[int, str]]:
+    """``(line, expression)`` of reads ``x._attr`` in ``source`` (``x`` not ``self``/``cls``)
+    where ``_attr`` is a private attribute set only by classes of modules other than ``name``."""
+    own = owners.get(name, set())
+    elsewhere = set().union(*(attrs for mod, attrs in owners.items() if mod != name))
+    out = []
+    for node in ast.walk(source):
+        if (isinstance(node, ast.Attribute) and node.attr in elsewhere and node.attr not in own
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+            out.append((node.lineno, ast.unparse(node)))
+    return out
+
+
+def test_no_module_reads_another_modules_private_attributes():
+    owners = private_attributes_by_module()
+    assert "_embedder" in owners["esrag.search.searcher"]
+    bad = [f"{_where(name, line)}: {expr}" for name in modules() for line, expr in foreign_private_reads(name, tree(name), owners)]
+    assert not bad, "reads of another module's private attributes (give it a public property):\n" + "\n".join(bad)
+
+
+def test_the_probe_and_private_read_checks_find_what_they_look_for():
+    source = ast.parse("hasattr(r, 'n')\ngetattr(r, 'spec', r)\ngetattr(chunk, field)\nx = p.searcher._embedder\n")
+    assert attribute_probes(source) == [1, 2]
+    owners = {"esrag.search.searcher": {"_embedder"}, "esrag.search.pipeline": set()}
+    assert foreign_private_reads("esrag.search.pipeline", source, owners) == [(4, "p.searcher._embedder")]
+    assert foreign_private_reads("esrag.search.searcher", source, owners) == []
 
 
 def test_no_module_over_700_lines():

@@ -77,13 +77,18 @@ def one_line_warning(message: Warning | str) -> str:
     return "warning: " + scrub_credentials(" ".join(str(message).split()))
 
 
+_HOOK: Callable[..., None] | None = None
+"""The hook :func:`install_warning_hook` installed last (so a second call sees it in place)."""
+
+
 def install_warning_hook() -> None:
     """Route esrag's own warnings (:func:`is_esrag_warning`) to :func:`one_line_warning` on
     stderr for this process; every other warning keeps Python's format (file:line: category).
     Called by the CLI entry point only: library users keep Python's warnings untouched.
     Installing twice is harmless."""
+    global _HOOK
     current = warnings.showwarning
-    if getattr(current, "_esrag", False):
+    if _HOOK is not None and current is _HOOK:
         return
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -97,5 +102,5 @@ def install_warning_hook() -> None:
         except (OSError, ValueError):  # a closed stderr: nowhere to warn
             pass
 
-    show._esrag = True  # type: ignore[attr-defined]
+    _HOOK = show
     warnings.showwarning = show

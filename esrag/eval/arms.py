@@ -52,6 +52,7 @@ from esrag.eval.base import SECTION_AND_TEXT, SEED_SEARCH, TEXT_ONLY, Arm, Chunk
 from esrag.eval.llm_arms import LLM_ARM_NAMES, make_llm_arm
 from esrag.indexed_text import EMBED_FIELDS
 from esrag.model import Document
+from esrag.search.rerank import Reranker
 
 __all__ = ["ARMS", "ARM_NAMES", "CHUNKERS", "SECTION_AND_TEXT", "SEED_SEARCH", "TEXT_ONLY", "Arm", "Enricher", "Retriever",
            "default_arm", "make_arm", "make_retriever"]
@@ -236,12 +237,12 @@ class Retriever:
 
     name: str
     mode: str
-    rerank: Rerank | Any | None = None
+    rerank: Rerank | Reranker | None = None
     depth: int = 30
     reformulate: Callable[[str], list[str]] | None = None
 
 
-def make_retriever(name: str, rerank: Rerank | None = None, depth: int = 30,
+def make_retriever(name: str, rerank: Rerank | Reranker | None = None, depth: int = 30,
                    reformulate: Callable[[str], list[str]] | None = None) -> Retriever:
     """``bm25``, ``dense``, ``hybrid``, or ``MODE+rerank`` (needs ``rerank``),
     ``MODE+reformulate`` (needs ``reformulate``) or ``MODE+reformulate+rerank``.

@@ -23,7 +23,7 @@ SEED_SEARCH = SearchSettings(k=10, mode="hybrid", rrf_k=60, rank_window_size=10_
 TEXT_ONLY = ("text",)
 SECTION_AND_TEXT = ("section_path", "text")
 
-Rerank = Callable[[str, list[str]], Sequence[float]]
+Rerank = Callable[[str, Sequence[str]], Sequence[float]]
 ChunkerFactory = Callable[[Sequence[Document]], Chunker]
 
 

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esrag.config import CorpusSettings, Settings
 from esrag.errors import ConfigError
@@ -45,11 +46,15 @@ from esrag.search.demote import apply_demotion
 from esrag.search.expand import ExpandSpec, parse_expand
 from esrag.search.fanout import Branch, ZeroPassageCounter, corpus_filters, route, run_branches, select
 from esrag.search.fusion import rrf
-from esrag.search.reformulate import fuse_queries
+from esrag.search.reformulate import QueryReformulator, as_reformulator, fuse_queries, make_reformulator
+from esrag.search.rerank import DEFAULT_TOP_N, Reranker, RerankFn, TextReranker, as_reranker, make_reranker, rerank_hits
 from esrag.search.searcher import Searcher, SearchResult
 from esrag.search.sections import members_of, shape_hits
-from esrag.stores.base import BranchQuery, Filters, MultiLeg
+from esrag.stores.base import BranchQuery, Filters, MultiLeg, Store
 from esrag.tokens import count_tokens
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_BUDGET_CANDIDATES = 1000
 """A budgeted single-branch search asks for more hits (x4) while the budget is unfilled, up to this."""
@@ -79,22 +84,28 @@ class Pipeline:
         settings: all settings (``search``, ``corpora``, LLM settings for reformulation).
         store: where chunks live.
         searcher: the single-query searcher (its embedder is reused).
-        reranker: a ready reranker (else built from the spec on first use).
-        reformulator: a ready ``query -> [reformulations]`` callable (else built from settings).
+        reranker: a ready reranker (a :class:`~esrag.search.rerank.Reranker`, or a plain
+            ``rerank(query, texts) -> scores`` callable; else built from the spec on first use).
+        reformulator: a ready :class:`~esrag.search.reformulate.QueryReformulator` or
+            ``query -> [reformulations]`` callable (else built from settings on first use).
+
+    Raises:
+        ConfigError: ``reranker`` is not a reranker.
     """
 
-    def __init__(self, settings: Settings, store: Any, searcher: Searcher, reranker: Any = None,
-                 reformulator: Any = None) -> None:
+    def __init__(self, settings: Settings, store: Store, searcher: Searcher,
+                 reranker: Reranker | TextReranker | RerankFn | None = None,
+                 reformulator: QueryReformulator | Callable[[str], Sequence[str]] | None = None) -> None:
         self.settings = settings
         self.store = store
         self.searcher = searcher
-        self._rerankers: dict[str, Any] = {}
-        self._reranker = reranker
-        self._reformulator = reformulator
+        self._rerankers: dict[str, Reranker] = {}
+        self._reranker = as_reranker(reranker) if reranker is not None else None
+        self._reformulator = as_reformulator(reformulator) if reformulator is not None else None
         self.zero_passages = ZeroPassageCounter()
 
     @classmethod
-    def from_settings(cls, settings: Settings, store: Any, embedder_spec: str | None = None) -> Pipeline:
+    def from_settings(cls, settings: Settings, store: Store, embedder_spec: str | None = None) -> Pipeline:
         """The pipeline for ``store`` with the searcher :meth:`Searcher.from_settings` builds
         (what :func:`esrag.app.make_pipeline` returns)."""
         return cls(settings, store, Searcher.from_settings(settings, store, embedder_spec))
@@ -104,22 +115,26 @@ class Pipeline:
         """``[corpora.NAME]`` (defaults when the corpus has no table)."""
         return self.settings.corpora.get(name) or CorpusSettings()
 
-    def reranker(self, spec: str) -> Any:
+    def reranker(self, spec: str) -> Reranker:
+        """The ready reranker, or the one ``spec`` names (built once per spec).
+
+        Raises:
+            ConfigError, PluginError, RerankError: as :func:`~esrag.search.rerank.make_reranker`.
+        """
         if self._reranker is not None:
             return self._reranker
         if spec not in self._rerankers:
-            from esrag.search.rerank import make_reranker
-
             self._rerankers[spec] = make_reranker(spec, self.store)
         return self._rerankers[spec]
 
-    def reformulator(self, n: int) -> Any:
-        if self._reformulator is None:
-            from esrag.search.reformulate import make_reformulator
+    def reformulator(self) -> QueryReformulator:
+        """The ready reformulator, or the configured LLM's (built on first use).
 
-            self._reformulator = make_reformulator(self.settings, n)
-        if hasattr(self._reformulator, "n"):
-            self._reformulator.n = n
+        Raises:
+            PluginError: unknown LLM provider. EsragError: the LLM cache cannot be opened.
+        """
+        if self._reformulator is None:
+            self._reformulator = make_reformulator(self.settings)
         return self._reformulator
 
     def branches(self, corpora: list[str], k: int, base: Filters) -> list[Branch]:
@@ -199,11 +214,9 @@ class Pipeline:
         self._label(hits)
         if rerank:
             t0 = time.perf_counter()
-            from esrag.search.rerank import rerank_hits
-
             hits = rerank_hits(query, hits, self.reranker(rerank), top_n)
             timings["rerank"] = _ms(t0)
-            fusion += f"; reranked top {min(top_n, len(hits))} by {getattr(self.reranker(rerank), 'spec', rerank)}"
+            fusion += f"; reranked top {min(top_n, len(hits))} by {self.reranker(rerank).spec}"
         hits = self._demote(hits)
         if not fanout and not budget:
             hits = hits[: 2 * k if shaping else k]
@@ -233,27 +246,25 @@ class Pipeline:
         if not n:
             return []
         t0 = time.perf_counter()
-        r = self.reformulator(n)
-        found = list(r(query))[:n]
+        got = self.reformulator().reformulations(query, n)
+        found = got.queries[:n]
         timings["reformulate"] = _ms(t0)
-        if getattr(r, "last_error", None):
-            notes.append(f"reformulation failed ({r.last_error}); searched the original query only")
+        if got.error:
+            notes.append(f"reformulation failed ({got.error}); searched the original query only")
         diagnostics["reformulations"] = found
         return found
 
-    def _embed(self, queries: list[str], mode: str, timings: dict[str, float]) -> list[Any]:
+    def _embed(self, queries: list[str], mode: str, timings: dict[str, float]) -> list[np.ndarray | None]:
         if mode == "bm25":
             return [None] * len(queries)
+        if not self.searcher.embedder_loaded:
+            timings["model_load"] = self.searcher.load_embedder()
         t0 = time.perf_counter()
-        if self.searcher._embedder is None:
-            _ = self.searcher.embedder
-            timings["model_load"] = _ms(t0)
-            t0 = time.perf_counter()
-        vectors = [self.searcher.embed_query(q) for q in queries]
+        vectors: list[np.ndarray | None] = [self.searcher.embed_query(q) for q in queries]
         timings["embed"] = _ms(t0)
         return vectors
 
-    def _route(self, branches: list[Branch], query: str, vector: Any, diagnostics: dict[str, Any]) -> None:
+    def _route(self, branches: list[Branch], query: str, vector: np.ndarray | None, diagnostics: dict[str, Any]) -> None:
         intents = {b.name: self.corpus(b.name).intent for b in branches}
         emb = self.searcher.embedder if vector is not None else None
         ks = route({b.name: b.k for b in branches}, intents, query, vector,
@@ -262,7 +273,7 @@ class Pipeline:
             b.k = ks[b.name]
         diagnostics["router"] = ks
 
-    def _retrieve(self, queries: list[str], vectors: list[Any], branches: list[Branch], mode: str, fanout: bool,
+    def _retrieve(self, queries: list[str], vectors: list[np.ndarray | None], branches: list[Branch], mode: str, fanout: bool,
                   timings: dict[str, float]) -> tuple[list[Hit], str]:
         """Branch searches -> per-branch fusion over queries -> selection -> fusion over corpora -> hits."""
         s = self.settings.search
@@ -305,7 +316,7 @@ class Pipeline:
         hits = [Hit(chunks[f.id], f.score, {**by_id[f.id].legs, **f.legs}) for f in fused]
         return hits, how + f"; {len(branches)} corpora fused by rank)"
 
-    def _grow_for_budget(self, queries: list[str], vectors: list[Any], branches: list[Branch], mode: str, hits: list[Hit],
+    def _grow_for_budget(self, queries: list[str], vectors: list[np.ndarray | None], branches: list[Branch], mode: str, hits: list[Hit],
                          budget: int, timings: dict[str, float]) -> list[Hit]:
         b = branches[0]
         while sum(h.chunk.tokens for h in hits) < budget and len(hits) >= b.k and b.k < MAX_BUDGET_CANDIDATES:
@@ -399,8 +410,6 @@ class Pipeline:
                 break
             k *= 4
         if rerank:
-            from esrag.search.rerank import DEFAULT_TOP_N, rerank_hits
-
             hits = rerank_hits(query, hits, self.reranker(rerank), rerank_top_n or DEFAULT_TOP_N)
         return hits
 

@@ -10,9 +10,9 @@ prompt hash, input hash, options), so a repeated query costs no call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from esrag.llm.cache import CachedLLM
 from esrag.llm.clients import LLMOptions
@@ -22,6 +22,44 @@ from esrag.search.fusion import Fused, rrf
 
 PROMPT = REFORMULATE
 DEFAULT_N = 5
+
+
+@dataclass
+class Reformulations:
+    """What a reformulator gave for one query: the ``queries`` (distinct, not the query) and,
+    when its call failed, ``error`` (the search then runs on the original alone)."""
+
+    queries: list[str]
+    error: str | None = None
+
+
+@runtime_checkable
+class QueryReformulator(Protocol):
+    """Writes up to ``n`` reformulations of a query: what :class:`~esrag.search.pipeline.Pipeline`
+    calls. :class:`Reformulator` is one; :func:`as_reformulator` makes one of a plain
+    ``query -> [reformulations]`` callable."""
+
+    def reformulations(self, query: str, n: int) -> Reformulations:
+        """At most ``n`` reformulations of ``query``; never raises for a failed call (the
+        failure is in ``error``)."""
+        ...
+
+
+@dataclass
+class FunctionReformulator:
+    """A plain ``query -> [reformulations]`` callable (``esrag eval``'s slot) as a
+    :class:`QueryReformulator`: its first ``n`` answers."""
+
+    fn: Callable[[str], Sequence[str]]
+
+    def reformulations(self, query: str, n: int) -> Reformulations:
+        return Reformulations(list(self.fn(query))[:n])
+
+
+def as_reformulator(obj: QueryReformulator | Callable[[str], Sequence[str]]) -> QueryReformulator:
+    """``obj`` as a :class:`QueryReformulator`: itself when it is one, else wrapped
+    (:class:`FunctionReformulator`)."""
+    return obj if isinstance(obj, QueryReformulator) else FunctionReformulator(obj)
 
 
 @dataclass
@@ -41,6 +79,13 @@ class Reformulator:
 
     def __call__(self, query: str) -> list[str]:
         return self.reformulate(query)
+
+    def reformulations(self, query: str, n: int) -> Reformulations:
+        """:class:`QueryReformulator`: :meth:`reformulate` asking for ``n`` (which becomes
+        this reformulator's ``n``), with ``last_error`` as the error."""
+        self.n = n
+        found = self.reformulate(query)[:n]
+        return Reformulations(found, self.last_error)
 
     def reformulate(self, query: str) -> list[str]:
         """Up to ``n`` distinct reformulations (none equal to the query, ignoring case and

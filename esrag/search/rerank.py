@@ -26,22 +26,25 @@ gains a ``rerank`` leg (its rank among the reranked candidates and the reranker'
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from esrag.errors import ConfigError, ModelLoadError, PluginError, RerankError
 from esrag.model import Hit, LegResult
-from esrag.stores.base import NativeRerank
+from esrag.stores.base import NativeRerank, Store
 from esrag.urls import redact_url
 
 DEFAULT_TOP_N = 30
 
 
-@runtime_checkable
-class Reranker(Protocol):
-    """Scores texts for a query. ``spec`` names it (``http:http://127.0.0.1:8080/rerank``)."""
+RerankFn = Callable[[str, Sequence[str]], Sequence[float]]
+"""A plain reranker: ``rerank(query, texts) -> scores`` (one per text, higher is better)."""
 
-    spec: str
+
+@runtime_checkable
+class TextReranker(Protocol):
+    """Scores texts for a query: what a reranker plugin or a ``module:attribute`` reranker
+    needs to have (its ``spec`` is optional)."""
 
     def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
         """One score per text, in input order, higher is better.
@@ -52,29 +55,96 @@ class Reranker(Protocol):
         ...
 
 
-def rerank_hits(query: str, hits: list[Hit], reranker: Any, top_n: int = DEFAULT_TOP_N) -> list[Hit]:
+@runtime_checkable
+class Reranker(TextReranker, Protocol):
+    """A reranker as the search stack uses it: ``spec`` names it
+    (``http:http://127.0.0.1:8080/rerank``), :meth:`rerank` scores texts and :meth:`rerank_hits`
+    scores hits (by their text, or — the Elasticsearch reranker — by the stored chunks' ids).
+    Everything else (:data:`RerankFn` callables, :class:`TextReranker` objects) becomes one by
+    :func:`as_reranker`."""
+
+    spec: str
+
+    def rerank_hits(self, query: str, hits: Sequence[Hit]) -> list[float]:
+        """One score per hit, in input order, higher is better.
+
+        Raises:
+            RerankError: the reranker cannot answer.
+        """
+        ...
+
+
+class ByText:
+    """Base of the rerankers that score a hit by its chunk's text: :meth:`rerank_hits` from
+    :meth:`rerank`, and the instance callable as a :data:`RerankFn` (``esrag eval``'s slot)."""
+
+    spec: str
+
+    def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
+        raise NotImplementedError
+
+    def rerank_hits(self, query: str, hits: Sequence[Hit]) -> list[float]:
+        """``rerank(query, [hit texts])``."""
+        return self.rerank(query, [h.chunk.text for h in hits])
+
+    def __call__(self, query: str, texts: Sequence[str]) -> list[float]:
+        """``rerank(query, texts)``: usable wherever a plain reranker callable is (``esrag eval``)."""
+        return self.rerank(query, texts)
+
+
+class FunctionReranker(ByText):
+    """A :data:`RerankFn` callable or a :class:`TextReranker` object as a :class:`Reranker`.
+
+    Args:
+        target: the callable or object. spec: its name in reports (default: its ``repr``;
+            :func:`make_reranker` passes the spec it was given).
+    """
+
+    def __init__(self, target: RerankFn | TextReranker, spec: str | None = None) -> None:
+        self.target = target
+        self.spec = spec or repr(target)
+
+    def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
+        """The target's scores as floats."""
+        target = self.target
+        scores = target.rerank(query, texts) if isinstance(target, TextReranker) else target(query, texts)
+        return [float(x) for x in scores]
+
+
+def as_reranker(obj: Reranker | TextReranker | RerankFn, spec: str | None = None) -> Reranker:
+    """``obj`` as a :class:`Reranker`: itself when it is one, else wrapped
+    (:class:`FunctionReranker`).
+
+    Raises:
+        ConfigError: ``obj`` neither has ``rerank(query, texts)`` nor is callable.
+    """
+    if isinstance(obj, Reranker):
+        return obj
+    if isinstance(obj, TextReranker) or callable(obj):
+        return FunctionReranker(obj, spec)
+    raise ConfigError(f"reranker {spec or obj!r} is not callable as rerank(query, texts) -> scores")
+
+
+def rerank_hits(query: str, hits: list[Hit], reranker: Reranker | TextReranker | RerankFn,
+                top_n: int = DEFAULT_TOP_N) -> list[Hit]:
     """``hits`` with the first ``top_n`` reordered by the reranker (stable on ties); the rest
     follow unchanged. Each reordered hit gets a ``rerank`` leg (rank 1..n, reranker score).
 
-    ``reranker`` is a :class:`Reranker`, an object with ``rerank_hits(query, hits) -> scores``
-    (the Elasticsearch reranker, which scores stored chunks by id), or any callable
-    ``rerank(query, texts) -> scores`` (the evaluation's reranker slot).
+    ``reranker`` is a :class:`Reranker` (its ``rerank_hits``: the Elasticsearch reranker scores
+    stored chunks by id), or anything :func:`as_reranker` accepts (the evaluation's reranker slot
+    takes a plain ``rerank(query, texts) -> scores`` callable).
 
     Raises:
         RerankError: the reranker returned another number of scores than candidates.
+        ConfigError: ``reranker`` is not a reranker.
     """
     head, tail = hits[:top_n], hits[top_n:]
     if not head:
         return hits
-    if hasattr(reranker, "rerank_hits"):
-        scores = list(reranker.rerank_hits(query, head))
-    elif hasattr(reranker, "rerank"):
-        scores = list(reranker.rerank(query, [h.chunk.text for h in head]))
-    else:
-        scores = list(reranker(query, [h.chunk.text for h in head]))
+    r = as_reranker(reranker)
+    scores = list(r.rerank_hits(query, head))
     if len(scores) != len(head):
-        name = getattr(reranker, "spec", reranker)
-        raise RerankError(f"the reranker {name} returned {len(scores)} scores for {len(head)} texts")
+        raise RerankError(f"the reranker {r.spec} returned {len(scores)} scores for {len(head)} texts")
     order = sorted(range(len(head)), key=lambda i: -float(scores[i]))
     out = []
     for rank, i in enumerate(order, 1):
@@ -103,7 +173,16 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return name.strip().lower(), arg.strip()
 
 
-def make_reranker(spec: str, store: Any = None) -> Any:
+@runtime_checkable
+class FromSpec(Protocol):
+    """A reranker class built from a spec's argument (and the store, for rerankers that work
+    inside it): ``cls.from_spec(argument, store=store)``."""
+
+    def from_spec(self, arg: str, store: Store | None = None) -> Reranker | TextReranker | RerankFn:
+        ...
+
+
+def make_reranker(spec: str, store: Store | None = None) -> Reranker:
     """The reranker for ``spec``: the one loader of rerankers, for ``esrag search --rerank`` and
     ``esrag eval`` alike.
 
@@ -125,20 +204,20 @@ def make_reranker(spec: str, store: Any = None) -> Any:
     registered = plugins.names("esrag.rerankers")
     bare = (spec or "").strip()
     if bare.lower() in registered:
-        return plugins.load("esrag.rerankers", bare.lower())()
+        return as_reranker(plugins.load("esrag.rerankers", bare.lower())(), bare)
     module, sep, attr = bare.partition(":")
     if sep and attr and module.strip().lower() not in registered and not bare.startswith(("http://", "https://")):
         target = _import_target(module.strip(), attr.strip())
         if target is not None:
-            return _as_reranker(bare, target)
+            return as_reranker(target() if isinstance(target, type) else target, bare)
     name, arg = parse_spec(spec)
     try:
         cls = plugins.load("esrag.rerankers", name)
     except PluginError as exc:
         raise PluginError(f"{exc} (reranker spec {spec!r}; or give module:attribute of a rerank(query, texts) callable)") from None
-    if hasattr(cls, "from_spec"):
-        return cls.from_spec(arg, store=store)
-    return cls(arg)
+    if isinstance(cls, FromSpec):
+        return as_reranker(cls.from_spec(arg, store=store), spec)
+    return as_reranker(cls(arg), spec)
 
 
 def _import_target(module: str, attr: str) -> Any:
@@ -161,14 +240,7 @@ def _import_target(module: str, attr: str) -> Any:
         raise ConfigError(f"cannot import reranker {module}:{attr}: {exc}") from exc
 
 
-def _as_reranker(spec: str, obj: Any) -> Any:
-    obj = obj() if isinstance(obj, type) else obj
-    if not callable(obj) and not callable(getattr(obj, "rerank", None)):
-        raise ConfigError(f"reranker {spec!r} is not callable as rerank(query, texts) -> scores")
-    return obj
-
-
-class HTTPReranker:
+class HTTPReranker(ByText):
     """A ``/rerank`` endpoint over HTTP (Cohere/Jina wire format, also served by TEI-compatible
     servers and most self-hosted rerankers).
 
@@ -194,12 +266,8 @@ class HTTPReranker:
         self.timeout = timeout
 
     @classmethod
-    def from_spec(cls, arg: str, store: Any = None) -> HTTPReranker:
+    def from_spec(cls, arg: str, store: Store | None = None) -> HTTPReranker:
         return cls(arg)
-
-    def __call__(self, query: str, texts: Sequence[str]) -> list[float]:
-        """``rerank(query, texts)``: usable wherever a plain reranker callable is (``esrag eval``)."""
-        return self.rerank(query, texts)
 
     def request_body(self, query: str, texts: Sequence[str]) -> dict[str, Any]:
         """The JSON sent for one call (pure; unit-tested as exact JSON)."""
@@ -246,7 +314,7 @@ def parse_rerank_reply(data: Any, n: int) -> list[float]:
     return scores
 
 
-class CrossEncoderReranker:
+class CrossEncoderReranker(ByText):
     """A sentence-transformers ``CrossEncoder`` (any model: hub name or local folder), loaded on
     first use. When the Hugging Face hub is unreachable it loads only from local files and fails
     at once with :class:`~esrag.errors.ModelLoadError` (as :mod:`esrag.embedding` does) instead of
@@ -265,12 +333,8 @@ class CrossEncoderReranker:
         self._model: Any = None
 
     @classmethod
-    def from_spec(cls, arg: str, store: Any = None) -> CrossEncoderReranker:
+    def from_spec(cls, arg: str, store: Store | None = None) -> CrossEncoderReranker:
         return cls(arg)
-
-    def __call__(self, query: str, texts: Sequence[str]) -> list[float]:
-        """``rerank(query, texts)``: usable wherever a plain reranker callable is (``esrag eval``)."""
-        return self.rerank(query, texts)
 
     def _load(self) -> Any:
         if self._model is None:
@@ -303,7 +367,7 @@ class CrossEncoderReranker:
         return [float(s) for s in scores]
 
 
-class ElasticReranker:
+class ElasticReranker(ByText):
     """Elasticsearch's ``text_similarity_reranker`` retriever with the inference endpoint
     ``inference_id``: the candidates are stored chunks, so it reorders them by id inside the
     cluster (:meth:`rerank_hits`, one ``_search``); :meth:`rerank` scores arbitrary texts through
@@ -315,24 +379,20 @@ class ElasticReranker:
         RerankError: built without an Elasticsearch store.
     """
 
-    def __init__(self, inference_id: str, store: Any = None, field: str = "text") -> None:
+    def __init__(self, inference_id: str, store: Store | None = None, field: str = "text") -> None:
         if not isinstance(store, NativeRerank):
             raise RerankError(
                 f"elastic:{inference_id} reranks inside Elasticsearch and needs the Elasticsearch store (set ESRAG_ES_URL); "
                 "on the embedded store use --rerank http:URL or cross-encoder:MODEL"
             )
-        self.inference_id = inference_id
+        self.inference_id: str = inference_id
         self.spec = f"elastic:{inference_id}"
-        self.store = store
-        self.field = field
+        self.store: NativeRerank = store
+        self.field: str = field
 
     @classmethod
-    def from_spec(cls, arg: str, store: Any = None) -> ElasticReranker:
+    def from_spec(cls, arg: str, store: Store | None = None) -> ElasticReranker:
         return cls(arg, store)
-
-    def __call__(self, query: str, texts: Sequence[str]) -> list[float]:
-        """``rerank(query, texts)``: usable wherever a plain reranker callable is (``esrag eval``)."""
-        return self.rerank(query, texts)
 
     def rerank_hits(self, query: str, hits: Sequence[Hit]) -> list[float]:
         """Scores of ``hits`` (in order) from the ``text_similarity_reranker`` retriever;

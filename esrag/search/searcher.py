@@ -92,6 +92,24 @@ class Searcher:
                     self._embedder = self._embedder_factory()
         return self._embedder
 
+    @property
+    def embedder_loaded(self) -> bool:
+        """Whether the query embedder has been built (so a search pays no model load)."""
+        return self._embedder is not None
+
+    def load_embedder(self) -> float:
+        """Build the query embedder now if it is not yet built; the milliseconds that took
+        (0.0 when it was already loaded).
+
+        Raises:
+            ModelLoadError: the model cannot be loaded.
+        """
+        if self._embedder is not None:
+            return 0.0
+        t0 = time.perf_counter()
+        _ = self.embedder
+        return _ms(t0)
+
     def embed_query(self, query: str) -> np.ndarray:
         """``query``'s vector [dims] (float32), one thread at a time: a sentence-transformers
         model and its fast tokenizer are not safe for concurrent calls (the Rust tokenizer

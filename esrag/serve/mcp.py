@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from esrag import __version__
 from esrag.errors import EsragError, PageNotFound
@@ -70,8 +70,8 @@ PageBudget = Annotated[int | None, Field(strict=True, ge=MIN_TOKEN_BUDGET, le=LI
 def validation_line(exc: Exception) -> str:
     """A pydantic ``ValidationError`` of tool arguments as one line naming the argument, the
     rule and the value given (``k: Input should be less than or equal to 100 (got 1000)``)."""
-    errors = getattr(exc, "errors", None)
-    first = errors()[0] if callable(errors) and errors() else {}
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    first: dict[str, Any] = dict(errors[0]) if errors else {}
     where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
     given = first.get("input")
     shown = repr(given) if not isinstance(given, (dict, str)) or len(repr(given)) < 80 else repr(given)[:77] + "..."

@@ -355,10 +355,18 @@ def check_compatible(current: IndexMeta, wanted: IndexMeta, where: str) -> None:
 class Installable(Protocol):
     """A store that installs its own server-side assets (``esrag setup``): the Elasticsearch
     store (templates, pipeline, first versioned index and alias). Checked with ``isinstance``;
-    other stores are set up by creating their index for the configured embedder."""
+    other stores are set up by creating their index (``ensure``). The use case
+    (:func:`esrag.app.setup_index`) makes the :class:`IndexMeta` (embedder spec and dims,
+    indexed text); no store loads a model."""
 
-    def setup(self, settings: Any) -> dict[str, Any]:
-        """Install or refresh everything for ``settings``; a report of what was done."""
+    def install(self, meta: IndexMeta) -> dict[str, Any]:
+        """Install or refresh everything for an index described by ``meta``; a report of what
+        was done (``store``, ``embedder``, ``dims``, ``status``…).
+
+        Raises:
+            EmbedderMismatch: the existing index was built with another embedder.
+            StoreError: the server refused or cannot be reached.
+        """
         ...
 
 

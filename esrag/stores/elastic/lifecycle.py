@@ -9,7 +9,7 @@ alias swap, and dropping everything; the index settings a cluster needs (shards,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from elasticsearch import ApiError, NotFoundError, TransportError
 
@@ -21,9 +21,6 @@ from esrag.stores.elastic.capabilities import META_KEY, ClusterFacts, Learned
 from esrag.stores.elastic.cluster import BulkLoad
 from esrag.stores.elastic.connection import _warn, error_reason
 from esrag.stores.elastic.documents import now
-
-if TYPE_CHECKING:
-    from esrag.config import Settings
 
 #: ``_meta`` key of a rebuild index: true once a run into it ended (:meth:`Lifecycle.settle_rebuild`)
 SETTLED_KEY = "rebuild_settled"
@@ -217,24 +214,18 @@ class Lifecycle(BulkLoad, ClusterFacts):
                 f"embedder and swaps the alias {self.alias} to it when complete."
             ) from None
 
-    def setup(self, settings: Settings) -> dict[str, Any]:
-        """``esrag setup``: install templates, pipeline, first index and alias for the configured
-        embedder (loads it to learn its dims); refreshes the templates of an existing index.
+    def install(self, meta: IndexMeta) -> dict[str, Any]:
+        """``esrag setup``: install templates, pipeline, first index and alias for the index
+        ``meta`` describes (made by :func:`esrag.app.setup_index` from the configured embedder);
+        refreshes the templates of an existing index.
 
         Returns:
-            a report: url, alias, index, embedder, dims, pipeline state.
+            a report: store, url, alias, index, status, embedder, dims, templates, pipeline state.
 
         Raises:
             EmbedderMismatch: the existing index was built with another embedder.
             StoreError: unreachable cluster or rejected templates.
         """
-        from esrag.embedding import make_embedder
-
-        emb = make_embedder(settings.embedder, settings)
-        return self.install(IndexMeta.build(emb.spec, emb.dims, settings.index_text))
-
-    def install(self, meta: IndexMeta) -> dict[str, Any]:
-        """:meth:`setup` for a known ``meta``; returns the same report."""
         state = self._state()
         if state is None:
             self.ensure(meta)
