@@ -1,19 +1,31 @@
 """The one leg loop: run the legs of searches (BM25, kNN) on any store, and fuse them by RRF.
 
-Every retrieval in esrag goes through here: the searcher's hybrid search (:func:`hybrid`), the
-fan-out over corpora and reformulations (:func:`esrag.search.fanout.run_branches`) and so query
-reformulation. A store that runs many legs in one round trip (:class:`~esrag.stores.base.MultiLeg`,
-Elasticsearch's ``_msearch``) gets them all at once; any other store answers leg by leg
-(``bm25``/``knn``), the searches concurrently. A store that fuses natively
-(:class:`~esrag.stores.base.NativeFusion`, Elasticsearch's ``rrf`` retriever) is used for
-unweighted hybrid searches where it can; its ranking equals :func:`fuse` on the same legs.
+Every retrieval in esrag goes through here, and only here does ``esrag.search`` call a store's
+``bm25``/``knn`` (:func:`bm25_leg`, :func:`knn_leg`; tests/test_one_road.py checks it): the
+searcher's first pass (:func:`hybrid` on a one-round-trip store, :func:`legs_while_embedding` on
+any other) and its feedback legs, the fan-out over corpora and reformulations
+(:func:`esrag.search.fanout.run_branches`) and so query reformulation. A store that runs many
+legs in one round trip (:class:`~esrag.stores.base.MultiLeg`, Elasticsearch's ``_msearch``) gets
+them all at once; any other store answers leg by leg (``bm25``/``knn``), the searches
+concurrently. A store that fuses natively (:class:`~esrag.stores.base.NativeFusion`,
+Elasticsearch's ``rrf`` retriever) is used for unweighted hybrid searches where it can; its
+ranking equals :func:`fuse` on the same legs.
+
+The overlap (:func:`legs_while_embedding`): the BM25 leg does not need the query vector, so when
+a search has both legs and the embedder is already loaded, the BM25 leg runs on a small
+process-wide thread pool while the caller's ``embed`` computes the vector in the calling thread;
+the kNN leg follows once the vector is there. SQLite and torch both release the GIL, so the
+first pass takes about max(bm25, embed) + knn rather than their sum. While the model still has
+to load, everything runs in turn.
 Fusion itself (RRF, leg weights, ``rrf_k``, ``rank_window_size``) lives only in
 :mod:`esrag.search.fusion`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -28,14 +40,104 @@ def lexical(query: str, fields: Mapping[str, float]) -> bool:
     return bool(query.strip()) and any(w > 0 for w in fields.values())
 
 
+def bm25_leg(store: Store, query: str, window: int, filters: Filters, fields: dict[str, float]) -> Ranking:
+    """The BM25 leg: up to ``window`` ``(chunk_id, score)`` pairs of ``query`` over ``fields``
+    (field -> weight), best first, through ``filters``.
+
+    Raises:
+        StoreError: the store failed. NotIndexedError: nothing indexed yet.
+    """
+    return store.bm25(query, window, filters, fields)
+
+
+def knn_leg(store: Store, vector: np.ndarray, window: int, filters: Filters, num_candidates: int) -> Ranking:
+    """The kNN (``dense``) leg: up to ``window`` ``(chunk_id, cosine)`` pairs nearest to
+    ``vector`` ([dims] float32, L2-normalised), best first, through ``filters``, of
+    ``num_candidates`` candidates per shard (passed as given; callers raise it to the window).
+
+    Raises:
+        StoreError: the store failed. NotIndexedError: nothing indexed yet.
+    """
+    return store.knn(vector, window, filters, num_candidates)
+
+
+def legs_while_embedding(
+    store: Store,
+    query: str,
+    embed: Callable[[], np.ndarray] | None,
+    load: Callable[[], object] | None,
+    with_bm25: bool,
+    window: int,
+    filters: Filters,
+    fields: dict[str, float],
+    num_candidates: int,
+    timings: dict[str, float],
+) -> tuple[dict[str, Ranking], np.ndarray | None]:
+    """One search's legs leg by leg on any store, the BM25 leg overlapping the query embedding.
+
+    Args:
+        embed: computes the query vector ([dims] float32) in the calling thread; None for a
+            search without a ``dense`` leg.
+        load: builds the embedder when it is not loaded yet (timed apart, before ``embed``);
+            None when it is loaded. The BM25 leg overlaps ``embed`` only when ``load`` is None
+            and the search has both legs (see the module docstring).
+        with_bm25: whether the search has a ``bm25`` leg (of ``query`` over ``fields``).
+        window: hits per leg (a single-leg search passes its ``k``).
+        num_candidates: the kNN leg's candidates, passed to :func:`knn_leg` as given.
+        timings: filled in place, in milliseconds: ``model_load`` (when ``load`` ran),
+            ``embed``, ``bm25``, ``knn`` for the steps that ran.
+
+    Returns:
+        ``(legs, vector)``: ``{"bm25": ..., "dense": ...}`` (those the search has, in that
+        order) and the query vector (None without ``embed``).
+
+    Raises:
+        StoreError, NotIndexedError: from the store; whatever ``load``/``embed`` raise.
+    """
+    early = None
+    if with_bm25 and embed is not None and load is None:
+        early = _pool().submit(_timed_bm25, store, query, window, filters, fields)
+    vector = embed_timed(embed, load, timings) if embed is not None else None
+    legs: dict[str, Ranking] = {}
+    if with_bm25 and early is None:
+        legs["bm25"], timings["bm25"] = _timed_bm25(store, query, window, filters, fields)
+    if vector is not None:
+        t0 = time.perf_counter()
+        legs["dense"] = knn_leg(store, vector, window, filters, num_candidates)
+        timings["knn"] = elapsed_ms(t0)
+    if early is not None:
+        legs["bm25"], timings["bm25"] = early.result()
+        legs = {"bm25": legs["bm25"], "dense": legs["dense"]}
+    return legs, vector
+
+
+def embed_timed(embed: Callable[[], np.ndarray], load: Callable[[], object] | None, timings: dict[str, float]) -> np.ndarray:
+    """``embed()`` after ``load()`` when given, timed into ``timings`` (ms) as ``embed`` and
+    ``model_load``; the vector ([dims] float32). Raises whatever they raise."""
+    if load is not None:
+        t0 = time.perf_counter()
+        load()
+        timings["model_load"] = elapsed_ms(t0)
+    t0 = time.perf_counter()
+    vector = embed()
+    timings["embed"] = elapsed_ms(t0)
+    return vector
+
+
+def _timed_bm25(store: Store, query: str, window: int, filters: Filters, fields: dict[str, float]) -> tuple[Ranking, float]:
+    """:func:`bm25_leg` and its time (ms)."""
+    t0 = time.perf_counter()
+    return bm25_leg(store, query, window, filters, fields), elapsed_ms(t0)
+
+
 def legs_of(store: Store, q: BranchQuery, fields: dict[str, float]) -> dict[str, Ranking]:
     """One search's legs, leg by leg: ``bm25`` (when :func:`lexical`) and ``dense`` (when it
     has a vector; ``num_candidates`` raised to the window), each of ``q.window`` hits."""
     legs: dict[str, Ranking] = {}
     if lexical(q.query, fields):
-        legs["bm25"] = store.bm25(q.query, q.window, q.filters, fields)
+        legs["bm25"] = bm25_leg(store, q.query, q.window, q.filters, fields)
     if q.vector is not None:
-        legs["dense"] = store.knn(q.vector, q.window, q.filters, max(q.num_candidates, q.window))
+        legs["dense"] = knn_leg(store, q.vector, q.window, q.filters, max(q.num_candidates, q.window))
     return legs
 
 
@@ -91,8 +193,8 @@ def hybrid(
     fields = fields or {"text": 1.0}
     window = max(int(rank_window_size), int(k))
     if vector is None or not lexical(query, fields):  # one leg only: nothing to fuse natively
-        legs = ({"bm25": store.bm25(query, window, filters, fields)} if vector is None
-                else {"dense": store.knn(vector, window, filters, num_candidates)})
+        legs = ({"bm25": bm25_leg(store, query, window, filters, fields)} if vector is None
+                else {"dense": knn_leg(store, vector, window, filters, num_candidates)})
         return StoreHits(fuse(legs, rrf_k, weights, window, method), f"{method} (client-side, one leg)")
     search = BranchQuery(query, vector, window, filters, num_candidates)
     unweighted = all(float(w) == 1.0 for w in (weights or {}).values())
@@ -121,3 +223,21 @@ def one_round_trip(store: Any) -> bool:
     """Whether ``store`` answers a hybrid search in one round trip (native fusion or all legs
     in one request), so the searcher hands it the whole search."""
     return isinstance(store, (MultiLeg, NativeFusion))
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's small pool for BM25 legs that run beside the query embedding."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="esrag-leg")
+        return _POOL
+
+
+def elapsed_ms(t0: float) -> float:
+    """Milliseconds since ``t0`` (a :func:`time.perf_counter` reading), rounded to 3 places."""
+    return round((time.perf_counter() - t0) * 1000, 3)

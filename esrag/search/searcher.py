@@ -8,10 +8,17 @@ fusion when ``search.fusion`` says so), ``bm25``, ``dense``. Optional second-pas
 Rocchio query vector as a ``dense_prf`` leg, fused with the first legs — and parent signals
 (``search.parent_section`` / ``parent_page``) that add the best score of a chunk's section and
 page to its own.
-A store that answers a hybrid search in one round trip (Elasticsearch: native ``rrf`` or one
-``_msearch``; :func:`esrag.search.legs.one_round_trip`) gets the whole search through
-:func:`esrag.search.legs.hybrid`; on any other store the BM25 leg runs while the query is
-embedded, then the kNN leg, fused client-side by the same function.
+The searcher owns the query embedder (:meth:`Searcher.embed_query`) and never calls a store's
+``bm25``/``knn`` itself: every leg goes through :mod:`esrag.search.legs`. A store that answers a
+hybrid search in one round trip (Elasticsearch: native ``rrf`` or one ``_msearch``;
+:func:`esrag.search.legs.one_round_trip`) gets the whole search through
+:func:`esrag.search.legs.hybrid`; on any other store
+:func:`esrag.search.legs.legs_while_embedding` runs the BM25 leg while the query is embedded,
+then the kNN leg, and the searcher fuses them client-side with
+:func:`esrag.search.legs.fuse`. The feedback legs are :func:`esrag.search.legs.bm25_leg` and
+:func:`esrag.search.legs.knn_leg`. Timings (ms) are keyed ``model_load`` (first dense search
+only), ``embed``, ``bm25``, ``knn``, ``fuse`` or, on a one-round-trip store, ``search``
+(``cluster_took``, ``round_trip`` when known), then ``feedback``, ``parents``, ``fetch``, ``total``.
 """
 
 from __future__ import annotations
@@ -19,7 +26,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -29,7 +35,7 @@ from esrag.errors import ConfigError
 from esrag.model import Chunk, Hit, LegResult
 from esrag.search.feedback import parent_boost, rm3_terms, rocchio
 from esrag.search.fusion import Fused
-from esrag.search.legs import fuse, hybrid, one_round_trip
+from esrag.search.legs import bm25_leg, elapsed_ms, embed_timed, fuse, hybrid, knn_leg, legs_while_embedding, one_round_trip
 from esrag.stores.base import Filters, Store
 
 if TYPE_CHECKING:
@@ -143,8 +149,8 @@ class Searcher:
         if missing:
             chunks.update({c.id: c for c in self.store.get(missing)})
         hits = [Hit(chunks[f.id], f.score, f.legs) for f in top if f.id in chunks]
-        timings["fetch"] = _ms(t0)
-        timings["total"] = _ms(started)
+        timings["fetch"] = elapsed_ms(t0)
+        timings["total"] = elapsed_ms(started)
         return SearchResult(hits, mode, timings, fusion_name)
 
     def _fused(
@@ -163,7 +169,7 @@ class Searcher:
             fused = parent_boost(fused[:window], chunks, s.parent_section, s.parent_page, s.parent_depth) + fused[window:]
             fetched = _known(chunks, fetched)
             how += f"; parent signals (section {s.parent_section:g}, page {s.parent_page:g})"
-            timings["parents"] = _ms(t0)
+            timings["parents"] = elapsed_ms(t0)
         return fused, how, fetched
 
     def _chunks(self, ids: list[str], fetched: Callable[[list[str]], dict[str, Chunk]]) -> dict[str, Chunk]:
@@ -194,11 +200,11 @@ class Searcher:
         if mode in ("bm25", "hybrid") and s.prf_terms:
             terms = rm3_terms(query, [chunks[f.id].text for f in top], [f.score for f in top], s.prf_terms)
             if terms:
-                extra["bm25_prf"] = self.store.bm25(f"{query} {' '.join(terms)}", window, filters, self.bm25_fields)
+                extra["bm25_prf"] = bm25_leg(self.store, f"{query} {' '.join(terms)}", window, filters, self.bm25_fields)
         if vector is not None and s.rocchio_beta:
             got = self.store.vectors([f.id for f in top])
             moved = rocchio(vector, [got[f.id] for f in top if f.id in got], s.rocchio_beta)
-            extra["dense_prf"] = self.store.knn(moved, window, filters, max(s.num_candidates, window))
+            extra["dense_prf"] = knn_leg(self.store, moved, window, filters, max(s.num_candidates, window))
         if not extra:
             return fused, how, fetched
         weights = dict(s.weights)
@@ -208,7 +214,7 @@ class Searcher:
         for leg in extra:
             weights.setdefault(leg, s.prf_weight)
         out = fuse({**base, **extra}, s.rrf_k, weights, window, s.fusion)
-        timings["feedback"] = _ms(t0)
+        timings["feedback"] = elapsed_ms(t0)
         return out, f"{how}; feedback from the first {len(top)} hits ({', '.join(extra)})", _known(chunks, fetched)
 
     def _first_pass(
@@ -217,43 +223,25 @@ class Searcher:
         """The first ranking: fused list, description, prefetched chunks, the legs (None when
         the store fused them natively) and the query vector (None in BM25 mode)."""
         s = self.settings
-        legs: dict[str, list[tuple[str, float]]] = {}
-        vector = None
-        native = one_round_trip(self.store)
-        early = None
-        if mode == "hybrid" and not native and self._embedder is not None:
-            # the BM25 leg does not need the vector: run it while the query is embedded (SQLite
-            # and torch both release the GIL; measured on the Laravel docs: total ~ max(bm25, embed))
-            early = _pool().submit(self._bm25_leg, query, window, filters)
-        if mode in ("dense", "hybrid"):
-            if self._embedder is None:
-                t0 = time.perf_counter()
-                _ = self.embedder
-                timings["model_load"] = _ms(t0)
-            t0 = time.perf_counter()
-            vector = self.embed_query(query)
-            timings["embed"] = _ms(t0)
-        if mode == "hybrid" and native:
+        load = (lambda: self.embedder) if self._embedder is None else None  # timed apart as model_load
+        if mode == "hybrid" and one_round_trip(self.store):
+            qvec = embed_timed(lambda: self.embed_query(query), load, timings)
             t0 = time.perf_counter()
             answer = hybrid(
-                self.store, query, vector, k=k, filters=filters, fields=self.bm25_fields, rank_window_size=window,
+                self.store, query, qvec, k=k, filters=filters, fields=self.bm25_fields, rank_window_size=window,
                 num_candidates=max(s.num_candidates, window), rrf_k=s.rrf_k, weights=s.weights, method=s.fusion,
             )
-            timings["search"] = _ms(t0)
+            timings["search"] = elapsed_ms(t0)
             if answer.took_ms is not None:
                 timings["cluster_took"] = float(answer.took_ms)
             if answer.round_trip_ms is not None:
                 timings["round_trip"] = float(answer.round_trip_ms)
-            return answer.fused, answer.how, answer.chunks, None, vector
-        if mode in ("bm25", "hybrid") and early is None:
-            legs["bm25"], timings["bm25"] = self._bm25_leg(query, window if mode == "hybrid" else k, filters)
-        if mode in ("dense", "hybrid") and vector is not None:
-            t0 = time.perf_counter()
-            legs["dense"] = self.store.knn(vector, window if mode == "hybrid" else k, filters, max(s.num_candidates, window))
-            timings["knn"] = _ms(t0)
-        if early is not None:
-            legs["bm25"], timings["bm25"] = early.result()
-            legs = {"bm25": legs["bm25"], "dense": legs["dense"]}
+            return answer.fused, answer.how, answer.chunks, None, qvec
+        embed = (lambda: self.embed_query(query)) if mode in ("dense", "hybrid") else None
+        legs, vector = legs_while_embedding(
+            self.store, query, embed, load, mode in ("bm25", "hybrid"), window if mode == "hybrid" else k, filters,
+            self.bm25_fields, max(s.num_candidates, window), timings,
+        )
         t0 = time.perf_counter()
         if mode == "hybrid":
             fused = fuse(legs, s.rrf_k, s.weights, window, s.fusion)
@@ -261,14 +249,8 @@ class Searcher:
         else:
             fused = [Fused(cid, score, {mode: LegResult(rank, score)}) for rank, (cid, score) in enumerate(legs[mode], 1)]
             how = mode
-        timings["fuse"] = _ms(t0)
+        timings["fuse"] = elapsed_ms(t0)
         return fused, how, _nothing, legs, vector
-
-
-    def _bm25_leg(self, query: str, k: int, filters: Filters) -> tuple[list[tuple[str, float]], float]:
-        """The BM25 leg's ``(chunk_id, score)`` list and its time (ms)."""
-        t0 = time.perf_counter()
-        return self.store.bm25(query, k, filters, self.bm25_fields), _ms(t0)
 
 
 def _nothing(ids: list[str]) -> dict[str, Chunk]:
@@ -283,19 +265,3 @@ def _known(chunks: dict[str, Chunk], fetched: Callable[[list[str]], dict[str, Ch
         return {**fetched(rest), **out} if rest else out
     return get
 
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The process's small pool for legs that run beside the query embedding."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="esrag-leg")
-        return _POOL
-
-
-def _ms(t0: float) -> float:
-    return round((time.perf_counter() - t0) * 1000, 3)
