@@ -114,7 +114,7 @@ class Searcher:
             return 0.0
         t0 = time.perf_counter()
         _ = self.embedder
-        return _ms(t0)
+        return elapsed_ms(t0)
 
     def embed_query(self, query: str) -> np.ndarray:
         """``query``'s vector [dims] (float32), one thread at a time: a sentence-transformers
