@@ -23,11 +23,21 @@ from esrag.errors import ConfigError
 from esrag.model import Chunk
 from esrag.search.fusion import Fused
 from esrag.search.legs import fuse, run_legs
-from esrag.stores.base import BranchLists, BranchQuery, Filters, Store
+from esrag.stores.base import BranchQuery, Filters, Store
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 ROUTER_TEMPERATURE = 0.1
 """Softmax temperature of the router over cosine similarities (a 0.1 cosine lead = e-fold weight)."""
+
+
+
+class BranchLists(list):
+    """A fan-out's answer (:func:`run_branches`): one fused list per branch,
+    plus the request's ``took_ms`` and ``round_trip_ms`` (milliseconds, None when unknown),
+    owned by the caller."""
+
+    took_ms: int | None = None
+    round_trip_ms: float | None = None
 
 
 def corpus_filters(filters: Sequence[str], today: date | None = None) -> dict[str, Any]:

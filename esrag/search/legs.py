@@ -31,8 +31,55 @@ from typing import Any
 
 import numpy as np
 
+from esrag.model import Chunk
 from esrag.search.fusion import Fused, fusion
-from esrag.stores.base import BranchQuery, Filters, LegHits, MultiLeg, NativeFusion, Ranking, Store, StoreHits
+from esrag.stores.base import BranchQuery, Filters, LegHits, MultiLeg, NativeFusion, Ranking, Store
+
+
+class StoreHits(tuple):
+    """What a one-round-trip hybrid search returns (built by :func:`hybrid` from a store's
+    :class:`~esrag.stores.base.LegHits`), owned by the caller.
+
+    Unpacks as ``(fused, how)``: the fused hits best first (:class:`~esrag.search.fusion.Fused`) and a
+    description of the path taken. Also carries:
+
+    Attributes:
+        took_ms: the cluster's own ``took`` (milliseconds) of the request, or None (one-leg
+            searches, stores without a cluster).
+        round_trip_ms: the HTTP exchange that carried it (milliseconds: request sent to response
+            read), or None.
+        sources: raw stored documents of the hits the request returned, by chunk id, so that
+            the chunks of the top hits need no second round trip (:meth:`chunks`).
+    """
+
+    took_ms: int | None
+    round_trip_ms: float | None
+    sources: dict[str, Any]
+    _decode: Callable[[str, dict[str, Any]], Chunk] | None
+
+    def __new__(cls, fused: list[Fused], how: str, took_ms: int | None = None, round_trip_ms: float | None = None,
+                sources: dict[str, Any] | None = None,
+                decode: Callable[[str, dict[str, Any]], Chunk] | None = None) -> StoreHits:
+        self = super().__new__(cls, (fused, how))
+        self.took_ms, self.round_trip_ms = took_ms, round_trip_ms
+        self.sources = sources or {}
+        self._decode = decode
+        return self
+
+    @property
+    def fused(self) -> list[Fused]:
+        return self[0]
+
+    @property
+    def how(self) -> str:
+        return self[1]
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """The chunks of ``ids`` that the response already held (decoded from :attr:`sources`);
+        ids it did not hold are left out (fetch those with ``store.get``)."""
+        if self._decode is None:
+            return {}
+        return {i: self._decode(i, self.sources[i]) for i in ids if i in self.sources}
 
 
 def lexical(query: str, fields: Mapping[str, float]) -> bool:
@@ -219,7 +266,7 @@ def hybrid(
     return StoreHits(fuse(got.legs[0], rrf_k, weights, window, method), how, got.took_ms, got.round_trip_ms, got.sources, got.decode)
 
 
-def one_round_trip(store: Any) -> bool:
+def one_round_trip(store: Store) -> bool:
     """Whether ``store`` answers a hybrid search in one round trip (native fusion or all legs
     in one request), so the searcher hands it the whole search."""
     return isinstance(store, (MultiLeg, NativeFusion))

@@ -85,61 +85,6 @@ class LegHits:
     fused: Ranking | None = None
 
 
-class StoreHits(tuple):
-    """What a one-round-trip hybrid search returns (built by :func:`esrag.search.legs.hybrid`
-    from a store's :class:`LegHits`), owned by the caller.
-
-    Unpacks as ``(fused, how)``: the fused hits best first (``esrag.search.fusion.Fused``) and a
-    description of the path taken. Also carries:
-
-    Attributes:
-        took_ms: the cluster's own ``took`` (milliseconds) of the request, or None (one-leg
-            searches, stores without a cluster).
-        round_trip_ms: the HTTP exchange that carried it (milliseconds: request sent to response
-            read), or None.
-        sources: raw stored documents of the hits the request returned, by chunk id, so that
-            the chunks of the top hits need no second round trip (:meth:`chunks`).
-    """
-
-    took_ms: int | None
-    round_trip_ms: float | None
-    sources: dict[str, Any]
-    _decode: Callable[[str, dict[str, Any]], Chunk] | None
-
-    def __new__(cls, fused: list[Any], how: str, took_ms: int | None = None, round_trip_ms: float | None = None,
-                sources: dict[str, Any] | None = None,
-                decode: Callable[[str, dict[str, Any]], Chunk] | None = None) -> StoreHits:
-        self = super().__new__(cls, (fused, how))
-        self.took_ms, self.round_trip_ms = took_ms, round_trip_ms
-        self.sources = sources or {}
-        self._decode = decode
-        return self
-
-    @property
-    def fused(self) -> list[Any]:
-        return self[0]
-
-    @property
-    def how(self) -> str:
-        return self[1]
-
-    def chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
-        """The chunks of ``ids`` that the response already held (decoded from :attr:`sources`);
-        ids it did not hold are left out (fetch those with ``store.get``)."""
-        if self._decode is None:
-            return {}
-        return {i: self._decode(i, self.sources[i]) for i in ids if i in self.sources}
-
-
-class BranchLists(list):
-    """A fan-out's answer (:func:`esrag.search.fanout.run_branches`): one fused list per branch,
-    plus the request's ``took_ms`` and ``round_trip_ms`` (milliseconds, None when unknown),
-    owned by the caller."""
-
-    took_ms: int | None = None
-    round_trip_ms: float | None = None
-
-
 @dataclass(slots=True)
 class BranchQuery:
     """One search of a fan-out (one corpus branch for one query or reformulation).
