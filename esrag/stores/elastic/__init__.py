@@ -8,6 +8,7 @@
 * :mod:`~esrag.stores.elastic.capabilities`: cluster facts and the capabilities learned once
   into the index's ``_meta``;
 * :mod:`~esrag.stores.elastic.lifecycle`: index state, creation, setup, rebuild, drop;
+* :mod:`~esrag.stores.elastic.reranking`: reranking inside the cluster (retriever and inference API);
 * :mod:`~esrag.stores.elastic.store`: :class:`ElasticStore`, which sends them.
 
 Only this package imports ``elasticsearch``; it never imports :mod:`esrag.search` (fusion of

@@ -52,7 +52,7 @@ import numpy as np
 from elasticsearch import ApiError, TransportError
 from elasticsearch.helpers import scan
 
-from esrag.errors import ConfigError, EmbedderMismatch, NotIndexedError, RerankError, StoreError
+from esrag.errors import ConfigError, EmbedderMismatch, StoreError
 from esrag.model import Chunk
 from esrag.stores.base import BranchQuery, Filters, LegHits, PageRef, StoredEntry, WriteReport
 from esrag.stores.elastic.assets import IndexNames
@@ -61,7 +61,6 @@ from esrag.stores.elastic.bodies import (
     branches_msearch_body,
     knn_body,
     rrf_body,
-    text_similarity_reranker_body,
     version_clause,
     weighted_fields,
 )
@@ -73,7 +72,6 @@ from esrag.stores.elastic.connection import (
     BLOCK_SETTINGS,
     auth_mode,
     blocked_line,
-    classify_reranker_error,
     classify_retriever_probe,
     cloud_url,
     error_reason,
@@ -86,7 +84,7 @@ from esrag.stores.elastic.connection import (
     url_secrets,
 )
 from esrag.stores.elastic.documents import META_FIELDS, chunk_document, chunk_from_source, cosines, decode_vector, now, scored
-from esrag.stores.elastic.lifecycle import Lifecycle
+from esrag.stores.elastic.reranking import Reranking
 from esrag.stores.elastic.vector_options import VectorPlan
 
 #: Seconds between tries of a search that only some shards answered: in the seconds after a node
@@ -96,7 +94,7 @@ from esrag.stores.elastic.vector_options import VectorPlan
 PARTIAL_RETRY_PAUSES = (0.5, 1.0, 2.0)
 
 
-class ElasticStore(Lifecycle):
+class ElasticStore(Reranking):
     """The Elasticsearch store (``elastic``). Talks to the cluster only when first used.
 
     Args:
@@ -250,14 +248,6 @@ class ElasticStore(Lifecycle):
                 if key in write_blocks and str(value).lower() == "true":
                     raise StoreError(blocked_line(concrete, key))
         self._writable.add(index)
-
-    def _require(self) -> dict[str, Any]:
-        state = self._state()
-        if state is None:
-            raise NotIndexedError(
-                f"nothing is indexed in {self.alias!r} on Elasticsearch at {self.url} yet; run `esrag ingest PATH` first"
-            )
-        return state
 
     def write(self, chunks: Sequence[Chunk], vectors: np.ndarray, meta_hashes: Sequence[str]) -> WriteReport:
         """See :class:`esrag.stores.base.Store`. Bulk ``index`` by id in batches of
@@ -567,53 +557,6 @@ class ElasticStore(Lifecycle):
             return {}
         docs = self._read_with_vectors(state, list(dict.fromkeys(ids)), source=False)
         return {doc["_id"]: vec for doc, vec in docs if vec is not None}
-
-    def rerank_ids(self, query: str, ids: Sequence[str], inference_id: str, field: str = "text") -> dict[str, float]:
-        """Scores of the chunks ``ids`` for ``query`` from the ``text_similarity_reranker``
-        retriever with the inference endpoint ``inference_id`` (:func:`text_similarity_reranker_body`).
-        A cluster that cannot do it is detected on the first call and refused at once afterwards.
-
-        Raises:
-            RerankError: no such retriever or inference endpoint, licence refusal (the message says which).
-        """
-        state = self._require()
-        if not ids:
-            return {}
-        known = self._retrievers.get("text_similarity_reranker")
-        if known is not None and not known[0]:
-            raise RerankError(f"elastic:{inference_id} reranker: {known[1]}")
-        body = text_similarity_reranker_body(query, ids, inference_id, field)
-        try:
-            resp = self._es.search(index=state["index"], body=body)
-        except ApiError as exc:
-            why = classify_reranker_error(inference_id, exc.meta.status, exc.body)
-            if "no text_similarity_reranker" in why or "licence" in why:
-                self._retrievers["text_similarity_reranker"] = (False, why)
-            raise RerankError(f"elastic:{inference_id} reranker: {why}") from None
-        except TransportError as exc:
-            raise self._fail(exc, "rerank with the text_similarity_reranker retriever") from None
-        self._retrievers["text_similarity_reranker"] = (True, "text_similarity_reranker retriever available")
-        return {h["_id"]: float(h["_score"]) for h in resp.body["hits"]["hits"]}
-
-    def inference_rerank(self, inference_id: str, query: str, texts: Sequence[str]) -> list[float]:
-        """``POST _inference/rerank/<inference_id>`` with ``query`` and ``input`` = ``texts``;
-        one relevance score per text, in input order.
-
-        Raises:
-            RerankError: the cluster has no inference API or no such endpoint (the message says which).
-        """
-        if not texts:
-            return []
-        try:
-            resp = self._es.inference.inference(inference_id=inference_id, task_type="rerank", query=query, input=list(texts))
-        except ApiError as exc:
-            raise RerankError(f"elastic:{inference_id} reranker: {classify_reranker_error(inference_id, exc.meta.status, exc.body)}") from None
-        except TransportError as exc:
-            raise self._fail(exc, "call the inference API") from None
-        scores = [0.0] * len(texts)
-        for item in resp.body.get("rerank", []):
-            scores[int(item["index"])] = float(item["relevance_score"])
-        return scores
 
     def stats(self) -> dict[str, Any]:
         """See :class:`esrag.stores.base.Store`; adds url, alias, concrete index, embedder."""
