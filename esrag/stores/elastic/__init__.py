@@ -7,7 +7,7 @@
 * :mod:`~esrag.stores.elastic.bulk`: bulk writes over ``elasticsearch.helpers.streaming_bulk``;
 * :mod:`~esrag.stores.elastic.capabilities`: cluster facts and the capabilities learned once
   into the index's ``_meta``;
-* :mod:`~esrag.stores.elastic.lifecycle`: index state, creation, setup, rebuild, drop;
+* :mod:`~esrag.stores.elastic.lifecycle`: index state and counts, creation, setup, rebuild, drop;
 * :mod:`~esrag.stores.elastic.reranking`: reranking inside the cluster (retriever and inference API);
 * :mod:`~esrag.stores.elastic.store`: :class:`ElasticStore`, which sends them.
 

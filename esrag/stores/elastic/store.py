@@ -558,36 +558,6 @@ class ElasticStore(Reranking):
         docs = self._read_with_vectors(state, list(dict.fromkeys(ids)), source=False)
         return {doc["_id"]: vec for doc, vec in docs if vec is not None}
 
-    def stats(self) -> dict[str, Any]:
-        """See :class:`esrag.stores.base.Store`; adds url, alias, concrete index, embedder."""
-        base: dict[str, Any] = {"store": self.name, "url": self.url, "alias": self.alias}
-        state = self._state()
-        if state is None:
-            return {**base, "index": None, "chunks": 0, "sources": 0, "corpora": {}}
-        sources = {"cardinality": {"field": "source_path", "precision_threshold": 40_000}}
-        versions = {"terms": {"field": "doc_version", "size": 10_000, "missing": ""},
-                    "aggs": {"sources": sources, "indexed_at": {"max": {"field": "indexed_at"}}}}
-        body = {
-            "size": 0, "track_total_hits": True,
-            "aggs": {"corpora": {"terms": {"field": "corpus", "size": 10_000},
-                                 "aggs": {"sources": sources, "versions": versions}}},
-        }
-        resp = self._call("count chunks", self._es.search, index=state["index"], body=body)
-        corpora = {
-            b["key"]: {"chunks": b["doc_count"], "sources": b["sources"]["value"],
-                       "versions": {v["key"]: {"chunks": v["doc_count"], "sources": v["sources"]["value"],
-                                               "indexed_at": v["indexed_at"].get("value_as_string")}
-                                    for v in sorted(b["versions"]["buckets"], key=lambda v: v["key"])}}
-            for b in sorted(resp.body["aggregations"]["corpora"]["buckets"], key=lambda b: b["key"])
-        }
-        meta = state["meta"]
-        concrete = state["concrete"]
-        return {
-            **base, "index": concrete, "chunks": resp.body["hits"]["total"]["value"],
-            "sources": sum(v["sources"] for v in corpora.values()), "corpora": corpora,
-            "embedder": meta.embedder, "dims": meta.dims, "pipeline": state["pipeline"], "rebuilding": self._rebuild,
-        }
-
     def query_fields(self, query: str, fields: dict[str, float]) -> dict[str, float]:
         """The BM25 fields for ``query``: ``fields`` plus ``text.<lang>`` when the index has a
         subfield for the query's detected language (``_meta.text_languages``)."""
