@@ -51,10 +51,23 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "__version__",
-    "Settings", "load_settings", "EsragError",
-    "open_store", "ingest_tree", "IngestResult", "list_corpora",
-    "open_service", "SearchService", "SearchRequest", "get_page",
-    "Page", "PipelineResult", "Hit", "Chunk", "Filters", "Store",
+    "Settings",
+    "load_settings",
+    "EsragError",
+    "open_store",
+    "ingest_tree",
+    "IngestResult",
+    "list_corpora",
+    "open_service",
+    "SearchService",
+    "SearchRequest",
+    "get_page",
+    "Page",
+    "PipelineResult",
+    "Hit",
+    "Chunk",
+    "Filters",
+    "Store",
 ]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports on demand

@@ -67,10 +67,21 @@ class Source:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "label": self.label, "corpus": self.corpus, "source_path": self.source_path, "doc_title": self.doc_title,
+            "label": self.label,
+            "corpus": self.corpus,
+            "source_path": self.source_path,
+            "doc_title": self.doc_title,
             "authority": self.authority,
-            "passages": [{"id": h.chunk.id, "section_path": h.chunk.section_path, "start_line": h.chunk.start_line,
-                          "end_line": h.chunk.end_line, "tokens": h.chunk.tokens} for h in self.hits],
+            "passages": [
+                {
+                    "id": h.chunk.id,
+                    "section_path": h.chunk.section_path,
+                    "start_line": h.chunk.start_line,
+                    "end_line": h.chunk.end_line,
+                    "tokens": h.chunk.tokens,
+                }
+                for h in self.hits
+            ],
         }
 
 
@@ -123,9 +134,14 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "question": self.question, "answer": self.answer, "abstained": self.abstained,
-            "citations": self.citations, "unsupported_citations": self.unsupported_citations,
-            "sources": [s.to_dict() for s in self.sources], "model": self.model, "cached": self.cached,
+            "question": self.question,
+            "answer": self.answer,
+            "abstained": self.abstained,
+            "citations": self.citations,
+            "unsupported_citations": self.unsupported_citations,
+            "sources": [s.to_dict() for s in self.sources],
+            "model": self.model,
+            "cached": self.cached,
         }
 
 
@@ -157,9 +173,19 @@ def match_citations(cited: list[Any], sources: list[Source]) -> tuple[list[dict[
                 continue
             seen.add(h.chunk.id)
             c = h.chunk
-            found.append({"section_path": c.section_path, "source": s.label, "corpus": c.corpus, "source_path": c.source_path,
-                          "doc_title": s.doc_title, "authority": s.authority, "start_line": c.start_line, "end_line": c.end_line,
-                          "url": c.url or None})
+            found.append(
+                {
+                    "section_path": c.section_path,
+                    "source": s.label,
+                    "corpus": c.corpus,
+                    "source_path": c.source_path,
+                    "doc_title": s.doc_title,
+                    "authority": s.authority,
+                    "start_line": c.start_line,
+                    "end_line": c.end_line,
+                    "url": c.url or None,
+                }
+            )
     return found, unsupported
 
 
@@ -172,8 +198,9 @@ class Answerer:
         max_tokens: output limit of the answer call (model tokens).
     """
 
-    def __init__(self, llm: CachedLLM, authority_ranks: dict[str, int] | None = None, max_tokens: int = 800,
-                 context_tokens: int | None = None) -> None:
+    def __init__(
+        self, llm: CachedLLM, authority_ranks: dict[str, int] | None = None, max_tokens: int = 800, context_tokens: int | None = None
+    ) -> None:
         self.llm = llm
         self.authority_ranks = authority_ranks or {}
         self.max_tokens = max_tokens
@@ -187,8 +214,7 @@ class Answerer:
             from esrag.llm_window import context_window
 
             inner = getattr(self.llm, "llm", self.llm)
-            self._window = context_window(getattr(inner, "provider", ""), getattr(inner, "url", "") or "",
-                                          getattr(inner, "model", ""))
+            self._window = context_window(getattr(inner, "provider", ""), getattr(inner, "url", "") or "", getattr(inner, "model", ""))
         return self._window
 
     def _fits(self, prompt_text: str) -> bool:
@@ -219,23 +245,41 @@ class Answerer:
                 break
             hits.pop()
         if not self._fits(text):
-            raise AnswerError(f"the question and one passage do not fit {self.llm.spec}'s window of {self.window[0]} tokens "
-                              f"({self.window[1]}) with {self.max_tokens} answer tokens; lower [answer] max_tokens or --budget")
+            raise AnswerError(
+                f"the question and one passage do not fit {self.llm.spec}'s window of {self.window[0]} tokens "
+                f"({self.window[1]}) with {self.max_tokens} answer tokens; lower [answer] max_tokens or --budget"
+            )
         options = LLMOptions(max_tokens=self.max_tokens, json=True)
-        got = ask_json(self.llm, text, prompt.sha256, options, "answer",
-                       lambda o: isinstance(o.get("answer"), str) and bool(o["answer"].strip()),
-                       "no usable answer (a JSON object with an 'answer' string)")
+        got = ask_json(
+            self.llm,
+            text,
+            prompt.sha256,
+            options,
+            "answer",
+            lambda o: isinstance(o.get("answer"), str) and bool(o["answer"].strip()),
+            "no usable answer (a JSON object with an 'answer' string)",
+        )
         if got.transport is not None:
             raise got.transport
         if got.value is None or got.reply is None:
-            raise AnswerError(f"{self.llm.spec} gave no usable answer (a JSON object with an 'answer' string) after seeds "
-                              f"0, {', '.join(map(str, RETRY_SEEDS))}; try another model (--llm)")
+            raise AnswerError(
+                f"{self.llm.spec} gave no usable answer (a JSON object with an 'answer' string) after seeds "
+                f"0, {', '.join(map(str, RETRY_SEEDS))}; try another model (--llm)"
+            )
         obj, reply = got.value, got.reply
         abstained = bool(obj.get("abstained", False))
         cited = obj.get("citations") or []
         citations, unsupported = match_citations(cited if isinstance(cited, list) else [cited], sources)
-        return Answer(question, obj["answer"].strip(), abstained, [] if abstained else citations, sources,
-                      unsupported, reply.model or self.llm.spec, reply.cached)
+        return Answer(
+            question,
+            obj["answer"].strip(),
+            abstained,
+            [] if abstained else citations,
+            sources,
+            unsupported,
+            reply.model or self.llm.spec,
+            reply.cached,
+        )
 
 
 def make_answerer(settings: Any) -> Answerer:

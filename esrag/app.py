@@ -177,8 +177,15 @@ def make_pipeline(settings: Settings, store: Store, embedder_spec: str | None = 
     return Pipeline(settings, store, make_searcher(settings, store, embedder_spec, corpus))
 
 
-def make_site(settings: Settings, root: Path, corpus: str, site: str | None = None, base_url: str | None = None,
-              url_template: str | None = None, doc_version: str | None = None) -> Site:
+def make_site(
+    settings: Settings,
+    root: Path,
+    corpus: str,
+    site: str | None = None,
+    base_url: str | None = None,
+    url_template: str | None = None,
+    doc_version: str | None = None,
+) -> Site:
     """Where the tree at ``root`` is published: flags first, then ``[corpora.NAME] site /
     base_url / url_template / doc_version``, then the generator's config found in the tree
     (:func:`esrag.sites.resolve_site`).
@@ -203,9 +210,16 @@ def make_site(settings: Settings, root: Path, corpus: str, site: str | None = No
     return resolve_site(root, site, base_url, url_template, version)
 
 
-def make_ingester(settings: Settings, store: Store, chunker: Chunker, observer: Observer | None = None,
-                  corpus: str | None = None, site: Site | None = None, doc_version: str = "",
-                  allow_delete: bool = False) -> Ingester:
+def make_ingester(
+    settings: Settings,
+    store: Store,
+    chunker: Chunker,
+    observer: Observer | None = None,
+    corpus: str | None = None,
+    site: Site | None = None,
+    doc_version: str = "",
+    allow_delete: bool = False,
+) -> Ingester:
     """An ingester writing into ``store`` with the configured embedder and indexed text.
 
     With ``settings.enrich`` (``--enrich e|e-k|cr|pf``) it enriches chunks with the configured
@@ -304,10 +318,21 @@ class IngestResult:
         return self.summary.to_dict() | ({"rebuild": self.rebuild} if self.rebuild is not None else {})
 
 
-def ingest_tree(settings: Settings, store: Store, path: Path, *, corpus: str | None = None,
-                include: Sequence[str] = (), exclude: Sequence[str] = (), chunker: str | None = None,
-                records: bool = False, rebuild: bool = False, site: Site | None = None,
-                observer: Observer | None = None, allow_delete: bool = False) -> IngestResult:
+def ingest_tree(
+    settings: Settings,
+    store: Store,
+    path: Path,
+    *,
+    corpus: str | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    chunker: str | None = None,
+    records: bool = False,
+    rebuild: bool = False,
+    site: Site | None = None,
+    observer: Observer | None = None,
+    allow_delete: bool = False,
+) -> IngestResult:
     """Ingest the tree (or file) ``path`` into ``store`` as ``corpus`` (default: the folder's
     name, :func:`default_corpus`), incrementally (:class:`esrag.ingest.Ingester`).
 
@@ -327,20 +352,30 @@ def ingest_tree(settings: Settings, store: Store, path: Path, *, corpus: str | N
     """
     corpus = corpus or default_corpus(path)
     where = site if site is not None else make_site(settings, path, corpus)
-    includes = list(include) or (["*.jsonl", "*.ndjson", "*.csv", "*.tsv"] if records
-                                 else [*settings.ingest.include, *where.include])  # the generator's own suffixes
+    includes = list(include) or (
+        ["*.jsonl", "*.ndjson", "*.csv", "*.tsv"] if records else [*settings.ingest.include, *where.include]
+    )  # the generator's own suffixes
     excludes = settings.ingest.exclude + list(exclude)
     if rebuild:
         rebuildable(store).begin_rebuild()
-    ingester = make_ingester(settings, store, corpus_chunker(settings, corpus, chunker, records), observer,
-                             corpus=corpus, site=None if records else where, doc_version=where.doc_version,
-                             allow_delete=allow_delete)
+    ingester = make_ingester(
+        settings,
+        store,
+        corpus_chunker(settings, corpus, chunker, records),
+        observer,
+        corpus=corpus,
+        site=None if records else where,
+        doc_version=where.doc_version,
+        allow_delete=allow_delete,
+    )
     try:
         summary = ingester.run(path, corpus, includes, excludes)
     except EmbedderMismatch as exc:
         if isinstance(store, Rebuildable) and "--rebuild" not in str(exc):
-            raise EmbedderMismatch(f"{exc} On Elasticsearch, `esrag ingest --rebuild PATH` builds a new versioned index with "
-                                   "the configured embedder and swaps the alias to it when complete.") from exc
+            raise EmbedderMismatch(
+                f"{exc} On Elasticsearch, `esrag ingest --rebuild PATH` builds a new versioned index with "
+                "the configured embedder and swaps the alias to it when complete."
+            ) from exc
         raise
     swap = None
     if rebuild and isinstance(store, Rebuildable):
@@ -352,8 +387,7 @@ def ingest_tree(settings: Settings, store: Store, path: Path, *, corpus: str | N
     return IngestResult(summary, swap)
 
 
-def chunk_file(settings: Settings, file: Path, chunker: str | None = None,
-               root: Path | None = None) -> tuple[Document, list[Chunk]]:
+def chunk_file(settings: Settings, file: Path, chunker: str | None = None, root: Path | None = None) -> tuple[Document, list[Chunk]]:
     """The document read from ``file`` and its chunks (``esrag chunk``): the chunker ``chunker``
     (default ``chunking.chunker``), include directives resolved inside ``root`` (``--root``;
     default the file's project: the nearest folder with book.toml, mkdocs.yml, conf.py or .git,
@@ -371,9 +405,12 @@ def chunk_file(settings: Settings, file: Path, chunker: str | None = None,
     tree = root.resolve() if root is not None else project
     if root is not None and (not tree.is_dir() or not file.resolve().is_relative_to(tree)):
         raise ConfigError(f"--root {root}: not a folder holding {file}")
-    doc = Document(path=file.resolve().relative_to(tree).as_posix(),
-                   text=read_text(file, str(file), settings.ingest.max_file_bytes), source=str(file.resolve()),
-                   root=str(tree))
+    doc = Document(
+        path=file.resolve().relative_to(tree).as_posix(),
+        text=read_text(file, str(file), settings.ingest.max_file_bytes),
+        source=str(file.resolve()),
+        root=str(tree),
+    )
     resolve_site(project).read_as(doc)  # as the generator reads it (Sphinx source_suffix = ".txt": reStructuredText)
     doc.path = file.name
     return doc, make_chunker(settings, chunker).chunk(doc)
@@ -419,8 +456,7 @@ def corpora_status(settings: Settings, store: Store) -> dict[str, Any]:
     return stats
 
 
-def read_page(settings: Settings, store: Store, path: str, corpus: str | None = None,
-              doc_version: str | None = None) -> Any:
+def read_page(settings: Settings, store: Store, path: str, corpus: str | None = None, doc_version: str | None = None) -> Any:
     """The page ``path`` (a source path, with or without the docs root prefix, or the page's
     URL) of ``doc_version``, else of its corpus's default version (:func:`default_version`):
     :func:`esrag.pages.get_page` — what ``esrag page`` prints.

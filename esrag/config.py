@@ -31,9 +31,11 @@ ENV_PREFIX = "ESRAG_"
 OTHER_ENV = (
     "ESRAG_CONFIG",  # the settings file (config_path)
     "ESRAG_SERVE_API_KEY",  # esrag serve / mcp --http (esrag.serve.security)
-    "ESRAG_RERANK_MODEL", "ESRAG_RERANK_API_KEY",  # http: reranker (esrag.search.rerank)
+    "ESRAG_RERANK_MODEL",
+    "ESRAG_RERANK_API_KEY",  # http: reranker (esrag.search.rerank)
     "ESRAG_MODEL_CACHE",  # exported OpenVINO models (esrag.embedding.openvino_backend)
-    "ESRAG_CPU_BF16", "ESRAG_CPU_VNNI",  # CPU probe overrides (esrag.embedding.local)
+    "ESRAG_CPU_BF16",
+    "ESRAG_CPU_VNNI",  # CPU probe overrides (esrag.embedding.local)
     "ESRAG_SHARED_DIR",  # tests/paths.py: the shared data folder
 )
 OTHER_ENV_PREFIXES = ("ESRAG_TEST_",)
@@ -216,8 +218,18 @@ class RecordFields(BaseModel):
     metadata: list[str] = Field(default_factory=list)
 
 
-DEMOTE_PATTERNS = ("release-notes.*", "release_notes.*", "releasenotes.*", "releases.*", "changelog.*",
-                   "change-log.*", "changes.*", "history.*", "changelog/", "release-notes/")
+DEMOTE_PATTERNS = (
+    "release-notes.*",
+    "release_notes.*",
+    "releasenotes.*",
+    "releases.*",
+    "changelog.*",
+    "change-log.*",
+    "changes.*",
+    "history.*",
+    "changelog/",
+    "release-notes/",
+)
 
 
 class DemoteSettings(BaseModel):
@@ -313,9 +325,7 @@ class AnswerSettings(BaseModel):
 class Settings(BaseSettings):
     """All esrag settings. See the module docstring for where values come from."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="ESRAG_", env_nested_delimiter="__", extra="ignore", populate_by_name=True
-    )
+    model_config = SettingsConfigDict(env_prefix="ESRAG_", env_nested_delimiter="__", extra="ignore", populate_by_name=True)
 
     db: Path | None = None
     es_url: str | None = None
@@ -444,8 +454,9 @@ def warn_unknown_env(environ: dict[str, str] | None = None) -> list[str]:
     sets no setting and is not one esrag reads elsewhere (:data:`OTHER_ENV`), with the closest
     known name; returns the warnings' texts."""
     said = []
-    for name, hint in config_check.unknown_env(Settings, os.environ if environ is None else environ, ENV_PREFIX,
-                                               OTHER_ENV, OTHER_ENV_PREFIXES):
+    for name, hint in config_check.unknown_env(
+        Settings, os.environ if environ is None else environ, ENV_PREFIX, OTHER_ENV, OTHER_ENV_PREFIXES
+    ):
         text = f"unknown environment variable {name} (ignored)" + (f"; did you mean {hint}?" if hint else "")
         warnings.warn(SettingsWarning(text), stacklevel=3)
         said.append(text)
@@ -471,7 +482,6 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         return Settings(**given)
     except ValidationError as exc:
-        raise InvalidSettings(config_check.validation_message(Settings, exc, dict(os.environ), ENV_PREFIX, path, data,
-                                                              given)) from None
+        raise InvalidSettings(config_check.validation_message(Settings, exc, dict(os.environ), ENV_PREFIX, path, data, given)) from None
     except _SourceError as exc:  # an ESRAG_* value that should be JSON (a list, a table) is not
         raise InvalidSettings(config_check.source_error_message(str(exc), dict(os.environ), ENV_PREFIX)) from None

@@ -23,15 +23,23 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 #: what each pydantic error type says about the expected value (``got`` follows)
 _EXPECTED = {
-    "int_parsing": "expected an integer", "int_type": "expected an integer", "int_from_float": "expected an integer",
-    "float_parsing": "expected a number", "float_type": "expected a number",
-    "bool_parsing": "expected true or false", "bool_type": "expected true or false",
-    "string_type": "expected a string", "list_type": "expected a list", "set_type": "expected a list",
-    "dict_type": "expected a table", "model_type": "expected a table", "model_attributes_type": "expected a table",
-    "path_type": "expected a path", "none_required": "expected nothing",
+    "int_parsing": "expected an integer",
+    "int_type": "expected an integer",
+    "int_from_float": "expected an integer",
+    "float_parsing": "expected a number",
+    "float_type": "expected a number",
+    "bool_parsing": "expected true or false",
+    "bool_type": "expected true or false",
+    "string_type": "expected a string",
+    "list_type": "expected a list",
+    "set_type": "expected a list",
+    "dict_type": "expected a table",
+    "model_type": "expected a table",
+    "model_attributes_type": "expected a table",
+    "path_type": "expected a path",
+    "none_required": "expected nothing",
 }
-_BOUNDS = {"greater_than_equal": ("ge", ">="), "greater_than": ("gt", ">"), "less_than_equal": ("le", "<="),
-           "less_than": ("lt", "<")}
+_BOUNDS = {"greater_than_equal": ("ge", ">="), "greater_than": ("gt", ">"), "less_than_equal": ("le", "<="), "less_than": ("lt", "<")}
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
@@ -148,7 +156,7 @@ def env_known(model: type[BaseModel], name: str, prefix: str) -> bool:
     """Whether the variable ``name`` (``ESRAG_CHUNKING__TAU_MAX``) sets a field of ``model``:
     its parts after ``prefix`` split at ``__`` walk sections and tables down to a value (a
     ``dict`` value takes further parts as its keys, as pydantic-settings does)."""
-    parts = name[len(prefix):].lower().split("__")
+    parts = name[len(prefix) :].lower().split("__")
     current: type[BaseModel] | None = model
     i = 0
     while i < len(parts):
@@ -167,8 +175,9 @@ def env_known(model: type[BaseModel], name: str, prefix: str) -> bool:
     return True
 
 
-def unknown_env(model: type[BaseModel], environ: Mapping[str, str], prefix: str, others: Iterable[str],
-                other_prefixes: Iterable[str] = ()) -> list[tuple[str, str | None]]:
+def unknown_env(
+    model: type[BaseModel], environ: Mapping[str, str], prefix: str, others: Iterable[str], other_prefixes: Iterable[str] = ()
+) -> list[tuple[str, str | None]]:
     """``(variable, closest known name or None)`` for each ``prefix*`` variable in ``environ``
     that neither sets a field of ``model`` nor is one of ``others`` (variables esrag reads
     outside the settings) or starts with one of ``other_prefixes``; sorted by name."""
@@ -187,7 +196,7 @@ def unknown_env(model: type[BaseModel], environ: Mapping[str, str], prefix: str,
 def _suggest_env(model: type[BaseModel], name: str, prefix: str, others: set[str]) -> str | None:
     """The known variable closest to ``name``: the settings key :func:`suggest_key` finds for
     it (a table entry's name kept), or one of ``others``, whichever is more alike."""
-    rest = name[len(prefix):].lower()
+    rest = name[len(prefix) :].lower()
     key = suggest_key(model, rest.replace("__", ".")) if rest else None
     candidates = [env_name(prefix, key.split("."))] if key else []
     other = _closest(name, others)
@@ -242,8 +251,15 @@ def _is_secret(model: type[BaseModel], loc: tuple[Any, ...]) -> bool:
     return False
 
 
-def validation_message(model: type[BaseModel], exc: ValidationError, environ: Mapping[str, str], prefix: str,
-                       file: Path | str | None, file_data: Mapping[str, Any], overrides: Mapping[str, Any]) -> str:
+def validation_message(
+    model: type[BaseModel],
+    exc: ValidationError,
+    environ: Mapping[str, str],
+    prefix: str,
+    file: Path | str | None,
+    file_data: Mapping[str, Any],
+    overrides: Mapping[str, Any],
+) -> str:
     """One line for a failed validation: each error as ``WHERE: KEY: expected …, got …``, where
     WHERE is the ``ESRAG_*`` variable that set the value (named instead of the key), the settings
     ``file`` that holds it, or ``setting`` for a value passed in code (a CLI flag); several
@@ -286,7 +302,7 @@ def source_error_message(message: str, environ: Mapping[str, str], prefix: str) 
     names = sorted(n for n in environ if n.upper() == start or n.upper().startswith(start + "__"))
     names = [n for n in names if not _json(environ[n])] or names
     where = ", ".join(names) or start
-    return f"{where}: not valid JSON (a list or a table is written as JSON, e.g. [\"a\", \"b\"] or {{\"k\": 1}})"
+    return f'{where}: not valid JSON (a list or a table is written as JSON, e.g. ["a", "b"] or {{"k": 1}})'
 
 
 def _json(text: str) -> bool:

@@ -103,8 +103,13 @@ _UNSET: object = getattr(importlib.import_module("click._utils"), "UNSET", None)
 
 def _default(ctx: click.Context, param: click.Parameter) -> str | None:
     value = param.get_default(ctx, call=False)
-    if value is _UNSET or value is None or callable(value) or value == () \
-            or (isinstance(param, click.Option) and param.is_flag and not value):
+    if (
+        value is _UNSET
+        or value is None
+        or callable(value)
+        or value == ()
+        or (isinstance(param, click.Option) and param.is_flag and not value)
+    ):
         return None
     if isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value)
@@ -329,8 +334,13 @@ def main(argv: list[str] | None = None) -> int:
         for page in pages:
             print(f"{page}: out of date; run `python -m esrag.docgen`", file=sys.stderr)
             text = (ROOT / page).read_text(encoding="utf-8")
-            diff = difflib.unified_diff(text.splitlines(True), render(text, PAGES[page], page).splitlines(True),
-                                        f"{page} (committed)", f"{page} (the code now)", n=1)
+            diff = difflib.unified_diff(
+                text.splitlines(True),
+                render(text, PAGES[page], page).splitlines(True),
+                f"{page} (committed)",
+                f"{page} (the code now)",
+                n=1,
+            )
             sys.stderr.writelines(list(diff)[:60])
         return 1 if pages else 0
     if args:

@@ -53,7 +53,8 @@ MAX_WORDS = 8
 #: spaCy labels that are not names (numbers, dates, amounts) and are left out.
 NUMERIC_LABELS = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "DATE", "TIME"})
 #: Function words that must not start or end an entity (en, de, es, fr, it, pt, nl).
-FUNCTION_WORDS = frozenset("""
+FUNCTION_WORDS = frozenset(
+    """
 a an the of and or in on at to for with by from as is are was were be this that these those
 der die das den dem des ein eine einer eines einem einen und oder in im am an auf zu zum zur für mit von vom bei aus ist sind war
 el la los las un una unos unas y o en de del al por para con es son fue
@@ -61,10 +62,11 @@ le la les un une des et ou en dans de du au aux par pour avec est sont
 il lo gli i uno una e o di da del della in con per
 o a os as um uma e ou em no na do da dos das por para com
 de het een en of in op te van met voor
-""".split())
+""".split()
+)
 _PARTICLES = frozenset({"of", "de", "von", "van", "del", "della", "di", "da", "du", "la", "le"})
 _WORD = re.compile(r"[^\W\d_][\w'’.-]*", re.UNICODE)
-_OPEN, _CLOSE = "([{\"“‘«", ")]}\"”’»"
+_OPEN, _CLOSE = '([{"“‘«', ')]}"”’»'
 
 
 @runtime_checkable
@@ -90,6 +92,7 @@ def make_extractor(spec: str) -> Extractor:
 
 
 # -- extractors ------------------------------------------------------------------------------
+
 
 class LLMEntities:
     """``llm``: the entities of the chunk's LLM enrichment (empty without one)."""
@@ -207,6 +210,7 @@ def _load_spacy(model: str) -> Any:
 
 # -- at ingest -------------------------------------------------------------------------------
 
+
 class EntityChunker:
     """Wraps a chunker and fills each chunk's ``entities`` with ``extractor``; the entities are
     folded into the chunk's content hash, so a changed extractor output rewrites the chunk.
@@ -230,6 +234,7 @@ class EntityChunker:
 
 
 # -- Syntactic Relevance ---------------------------------------------------------------------
+
 
 def coherence(entity: str, source: str = "") -> tuple[bool, str]:
     """Whether ``entity`` is a complete linguistic unit, and if not why (module docstring).
@@ -300,10 +305,14 @@ class SynRel:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "extractor": self.extractor, "chunks": self.chunks, "entities": self.entities, "coherent": self.coherent,
+            "extractor": self.extractor,
+            "chunks": self.chunks,
+            "entities": self.entities,
+            "coherent": self.coherent,
             "syntactic_relevance": round(self.value, 4),
             "entities_per_chunk": round(self.entities / self.chunks, 3) if self.chunks else 0.0,
-            "incoherent": dict(self.reasons.most_common()), "examples": self.examples,
+            "incoherent": dict(self.reasons.most_common()),
+            "examples": self.examples,
         }
 
 

@@ -93,8 +93,11 @@ class FileReport:
         """``{"text_files", "indexed", "skipped": {reason: {"count", "examples"}}}``, reasons by
         count, largest first, with up to ``examples`` paths each."""
         ordered = sorted(self.skipped.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-        return {"text_files": self.text_files, "indexed": self.indexed,
-                "skipped": {reason: {"count": len(rels), "examples": rels[:examples]} for reason, rels in ordered}}
+        return {
+            "text_files": self.text_files,
+            "indexed": self.indexed,
+            "skipped": {reason: {"count": len(rels), "examples": rels[:examples]} for reason, rels in ordered},
+        }
 
     def coverage_warning(self) -> str:
         """One line when fewer than half of the text files under the docs roots were indexed
@@ -113,8 +116,10 @@ class FileReport:
             return ""
         reason, rels = max(skipped.items(), key=lambda kv: len(kv[1]))
         where = ", ".join(r or "." for r in self.docs_roots)
-        return (f"only {indexed} of {total} text files under the docs root ({where}) were indexed; the largest skipped "
-                f"group is {reason!r} ({len(rels)} file{'' if len(rels) == 1 else 's'}, e.g. {', '.join(rels[:3])})")
+        return (
+            f"only {indexed} of {total} text files under the docs root ({where}) were indexed; the largest skipped "
+            f"group is {reason!r} ({len(rels)} file{'' if len(rels) == 1 else 's'}, e.g. {', '.join(rels[:3])})"
+        )
 
 
 def survey(root: Path, include: list[str], exclude: list[str], selected: Iterable[str]) -> FileReport:

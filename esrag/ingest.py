@@ -174,14 +174,19 @@ def guard_message(guard: DeletionGuard, corpus: str, doc_version: str = "", file
     """The one-line failure of a refused ingest: how many chunks of which files would go, and
     how to allow it."""
     version = f" (doc version {doc_version!r})" if doc_version else ""
-    why = ("the tree yields no file at all (a wrong path, a failed checkout or an include pattern that matches nothing?)"
-           if not files_found else f"more than [ingest] max_delete_fraction = {guard.max_fraction:g} of them")
+    why = (
+        "the tree yields no file at all (a wrong path, a failed checkout or an include pattern that matches nothing?)"
+        if not files_found
+        else f"more than [ingest] max_delete_fraction = {guard.max_fraction:g} of them"
+    )
     named = ", ".join(f"{e['path']} ({e['chunks']}, {e['why']})" for e in guard.examples)
     more = f" and {guard.files - len(guard.examples)} more" if guard.files > len(guard.examples) else ""
     allow = "--allow-delete" if not files_found else "--allow-delete, or raise [ingest] max_delete_fraction"
-    return (f"refused to delete {guard.would_delete} of the {guard.chunks_stored} chunks ({guard.fraction:.0%}) of corpus "
-            f"{corpus!r}{version}: {why}; nothing was written or deleted. Chunks that would go, by file "
-            f"({guard.files} files): {named}{more}. To delete them, run the ingest again with {allow}")
+    return (
+        f"refused to delete {guard.would_delete} of the {guard.chunks_stored} chunks ({guard.fraction:.0%}) of corpus "
+        f"{corpus!r}{version}: {why}; nothing was written or deleted. Chunks that would go, by file "
+        f"({guard.files} files): {named}{more}. To delete them, run the ingest again with {allow}"
+    )
 
 
 class Observer:
@@ -200,8 +205,14 @@ def meta_hash(chunk: Chunk) -> str:
     and its published ``url``/``anchor``/``alt_urls`` — which enter only when set, so chunks
     without them keep the fingerprint they always had). A change here is a metadata-only
     update, never a re-embedding."""
-    parts = [str(chunk.start_line), str(chunk.end_line), str(chunk.position), str(chunk.n_chunks),
-             chunk.doc_title, json.dumps(chunk.metadata, sort_keys=True, default=str)]
+    parts = [
+        str(chunk.start_line),
+        str(chunk.end_line),
+        str(chunk.position),
+        str(chunk.n_chunks),
+        chunk.doc_title,
+        json.dumps(chunk.metadata, sort_keys=True, default=str),
+    ]
     if chunk.url or chunk.anchor:
         parts += ["url", chunk.url, chunk.anchor]
     if chunk.alt_urls:
@@ -326,8 +337,11 @@ class Ingester:
         files = discover(root, include, exclude, self.follow_external_symlinks, summary.skipped_files)
         summary.files = len(files)
         self.observer.files_found(len(files))
-        self._report = survey(root.resolve(), include, exclude, [f.rel for f in files]) if root.resolve().is_dir() \
+        self._report = (
+            survey(root.resolve(), include, exclude, [f.rel for f in files])
+            if root.resolve().is_dir()
             else FileReport(text_files=len(files))
+        )
         self._report.docs_roots = self._docs_roots(root.resolve())
         self._loaded = set()
         # a site whose layout gives each file its version (Docusaurus) defines every version of the
@@ -370,12 +384,12 @@ class Ingester:
         summary.seconds = time.perf_counter() - start
         return summary
 
-    def _guard(self, root: Path, files: list[SourceFile], manifest: dict[str, dict[str, StoredEntry]],
-               corpus: str) -> DeletionGuard:
+    def _guard(self, root: Path, files: list[SourceFile], manifest: dict[str, dict[str, StoredEntry]], corpus: str) -> DeletionGuard:
         """Count the chunks this ingest would delete, reading and chunking (ids only) the files
         that have stored chunks; nothing is written. See :class:`DeletionGuard`."""
-        guard = DeletionGuard(max_fraction=self.max_delete_fraction, allow_delete=self.allow_delete,
-                              chunks_stored=sum(len(e) for e in manifest.values()))
+        guard = DeletionGuard(
+            max_fraction=self.max_delete_fraction, allow_delete=self.allow_delete, chunks_stored=sum(len(e) for e in manifest.values())
+        )
         if not guard.chunks_stored or self.allow_delete or (files and self.max_delete_fraction >= 1.0):
             return guard
         guard.checked = True
@@ -442,8 +456,7 @@ class Ingester:
         if self.site is not None:
             summary.site = self.site.describe(include)
 
-    def _enrich(self, enricher: Any, loaded: list[tuple[SourceFile, tuple[Document, list[Chunk]] | None]],
-                summary: IngestSummary) -> None:
+    def _enrich(self, enricher: Any, loaded: list[tuple[SourceFile, tuple[Document, list[Chunk]] | None]], summary: IngestSummary) -> None:
         """Enrich the loaded files at once; a file whose enrichment raised keeps its old chunks."""
         items = [(i, doc_chunks) for i, (_, doc_chunks) in enumerate(loaded) if doc_chunks is not None]
         errors = enricher.enrich_many([dc for _, dc in items])
@@ -459,9 +472,15 @@ class Ingester:
         summary.llm_calls, summary.llm_cache_hits, summary.llm_failures = t.llm_calls, t.llm_cache_hits, t.llm_failures
         summary.tokens_in, summary.tokens_out, summary.llm_seconds = t.tokens_in, t.tokens_out, t.llm_seconds
         if enricher.gave_up:
-            self._fail(summary, Failure("llm", f"stopped calling {enricher.llm.spec} ({enricher.gave_up}); the "
-                                              "affected chunks were indexed without generated fields and are enriched "
-                                              "by the next ingest"))
+            self._fail(
+                summary,
+                Failure(
+                    "llm",
+                    f"stopped calling {enricher.llm.spec} ({enricher.gave_up}); the "
+                    "affected chunks were indexed without generated fields and are enriched "
+                    "by the next ingest",
+                ),
+            )
 
     def _load(self, src: SourceFile, corpus: str, summary: IngestSummary) -> tuple[Document, list[Chunk]] | None:
         """The file's document and chunks (those the deletion guard kept, else made now), or
@@ -506,8 +525,12 @@ class Ingester:
         return doc, chunks, ""
 
     def _classify(
-        self, src: SourceFile, doc_chunks: tuple[Document, list[Chunk]], stored: dict[str, StoredEntry],
-        pending: _Pending, summary: IngestSummary,
+        self,
+        src: SourceFile,
+        doc_chunks: tuple[Document, list[Chunk]],
+        stored: dict[str, StoredEntry],
+        pending: _Pending,
+        summary: IngestSummary,
     ) -> None:
         chunks = self._with_context_hashes(doc_chunks[1])
         entries = [stored.get(c.id) for c in chunks]

@@ -37,12 +37,42 @@ MIN_QUERY_CONFIDENCE = 0.2
 #: ISO 639-1 code -> built-in Elasticsearch language analyzer (analysis-common, every full
 #: distribution: https://www.elastic.co/guide/en/elasticsearch/reference/current/analysis-lang-analyzer.html).
 ES_ANALYZERS = {
-    "ar": "arabic", "hy": "armenian", "eu": "basque", "bn": "bengali", "bg": "bulgarian", "ca": "catalan",
-    "zh": "cjk", "ja": "cjk", "ko": "cjk", "cs": "czech", "da": "danish", "nl": "dutch", "en": "english",
-    "et": "estonian", "fi": "finnish", "fr": "french", "gl": "galician", "de": "german", "el": "greek",
-    "hi": "hindi", "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian", "lv": "latvian",
-    "lt": "lithuanian", "no": "norwegian", "nb": "norwegian", "fa": "persian", "pt": "portuguese",
-    "ro": "romanian", "ru": "russian", "ckb": "sorani", "es": "spanish", "sv": "swedish", "tr": "turkish",
+    "ar": "arabic",
+    "hy": "armenian",
+    "eu": "basque",
+    "bn": "bengali",
+    "bg": "bulgarian",
+    "ca": "catalan",
+    "zh": "cjk",
+    "ja": "cjk",
+    "ko": "cjk",
+    "cs": "czech",
+    "da": "danish",
+    "nl": "dutch",
+    "en": "english",
+    "et": "estonian",
+    "fi": "finnish",
+    "fr": "french",
+    "gl": "galician",
+    "de": "german",
+    "el": "greek",
+    "hi": "hindi",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "ga": "irish",
+    "it": "italian",
+    "lv": "latvian",
+    "lt": "lithuanian",
+    "no": "norwegian",
+    "nb": "norwegian",
+    "fa": "persian",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "ckb": "sorani",
+    "es": "spanish",
+    "sv": "swedish",
+    "tr": "turkish",
     "th": "thai",
 }
 
@@ -134,8 +164,7 @@ class LanguageChunker:
         return chunks
 
 
-def label_chunks(chunks: Iterable[Chunk], doc: Document | None = None, candidates: Sequence[str] = (),
-                 min_chars: int = 20) -> None:
+def label_chunks(chunks: Iterable[Chunk], doc: Document | None = None, candidates: Sequence[str] = (), min_chars: int = 20) -> None:
     """Set ``metadata["language"]`` on ``chunks`` in place (see :class:`LanguageChunker`)."""
     doc_lang: str | None = None
     for c in chunks:

@@ -31,8 +31,20 @@ from esrag.model import SECTION_SEPARATOR, Chunk
 from esrag.stores.base import PageListing, PageRef, Store
 from esrag.tokens import count_tokens, decode, encode
 
-__all__ = ["Page", "PageNotFound", "PageRef", "PageWindow", "Section", "block_ends", "block_prefix", "find_page", "get_page",
-           "page_window", "pick_version", "reassemble"]
+__all__ = [
+    "Page",
+    "PageNotFound",
+    "PageRef",
+    "PageWindow",
+    "Section",
+    "block_ends",
+    "block_prefix",
+    "find_page",
+    "get_page",
+    "page_window",
+    "pick_version",
+    "reassemble",
+]
 
 
 @dataclass(slots=True)
@@ -75,11 +87,23 @@ class Page:
     def to_dict(self) -> dict[str, Any]:
         """JSON form (a contract of ``esrag page --json``, the HTTP API and MCP)."""
         return {
-            "source_path": self.source_path, "corpus": self.corpus, "doc_version": self.doc_version or None,
-            "title": self.title, "url": self.url or None,
-            "sections": [{"section_path": s.section_path, "anchor": s.anchor or None, "url": s.url or None,
-                          "alt_urls": list(s.alt_urls),
-                          "start_line": s.start_line, "end_line": s.end_line, "text": s.text} for s in self.sections],
+            "source_path": self.source_path,
+            "corpus": self.corpus,
+            "doc_version": self.doc_version or None,
+            "title": self.title,
+            "url": self.url or None,
+            "sections": [
+                {
+                    "section_path": s.section_path,
+                    "anchor": s.anchor or None,
+                    "url": s.url or None,
+                    "alt_urls": list(s.alt_urls),
+                    "start_line": s.start_line,
+                    "end_line": s.end_line,
+                    "text": s.text,
+                }
+                for s in self.sections
+            ],
             "text": self.text,
         }
 
@@ -195,8 +219,9 @@ def pick_version(copies: Sequence[PageRef], doc_version: str | None, default_ver
     return max(copies, key=lambda r: (r.indexed_at or "", r.doc_version == "", r.doc_version))
 
 
-def get_page(store: Store, path: str, corpus: str | None = None, doc_version: str | None = None, *,
-             default_versions: Mapping[str, str] | None = None) -> Page | None:
+def get_page(
+    store: Store, path: str, corpus: str | None = None, doc_version: str | None = None, *, default_versions: Mapping[str, str] | None = None
+) -> Page | None:
     """The page ``path`` reassembled from the store's chunks.
 
     Args:
@@ -230,8 +255,9 @@ def get_page(store: Store, path: str, corpus: str | None = None, doc_version: st
     if not copies:
         where = "".join(f" {k} {v!r}" for k, v in (("in corpus", corpus), ("version", doc_version)) if v is not None)
         near = nearest_paths(refs, path) if refs else []
-        raise PageNotFound(f"no indexed page {clean if not is_url(path) else path!r}{where}"
-                           + (f"; nearest: {', '.join(near)}" if near else ""))
+        raise PageNotFound(
+            f"no indexed page {clean if not is_url(path) else path!r}{where}" + (f"; nearest: {', '.join(near)}" if near else "")
+        )
     first_corpus = min(r.corpus for r in copies)
     matched = [r for r in copies if r.corpus == first_corpus]
     if refs is not None:  # every version of that page, also those whose URL differs from the one given
@@ -246,11 +272,9 @@ def get_page(store: Store, path: str, corpus: str | None = None, doc_version: st
     if not chunks:  # removed between the listing and the read
         raise PageNotFound(f"no indexed page {pick.source_path!r} in corpus {pick.corpus!r}")
     page_url = chunks[0].url.split("#", 1)[0] if chunks[0].url else ""
-    sections = [Section(c.section_path, c.anchor, c.url, c.start_line, c.end_line, c.text, c.tokens, list(c.alt_urls))
-                for c in chunks]
+    sections = [Section(c.section_path, c.anchor, c.url, c.start_line, c.end_line, c.text, c.tokens, list(c.alt_urls)) for c in chunks]
     versions = sorted({r.doc_version for r in copies})
-    return Page(pick.source_path, pick.corpus, pick.doc_version, chunks[0].doc_title, page_url, sections,
-                reassemble(chunks), versions)
+    return Page(pick.source_path, pick.corpus, pick.doc_version, chunks[0].doc_title, page_url, sections, reassemble(chunks), versions)
 
 
 def _copies_of(chunks: list[Chunk]) -> list[PageRef]:
@@ -389,8 +413,11 @@ def find_section(page: Page, section: str) -> tuple[int, str]:
                     return i, path
                 if not exact and (title + " ").startswith(target + " "):
                     return i, path
-    names = list(dict.fromkeys([s.anchor for s in page.sections if s.anchor]
-                               + [p for s in page.sections for p in s.section_path.split(SECTION_SEPARATOR)]))
+    names = list(
+        dict.fromkeys(
+            [s.anchor for s in page.sections if s.anchor] + [p for s in page.sections for p in s.section_path.split(SECTION_SEPARATOR)]
+        )
+    )
     close = difflib.get_close_matches(want, names, n=6, cutoff=0.5) or names[:8]
     raise ConfigError(f"section {section!r}: not on page {page.source_path!r}; closest: " + (", ".join(close) or "(none)"))
 
@@ -401,8 +428,9 @@ def _scope(page: Page, section: str | None) -> tuple[int, int]:
         return 0, len(page.sections)
     lo, root = find_section(page, section)
     hi = lo + 1
-    while hi < len(page.sections) and (page.sections[hi].section_path == root
-                                       or page.sections[hi].section_path.startswith(root + SECTION_SEPARATOR)):
+    while hi < len(page.sections) and (
+        page.sections[hi].section_path == root or page.sections[hi].section_path.startswith(root + SECTION_SEPARATOR)
+    ):
         hi += 1
     return lo, hi
 
@@ -447,8 +475,18 @@ def page_window(page: Page, budget: int | None, *, section: str | None = None, o
         parts = [(i, s) for i, s in parts if s.end_line >= offset]
         i, s = parts[0]
         if s.start_line < offset:
-            parts[0] = (i, Section(s.section_path, s.anchor, s.url, offset, s.end_line,
-                                   "\n".join(s.text.split("\n")[offset - s.start_line:]), alt_urls=list(s.alt_urls)))
+            parts[0] = (
+                i,
+                Section(
+                    s.section_path,
+                    s.anchor,
+                    s.url,
+                    offset,
+                    s.end_line,
+                    "\n".join(s.text.split("\n")[offset - s.start_line :]),
+                    alt_urls=list(s.alt_urls),
+                ),
+            )
     shown: list[Section] = []
     left = budget
     stop: int | None = None  # index of the first section not shown whole
@@ -476,8 +514,19 @@ def page_window(page: Page, budget: int | None, *, section: str | None = None, o
     tokens_left = 0
     if stop is not None:
         path = secs[stop].section_path
-        next_section = next((s for s in secs[stop + 1:hi] if s.section_path != path), None) if partial else secs[stop]
+        next_section = next((s for s in secs[stop + 1 : hi] if s.section_path != path), None) if partial else secs[stop]
         tokens_left = sum(s.token_count() for s in secs[stop:hi]) - (shown[-1].token_count() if partial else 0)
-    return PageWindow(page, reassemble(shown), shown, shown[0].start_line if shown else 0,
-                      shown[-1].end_line if shown else 0, scope_start, scope_end, list(secs[:first]), after,
-                      next_offset, next_section, tokens_left)
+    return PageWindow(
+        page,
+        reassemble(shown),
+        shown,
+        shown[0].start_line if shown else 0,
+        shown[-1].end_line if shown else 0,
+        scope_start,
+        scope_end,
+        list(secs[:first]),
+        after,
+        next_offset,
+        next_section,
+        tokens_left,
+    )

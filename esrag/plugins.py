@@ -100,8 +100,7 @@ def parse(group: str, spec: str) -> tuple[str, str | None]:
     name, sep, arg = text.partition(":")
     default = DEFAULTS.get(group)
     known = _entry_points(group)
-    if default is not None and (not sep or arg.startswith("//") or name not in known and (
-            "/" in name or not name.isidentifier())):
+    if default is not None and (not sep or arg.startswith("//") or name not in known and ("/" in name or not name.isidentifier())):
         return default, text
     name = name.strip()
     if name not in known and name.lower() in known:

@@ -111,4 +111,3 @@ def context_hashes(chunks: Sequence[Chunk], alpha: float, depth: int) -> list[st
         for i in idx:
             out[i] = content_hash(chunks[i].content_hash, members)
     return out
-

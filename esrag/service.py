@@ -82,8 +82,13 @@ def result_json(result: PipelineResult, explain: bool = False) -> dict[str, Any]
     out: dict[str, Any] = {"hits": [hit_json(h) for h in result.hits], "timings_ms": result.timings_ms}
     if explain:
         out["fusion"] = result.fusion
-        out.update({key: value for key, value in (("diagnostics", result.diagnostics),
-                                                  ("reformulations", result.reformulations), ("notes", result.notes)) if value})
+        out.update(
+            {
+                key: value
+                for key, value in (("diagnostics", result.diagnostics), ("reformulations", result.reformulations), ("notes", result.notes))
+                if value
+            }
+        )
     return out
 
 
@@ -140,8 +145,9 @@ class SearchService:
         """``{corpus: default version}`` (read at most every :data:`CORPORA_TTL_S` seconds)."""
         if self._corpora is None or time.monotonic() - self._corpora[0] > CORPORA_TTL_S:
             self.corpora(fresh=True)
-        return {name: row["default_version"] for name, row in (self._corpora or (0.0, {}))[1].items()
-                if row.get("default_version") is not None}
+        return {
+            name: row["default_version"] for name, row in (self._corpora or (0.0, {}))[1].items() if row.get("default_version") is not None
+        }
 
     def check_corpora(self, names: list[str]) -> None:
         """Raise :class:`UnknownCorpus` (listing the indexed ones) for a name the index lacks.
@@ -177,14 +183,23 @@ class SearchService:
             self.check_corpora(req.corpora)
         s = self.settings
         languages = language_filter(list(req.languages) or s.language.filter, req.query, s.language.candidates)
-        filters = Filters(corpora=list(req.corpora), path_prefix=req.path_prefix, languages=languages,
-                          doc_version=req.doc_version)
+        filters = Filters(corpora=list(req.corpora), path_prefix=req.path_prefix, languages=languages, doc_version=req.doc_version)
         pipeline = self.pipeline(req.corpora[0] if len(req.corpora) == 1 else None, req.embedder)
-        return pipeline.search(req.query, k=req.k, mode=req.mode, filters=filters, budget=req.budget, expand=req.expand,
-                               rerank=req.rerank, rerank_top_n=req.rerank_top_n, reformulate=req.reformulate)
+        return pipeline.search(
+            req.query,
+            k=req.k,
+            mode=req.mode,
+            filters=filters,
+            budget=req.budget,
+            expand=req.expand,
+            rerank=req.rerank,
+            rerank_top_n=req.rerank_top_n,
+            reformulate=req.reformulate,
+        )
 
-    def ask(self, question: str, corpora: list[str] | None = None, budget: int | None = None, *,
-            check_corpora: bool = False, **stages: Any) -> Any:
+    def ask(
+        self, question: str, corpora: list[str] | None = None, budget: int | None = None, *, check_corpora: bool = False, **stages: Any
+    ) -> Any:
         """The grounded answer (:class:`esrag.answer.Answer`) to ``question``: retrieve up to
         ``budget`` (default ``[answer] budget``) tokens, fitted to the LLM's window
         (:func:`esrag.answer.fit_budget`), then generate.
@@ -219,8 +234,9 @@ class SearchService:
 
         return get_page(self.store, path, corpus, doc_version, default_versions=self.default_versions())
 
-    def page_windows(self, path: str, corpus: str | None = None, doc_version: str | None = None, *,
-                     section: str | None = None, offset: int | None = None) -> tuple[Callable[[int | None], Any], str | None]:
+    def page_windows(
+        self, path: str, corpus: str | None = None, doc_version: str | None = None, *, section: str | None = None, offset: int | None = None
+    ) -> tuple[Callable[[int | None], Any], str | None]:
         """The page at ``path`` (:meth:`page`, read once) as a function of a text budget, and
         the section it is scoped to: ``fit(n)`` is :func:`esrag.pages.page_window` of ``n`` cl100k tokens (None: no limit)
         over one ``section`` (anchor or section path; by default the ``#anchor`` of a URL

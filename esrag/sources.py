@@ -42,8 +42,9 @@ class SkippedFile:
     detail: str = ""
 
 
-def discover(root: Path, include: list[str], exclude: list[str], follow_external_symlinks: bool = False,
-             skipped: list[SkippedFile] | None = None) -> list[SourceFile]:
+def discover(
+    root: Path, include: list[str], exclude: list[str], follow_external_symlinks: bool = False, skipped: list[SkippedFile] | None = None
+) -> list[SourceFile]:
     """Files under ``root`` matching ``include`` and not ``exclude``, sorted by relative path.
 
     ``root`` may be a single file, which is then returned alone (patterns not applied).
@@ -87,8 +88,17 @@ def _link_problem(root: Path, rel: str, follow_external: bool) -> tuple[str, str
     return "external-symlink", f"symbolic link to {real}, outside the tree (set [ingest] follow_external_symlinks = true to index it)"
 
 
-_PROJECT_MARKERS = ("book.toml", "mkdocs.yml", "conf.py", "hugo.toml", "hugo.yaml", "hugo.json", "docusaurus.config.js",
-                    "docusaurus.config.ts", ".git")
+_PROJECT_MARKERS = (
+    "book.toml",
+    "mkdocs.yml",
+    "conf.py",
+    "hugo.toml",
+    "hugo.yaml",
+    "hugo.json",
+    "docusaurus.config.js",
+    "docusaurus.config.ts",
+    ".git",
+)
 
 
 def project_root(file: Path) -> Path:
@@ -140,8 +150,7 @@ def _git_files(root: Path) -> list[str] | None:
 
 #: byte-order marks of the Unicode encodings decoded besides UTF-8, longest first (UTF-32 LE's
 #: mark begins with UTF-16 LE's); Python's ``utf-16``/``utf-32`` codecs read the mark and drop it
-BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
-        (codecs.BOM_UTF16_BE, "utf-16"))
+BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
 
 def read_text(path: Path, rel: str, max_bytes: int) -> str:
@@ -184,8 +193,11 @@ def _decode_bom(data: bytes, encoding: str, rel: str) -> str:
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise SourceError(rel, f"starts with a {encoding.upper()} byte-order mark but is not valid {encoding.upper()} "
-                               f"at byte offset {exc.start}; convert it with e.g. `iconv -f {encoding} -t utf-8`") from exc
+        raise SourceError(
+            rel,
+            f"starts with a {encoding.upper()} byte-order mark but is not valid {encoding.upper()} "
+            f"at byte offset {exc.start}; convert it with e.g. `iconv -f {encoding} -t utf-8`",
+        ) from exc
     if not text.strip():
         raise SourceError(rel, "empty file; nothing to index")
     return text

@@ -88,8 +88,11 @@ def elastic_checks(settings: Settings) -> list[Check]:
         opened.close()
         return [Check("store", FAIL, f"the {opened.name} store cannot report on a cluster", "unset ESRAG_STORE")]
     store = opened
-    checks = [Check("store", OK, f"Elasticsearch at {store.url}, alias {store.alias!r} (ESRAG_INDEX)"), _tls(store),
-              Check("authentication", OK, store.authentication)]
+    checks = [
+        Check("store", OK, f"Elasticsearch at {store.url}, alias {store.alias!r} (ESRAG_INDEX)"),
+        _tls(store),
+        Check("authentication", OK, store.authentication),
+    ]
     try:
         try:
             health = store.health()
@@ -100,8 +103,15 @@ def elastic_checks(settings: Settings) -> list[Check]:
         if checks[-1].status == FAIL:
             return checks
         caps = store.capabilities()
-        checks += [_version(caps.version), _licence(caps.licence), _retriever("rrf", caps.rrf), _retriever("linear", caps.linear),
-                   _processors(caps.ingest_processors), _analyzers(caps.analyzers), _stemming(store, settings)]
+        checks += [
+            _version(caps.version),
+            _licence(caps.licence),
+            _retriever("rrf", caps.rrf),
+            _retriever("linear", caps.linear),
+            _processors(caps.ingest_processors),
+            _analyzers(caps.analyzers),
+            _stemming(store, settings),
+        ]
         checks += _assets(store.assets(), store)
         checks.append(_embedder(settings, store.meta(), f"the index behind {store.alias!r}"))
     except EsragError as exc:
@@ -118,9 +128,12 @@ def _tls(store: Inspectable) -> Check:
     host = urlsplit(store.url).hostname or ""
     if store.tls_safe or (store.tls.startswith("plain HTTP") and host in ("127.0.0.1", "localhost", "::1")):
         return Check("tls", OK, store.tls)
-    way_out = ("set ESRAG_ES_CA_CERTS to the cluster's CA certificate, or ESRAG_ES_SSL_ASSERT_FINGERPRINT to its SHA-256 "
-               "fingerprint, and unset ESRAG_ES_VERIFY_CERTS" if store.tls.startswith("TLS") else
-               "use an https:// URL in ESRAG_ES_URL (Elasticsearch 8+ secures HTTP with TLS by default) or ESRAG_ES_CLOUD_ID")
+    way_out = (
+        "set ESRAG_ES_CA_CERTS to the cluster's CA certificate, or ESRAG_ES_SSL_ASSERT_FINGERPRINT to its SHA-256 "
+        "fingerprint, and unset ESRAG_ES_VERIFY_CERTS"
+        if store.tls.startswith("TLS")
+        else "use an https:// URL in ESRAG_ES_URL (Elasticsearch 8+ secures HTTP with TLS by default) or ESRAG_ES_CLOUD_ID"
+    )
     return Check("tls", WARN, store.tls, way_out)
 
 
@@ -135,10 +148,16 @@ def _connectivity(health: dict[str, Any]) -> Check:
 def _version(version: str) -> Check:
     parts = tuple(int(p) for p in version.split("-")[0].split(".")[:2] if p.isdigit())
     if not parts or parts[0] < 8:
-        return Check("server version", FAIL, f"Elasticsearch {version}", "esrag needs Elasticsearch 8.x or 9.x (the 8.x Python client talks to both)")
+        return Check(
+            "server version", FAIL, f"Elasticsearch {version}", "esrag needs Elasticsearch 8.x or 9.x (the 8.x Python client talks to both)"
+        )
     if parts < RETRIEVERS_GA:
-        return Check("server version", WARN, f"Elasticsearch {version}: retrievers are GA from 8.16, so rank fusion runs client-side",
-                     "upgrade to 8.16+ for native rrf (results are the same; one round trip less)")
+        return Check(
+            "server version",
+            WARN,
+            f"Elasticsearch {version}: retrievers are GA from 8.16, so rank fusion runs client-side",
+            "upgrade to 8.16+ for native rrf (results are the same; one round trip less)",
+        )
     return Check("server version", OK, f"Elasticsearch {version}")
 
 
@@ -148,8 +167,12 @@ def _licence(licence: dict[str, str]) -> Check:
     if status != "active":
         return Check("licence", WARN, detail, "renew the licence, or start a trial: POST _license/start_trial?acknowledge=true")
     if kind in ("basic", "standard", "gold", "platinum"):
-        return Check("licence", WARN, f"{detail}: the native rrf retriever needs Enterprise or trial; esrag fuses client-side (same ranking)",
-                     "nothing needed; for native rrf start a trial (POST _license/start_trial?acknowledge=true) or use Enterprise")
+        return Check(
+            "licence",
+            WARN,
+            f"{detail}: the native rrf retriever needs Enterprise or trial; esrag fuses client-side (same ranking)",
+            "nothing needed; for native rrf start a trial (POST _license/start_trial?acknowledge=true) or use Enterprise",
+        )
     return Check("licence", OK, detail)
 
 
@@ -157,17 +180,24 @@ def _retriever(name: str, found: tuple[bool, str]) -> Check:
     available, why = found
     if available:
         return Check(f"{name} retriever", OK, why)
-    use = ("hybrid search fuses BM25 and kNN client-side with the same RRF over one _msearch" if name == "rrf"
-           else "not used by esrag today")
-    return Check(f"{name} retriever", WARN, f"unavailable: {why}; {use}",
-                 "nothing needed; a default distribution of 8.16+ with an Enterprise or trial licence has it")
+    use = "hybrid search fuses BM25 and kNN client-side with the same RRF over one _msearch" if name == "rrf" else "not used by esrag today"
+    return Check(
+        f"{name} retriever",
+        WARN,
+        f"unavailable: {why}; {use}",
+        "nothing needed; a default distribution of 8.16+ with an Enterprise or trial licence has it",
+    )
 
 
 def _processors(processors: list[str]) -> Check:
     if "set" in processors:
         return Check("ingest processors", OK, f"{len(processors)} processor types (set among them): the pipeline stamps indexed_at")
-    return Check("ingest processors", WARN, f"no 'set' processor (found: {', '.join(processors) or 'none'}): esrag stamps indexed_at itself",
-                 "nothing needed; a full Elasticsearch distribution (ingest-common module) has them")
+    return Check(
+        "ingest processors",
+        WARN,
+        f"no 'set' processor (found: {', '.join(processors) or 'none'}): esrag stamps indexed_at itself",
+        "nothing needed; a full Elasticsearch distribution (ingest-common module) has them",
+    )
 
 
 def _stemming(store: Inspectable, settings: Settings) -> Check:
@@ -177,9 +207,13 @@ def _stemming(store: Inspectable, settings: Settings) -> Check:
         return Check("BM25 analysis", OK, f"analyzer {analyzer!r}: lowercased words, no stemming or stop words")
     if store.stemming_available():
         return Check("BM25 analysis", OK, "analyzer 'english': standard tokenizer, English stop words, porter_stem (as the embedded store)")
-    return Check("BM25 analysis", WARN, "analyzer 'english' without stemming: the cluster lacks the porter_stem token filter, so text is "
-                 "analyzed by the standard analyzer with English stop words (the embedded store also stems)",
-                 "nothing needed; a full distribution (analysis-common module) stems, and indices created there stem")
+    return Check(
+        "BM25 analysis",
+        WARN,
+        "analyzer 'english' without stemming: the cluster lacks the porter_stem token filter, so text is "
+        "analyzed by the standard analyzer with English stop words (the embedded store also stems)",
+        "nothing needed; a full distribution (analysis-common module) stems, and indices created there stem",
+    )
 
 
 def _analyzers(analyzers: dict[str, bool]) -> Check:
@@ -187,8 +221,12 @@ def _analyzers(analyzers: dict[str, bool]) -> Check:
     missing = [a for a, ok in analyzers.items() if not ok]
     if not missing:
         return Check("language analyzers", OK, f"available: {', '.join(found)}")
-    return Check("language analyzers", WARN, f"missing: {', '.join(missing)}; esrag's mapping needs none of them (its esrag_text analyzer is built from standard parts)",
-                 "nothing needed; a full distribution (analysis-common module) has language analyzers")
+    return Check(
+        "language analyzers",
+        WARN,
+        f"missing: {', '.join(missing)}; esrag's mapping needs none of them (its esrag_text analyzer is built from standard parts)",
+        "nothing needed; a full distribution (analysis-common module) has language analyzers",
+    )
 
 
 def _assets(state: dict[str, Any], store: Inspectable) -> list[Check]:
@@ -197,21 +235,45 @@ def _assets(state: dict[str, Any], store: Inspectable) -> list[Check]:
     templates_ok = state["index_template"] and all(state["component_templates"].values())
     missing = [n for n, ok in ((names.template, state["index_template"]), *state["component_templates"].items()) if not ok]
     if state["index"] is None:
-        checks.append(Check("alias", WARN, f"nothing indexed yet: no alias {names.alias!r}",
-                            "run `esrag setup`, or `esrag ingest PATH` (which sets everything up)"))
+        checks.append(
+            Check(
+                "alias",
+                WARN,
+                f"nothing indexed yet: no alias {names.alias!r}",
+                "run `esrag setup`, or `esrag ingest PATH` (which sets everything up)",
+            )
+        )
     else:
         checks.append(Check("alias", OK, f"{names.alias!r} -> {state['index']}"))
     if templates_ok:
         checks.append(Check("templates", OK, f"index template {names.template!r} composed of {names.settings!r} and {names.mappings!r}"))
     else:
-        checks.append(Check("templates", WARN if state["index"] is None else FAIL, f"missing: {', '.join(missing)}",
-                            "run `esrag setup` to install them (new versioned indices need them)"))
-    checks.append(Check("pipeline", OK if state["pipeline"] else WARN,
-                        f"ingest pipeline {names.pipeline!r} " + ("installed" if state["pipeline"] else "not installed: esrag stamps indexed_at itself"),
-                        "" if state["pipeline"] else "nothing needed; on a cluster with ingest processors `esrag setup` installs it"))
+        checks.append(
+            Check(
+                "templates",
+                WARN if state["index"] is None else FAIL,
+                f"missing: {', '.join(missing)}",
+                "run `esrag setup` to install them (new versioned indices need them)",
+            )
+        )
+    checks.append(
+        Check(
+            "pipeline",
+            OK if state["pipeline"] else WARN,
+            f"ingest pipeline {names.pipeline!r} "
+            + ("installed" if state["pipeline"] else "not installed: esrag stamps indexed_at itself"),
+            "" if state["pipeline"] else "nothing needed; on a cluster with ingest processors `esrag setup` installs it",
+        )
+    )
     if state.get("pending_rebuild"):
-        checks.append(Check("rebuild", WARN, f"an unfinished rebuild is filling {state['pending_rebuild']}",
-                            "run `esrag ingest --rebuild PATH` for every corpus to finish it (the alias swaps when all are in)"))
+        checks.append(
+            Check(
+                "rebuild",
+                WARN,
+                f"an unfinished rebuild is filling {state['pending_rebuild']}",
+                "run `esrag ingest --rebuild PATH` for every corpus to finish it (the alias swaps when all are in)",
+            )
+        )
     return checks
 
 
@@ -222,9 +284,13 @@ def _embedder(settings: Settings, meta: Any, where: str) -> Check:
         return Check("embedder", OK, f"configured {wanted}; nothing indexed yet")
     detail = f"{where}: {meta.embedder} ({meta.dims} dims, embeds {meta.embed_fields}); configured: {wanted} (embeds {fields})"
     if meta.embedder != wanted:
-        return Check("embedder", FAIL, detail,
-                     f"set ESRAG_EMBEDDER={meta.embedder} to search and ingest with the index's model, or rebuild with the new one "
-                     "(`esrag ingest --rebuild PATH` on Elasticsearch; a new ESRAG_DB for the embedded store)")
+        return Check(
+            "embedder",
+            FAIL,
+            detail,
+            f"set ESRAG_EMBEDDER={meta.embedder} to search and ingest with the index's model, or rebuild with the new one "
+            "(`esrag ingest --rebuild PATH` on Elasticsearch; a new ESRAG_DB for the embedded store)",
+        )
     if meta.embed_fields != fields:
         return Check("embedder", FAIL, detail, f"set index_text.embed_fields = {meta.embed_fields} or rebuild the index")
     return Check("embedder", OK, detail)
@@ -248,6 +314,12 @@ def embedded_checks(settings: Settings) -> list[Check]:
         return checks + [Check("index", FAIL, str(exc), "point ESRAG_DB at an esrag database, or remove the file and ingest again")]
     except Exception as exc:  # a file that is not SQLite raises sqlite3.DatabaseError
         return checks + [Check("index", FAIL, f"{path}: {exc}", "point ESRAG_DB at an esrag database, or remove the file and ingest again")]
-    checks.append(Check("index", OK, f"{stats.get('chunks', 0)} chunks from {stats.get('sources', 0)} sources in {len(stats.get('corpora', {}))} corpora"))
+    checks.append(
+        Check(
+            "index",
+            OK,
+            f"{stats.get('chunks', 0)} chunks from {stats.get('sources', 0)} sources in {len(stats.get('corpora', {}))} corpora",
+        )
+    )
     checks.append(_embedder(settings, meta, str(path)))
     return checks

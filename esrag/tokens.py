@@ -64,9 +64,7 @@ def _ranks() -> dict[bytes, int]:
 @functools.cache
 def encoding() -> tiktoken.Encoding:
     """The cl100k_base encoding, loaded from the file shipped with esrag (no network)."""
-    return tiktoken.Encoding(
-        name="cl100k_base", pat_str=_CL100K_PATTERN, mergeable_ranks=_ranks(), special_tokens=_SPECIAL
-    )
+    return tiktoken.Encoding(name="cl100k_base", pat_str=_CL100K_PATTERN, mergeable_ranks=_ranks(), special_tokens=_SPECIAL)
 
 
 def count_tokens(text: str) -> int:
@@ -338,7 +336,7 @@ class LineTokens:
         pos = 0  # the next old line not yet mapped
         for a, b, na, nb in edits:
             shift = na - a
-            for m in old_marks[bisect.bisect_left(old_marks, pos):bisect.bisect_left(old_marks, a)]:
+            for m in old_marks[bisect.bisect_left(old_marks, pos) : bisect.bisect_left(old_marks, a)]:
                 before[m + shift] = old_before[m] + delta
                 new_marks.append(m + shift)
             end = b  # the next cut line after the edit (the piece of the edit ends there), or the end
@@ -347,16 +345,16 @@ class LineTokens:
             old_tokens = (self._at(end) if end < old_n else self._total) - self._at(a)
             new_end = end + nb - b
             base = self._at(a) + delta
-            inner = [na, *(k for k in wanted[bisect.bisect_right(wanted, na):bisect.bisect_left(wanted, nb)])]
-            counts = [count(text[chars[k]:chars[nk]]) for k, nk in zip(inner, inner[1:])]
-            counts.append(count(text[chars[inner[-1]]:chars[new_end]] if new_end < n else text[chars[inner[-1]]:]))
+            inner = [na, *(k for k in wanted[bisect.bisect_right(wanted, na) : bisect.bisect_left(wanted, nb)])]
+            counts = [count(text[chars[k] : chars[nk]]) for k, nk in zip(inner, inner[1:])]
+            counts.append(count(text[chars[inner[-1]] : chars[new_end]] if new_end < n else text[chars[inner[-1]] :]))
             for k, t in zip(inner, itertools.accumulate(counts, initial=base)):
                 before[k] = t
             new_marks.extend(inner)
             delta += sum(counts) - old_tokens
             pos = end
         shift = n - old_n
-        for m in old_marks[bisect.bisect_left(old_marks, pos):]:
+        for m in old_marks[bisect.bisect_left(old_marks, pos) :]:
             before[m + shift] = old_before[m] + delta
             new_marks.append(m + shift)
         out._total = before[n] = self._total + delta
@@ -392,7 +390,7 @@ class LineTokens:
         if v is None:
             marks = self._marks
             m = marks[bisect.bisect_right(marks, k) - 1]
-            v = self._before[m] + self._count(self._text[self._chars[m]:self._chars[k]])
+            v = self._before[m] + self._count(self._text[self._chars[m] : self._chars[k]])
             self._before[k] = v
         return v
 
@@ -406,7 +404,7 @@ class LineTokens:
         """``"\n".join(lines[a:b])`` (a slice of the text when the lines hold no line break)."""
         if self._bytes is None or a >= b:
             return "\n".join(self.lines[a:b])
-        return self._text[self._chars[a]:self._chars[b] - 1]
+        return self._text[self._chars[a] : self._chars[b] - 1]
 
     def chars(self, a: int, b: int) -> int:
         """Characters of ``"\n".join(lines[a:b])`` (0 for an empty range)."""

@@ -32,32 +32,83 @@ def records(corpus: str) -> dict[str, list[list]]:
     as `esrag ingest` makes them with default settings (site from the tree's own config)."""
     settings = Settings(db=None, es_url=None)
     root = DATA / "corpora" / corpus
-    ingester = Ingester(None, "", lambda: None, make_chunker(settings), [], {},  # type: ignore[arg-type]
-                        site=make_site(settings, root, corpus))
+    ingester = Ingester(
+        None,
+        "",
+        lambda: None,
+        make_chunker(settings),
+        [],
+        {},  # type: ignore[arg-type]
+        site=make_site(settings, root, corpus),
+    )
     out: dict[str, list[list]] = {}
     for src in discover(root, settings.ingest.include, settings.ingest.exclude):
         loaded = ingester._load(src, corpus, IngestSummary())
         chunks = loaded[1] if loaded else []
-        out[src.rel] = [[c.id, c.text, list(c.section_path), c.start_line, c.end_line, c.anchor, c.url, c.content_hash, c.position]
-                        for c in chunks]
+        out[src.rel] = [
+            [c.id, c.text, list(c.section_path), c.start_line, c.end_line, c.anchor, c.url, c.content_hash, c.position] for c in chunks
+        ]
     return out
 
 
 def fingerprints() -> dict[str, dict[str, str]]:
     """corpus -> rel path -> SHA-256 of the file's chunk records (JSON)."""
-    return {corpus: {rel: hashlib.sha256(json.dumps(recs, ensure_ascii=False).encode()).hexdigest()
-                     for rel, recs in records(corpus).items()} for corpus in CORPORA}
+    return {
+        corpus: {rel: hashlib.sha256(json.dumps(recs, ensure_ascii=False).encode()).hexdigest() for rel, recs in records(corpus).items()}
+        for corpus in CORPORA
+    }
 
 
 #: Lines the random documents are made of: every block kind the scanner reads or hands on, and
 #: lines long enough for the oversize split at small caps.
 RANDOM_LINES = [
-    "", "", "", "text here and more words", "More text. Another sentence!", "# Head", "## Sub `code` x", "### x #",
-    "#no", "- item", "- [link](#x)", "* star", "1. one", "    code line", "\tcode", "   three", "> quote", "```", "```php",
-    "~~~", "---", "***", "| a | b |", "|---|---|", "| 1 | 2 |", "|:-|-:|", "a | b", "--|--", "<div>", "</div>",
-    '<a name="x"></a>', '<a name="y"></a>', "<!-- c -->", "[x]: /url", "**bold** _em_ `c` d", "## `a` and `b`",
-    "## A ` b ` c", "### `x", "word " * 60, "long sentence. " * 40, "| " + " | ".join(["cell text"] * 8) + " |",
-    "    " + "code " * 50, "- " + "item words " * 30, "café ünïcode 日本語 text", "\u00a0nbsp", "x  ", "## é title",
+    "",
+    "",
+    "",
+    "text here and more words",
+    "More text. Another sentence!",
+    "# Head",
+    "## Sub `code` x",
+    "### x #",
+    "#no",
+    "- item",
+    "- [link](#x)",
+    "* star",
+    "1. one",
+    "    code line",
+    "\tcode",
+    "   three",
+    "> quote",
+    "```",
+    "```php",
+    "~~~",
+    "---",
+    "***",
+    "| a | b |",
+    "|---|---|",
+    "| 1 | 2 |",
+    "|:-|-:|",
+    "a | b",
+    "--|--",
+    "<div>",
+    "</div>",
+    '<a name="x"></a>',
+    '<a name="y"></a>',
+    "<!-- c -->",
+    "[x]: /url",
+    "**bold** _em_ `c` d",
+    "## `a` and `b`",
+    "## A ` b ` c",
+    "### `x",
+    "word " * 60,
+    "long sentence. " * 40,
+    "| " + " | ".join(["cell text"] * 8) + " |",
+    "    " + "code " * 50,
+    "- " + "item words " * 30,
+    "café ünïcode 日本語 text",
+    "\u00a0nbsp",
+    "x  ",
+    "## é title",
 ]
 RANDOM_SEED, RANDOM_DOCS = 11, 2000
 
@@ -69,11 +120,11 @@ def random_fingerprints(seed: int = RANDOM_SEED, n: int = RANDOM_DOCS) -> list[s
     out = []
     for k in range(n):
         text = "\n".join(rng.choice(RANDOM_LINES) for _ in range(rng.randint(1, 80)))
-        chunker = HeaderChunker(tau_max=rng.choice([200, 800, 1500]), tau_min=rng.choice([0, 100]),
-                                max_block_tokens=rng.choice([0, 40, 120, 480]))
+        chunker = HeaderChunker(
+            tau_max=rng.choice([200, 800, 1500]), tau_min=rng.choice([0, 100]), max_block_tokens=rng.choice([0, 40, 120, 480])
+        )
         doc = Document(f"d{k}.md", text)
-        rec: list = [[c.id, c.text, c.section_path, c.start_line, c.end_line, c.tokens, c.content_hash]
-                     for c in chunker.chunk(doc)]
+        rec: list = [[c.id, c.text, c.section_path, c.start_line, c.end_line, c.tokens, c.content_hash] for c in chunker.chunk(doc)]
         rec.append([[h.level, h.title, h.anchor, h.line, h.section_path] for h in doc.headers])
         rec.append(doc.title)
         out.append(hashlib.sha256(json.dumps(rec, ensure_ascii=False).encode()).hexdigest()[:16])

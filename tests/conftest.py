@@ -33,7 +33,9 @@ def es_params() -> list:
 def _es_node(cmd: str, url: str, **kw) -> subprocess.Popen:
     port = url.rsplit(":", 1)[1]
     env = {**os.environ, "ES_PORT": port}
-    return subprocess.Popen([str(ES_NODE), cmd, ES_TEST_NODES[url]], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    return subprocess.Popen(
+        [str(ES_NODE), cmd, ES_TEST_NODES[url]], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw
+    )
 
 
 @pytest.fixture(scope="session")
@@ -76,12 +78,14 @@ def es_url(request, es_nodes) -> str:
 CLUSTER_NODES, CLUSTER_PORT, CLUSTER_VERSION = 3, 9400, "9.2.8"
 
 
-def es_cluster_command(cmd: str, n: int = CLUSTER_NODES, port: int = CLUSTER_PORT, version: str = CLUSTER_VERSION,
-                       **env: str) -> subprocess.CompletedProcess:
+def es_cluster_command(
+    cmd: str, n: int = CLUSTER_NODES, port: int = CLUSTER_PORT, version: str = CLUSTER_VERSION, **env: str
+) -> subprocess.CompletedProcess:
     """``scripts/es-node cluster CMD N VERSION`` with ES_PORT=port (ES_HEAP=512m unless set)."""
     full = {**os.environ, "ES_PORT": str(port), "ES_HEAP": os.environ.get("ES_HEAP", "512m"), **env}
-    return subprocess.run([str(ES_NODE), "cluster", cmd, str(n), version], env=full, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=900)
+    return subprocess.run(
+        [str(ES_NODE), "cluster", cmd, str(n), version], env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900
+    )
 
 
 @pytest.fixture(scope="session")
@@ -154,9 +158,13 @@ def _own_source(obj) -> str:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             node.decorator_list = []  # parametrize data and fixture options are not what the test runs
         body = getattr(node, "body", None)
-        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]
     return ast.unparse(tree)
 
@@ -185,8 +193,9 @@ def _reads_heavy(obj, seen: set[int], depth: int = 0) -> bool:
     code = getattr(func, "__code__", None)
     scope = getattr(func, "__globals__", None) or vars(inspect.getmodule(obj) or types)
     names = _names(code) if code is not None else set(re.findall(r"\b[A-Za-z_]\w*\b", source))
-    return any(_reads_heavy(scope[n], seen, depth + 1) for n in names
-               if n in scope and (inspect.isfunction(scope[n]) or inspect.isclass(scope[n])))
+    return any(
+        _reads_heavy(scope[n], seen, depth + 1) for n in names if n in scope and (inspect.isfunction(scope[n]) or inspect.isclass(scope[n]))
+    )
 
 
 def needs_service(item) -> bool:
@@ -201,7 +210,7 @@ def needs_service(item) -> bool:
         return True
     info = getattr(item, "_fixtureinfo", None)
     for name in getattr(item, "fixturenames", ()):
-        for fixturedef in (info.name2fixturedefs.get(name, ()) if info else ()):
+        for fixturedef in info.name2fixturedefs.get(name, ()) if info else ():
             if _reads_heavy(fixturedef.func, seen):
                 return True
     return False
@@ -218,8 +227,8 @@ def pytest_collection_modifyitems(config, items):
     if unmarked:
         raise pytest.UsageError(
             f"{len(unmarked)} test(s) need a service, a model or a subprocess but are not marked integration "
-            "(add @pytest.mark.integration, or pytestmark = pytest.mark.integration in the module):\n  "
-            + "\n  ".join(unmarked[:50]))
+            "(add @pytest.mark.integration, or pytestmark = pytest.mark.integration in the module):\n  " + "\n  ".join(unmarked[:50])
+        )
 
 
 # -- the real multilingual embedder over HTTP ---------------------------------------------------

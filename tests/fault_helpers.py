@@ -60,20 +60,26 @@ def _inject(point: str) -> None:
 
     original = ElasticStore.write
     if point == "before-copy":
+
         def write(self, chunks, vectors, meta_hashes):
             assert self._rebuild_index and self._es.indices.exists(index=self._rebuild_index)
             _die()
+
         ElasticStore.write = write  # type: ignore[method-assign]
     elif point == "mid-copy":
+
         def write(self, chunks, vectors, meta_hashes):
             half = len(chunks) // 2
             original(self, chunks[:half], vectors[:half], meta_hashes[:half])
             self._es.indices.refresh(index=self._rebuild_index)
             _die()
+
         ElasticStore.write = write  # type: ignore[method-assign]
     elif point == "before-swap":
+
         def update_aliases(self, *args, **kwargs):
             _die()
+
         IndicesClient.update_aliases = update_aliases  # type: ignore[method-assign]
     elif point not in ("ingest", "rebuild"):
         raise SystemExit(f"unknown fault point {point!r}")
@@ -87,7 +93,7 @@ def main(tree: str, corpus: str, point: str) -> None:
     _inject(point)
     settings = load_settings()
     emb = HashEmbedder(spec=normalize_spec(settings.embedder))
-    app.embedder_factory = lambda settings, spec=None, corpus=None: (lambda: emb)  # type: ignore[assignment]
+    app.embedder_factory = lambda settings, spec=None, corpus=None: lambda: emb  # type: ignore[assignment]
     with warnings.catch_warnings():
         warnings.simplefilter("always")  # on stderr: the caller reads them
         with app.open_store(settings) as store:

@@ -87,8 +87,9 @@ class StandIn:
         responder: computes a reply for requests nothing is queued or routed for.
     """
 
-    def __init__(self, responder: Callable[[Request], Reply] | None = None, context_window: int | None = None,
-                 report_window: bool = True) -> None:
+    def __init__(
+        self, responder: Callable[[Request], Reply] | None = None, context_window: int | None = None, report_window: bool = True
+    ) -> None:
         self.responder = responder or fake_model
         #: like a real server: a request whose prompt (cl100k) plus its max_tokens exceeds this
         #: many tokens gets HTTP 400; reported by /api/show, /props and /v1/models when ``report_window``
@@ -153,8 +154,11 @@ class StandIn:
 
     def requested_tokens(self, path: str, body: dict[str, Any], prompt: str) -> int:
         """What a request asks of the window: its prompt's cl100k tokens plus its output limit."""
-        limit = (body.get("options") or {}).get("num_predict") if path.startswith("/api/") else (
-            body.get("max_tokens") or body.get("max_completion_tokens"))
+        limit = (
+            (body.get("options") or {}).get("num_predict")
+            if path.startswith("/api/")
+            else (body.get("max_tokens") or body.get("max_completion_tokens"))
+        )
         return count_tokens(prompt) + int(limit or 0)
 
     def _too_long(self, path: str, body: dict[str, Any], req: Request) -> bool:
@@ -204,8 +208,13 @@ class StandIn:
                 path = self.path.split("?")[0]
                 if path == "/api/show":  # Ollama: the model's details
                     window = standin.context_window if standin.report_window else None
-                    self._send(200, {"model_info": {"qwen2.context_length": 32768},
-                                     "parameters": f"num_ctx {window}\nstop \"<|im_end|>\"" if window else 'stop "<|im_end|>"'})
+                    self._send(
+                        200,
+                        {
+                            "model_info": {"qwen2.context_length": 32768},
+                            "parameters": f'num_ctx {window}\nstop "<|im_end|>"' if window else 'stop "<|im_end|>"',
+                        },
+                    )
                     return
                 if path not in ("/api/chat", "/api/generate", "/v1/chat/completions"):
                     self._send(404, {"error": f"no route {path}"})
@@ -232,10 +241,16 @@ class StandIn:
 
             def _reject(self, path: str, body: dict[str, Any], req: Request) -> None:
                 asked, window = standin.requested_tokens(path, body, req.prompt), standin.context_window
-                message = (f"This model's maximum context length is {window} tokens. However, you requested {asked} tokens. "
-                           "Please reduce the length of the messages or completion.")
-                self._send(400, {"error": message} if path.startswith("/api/") else
-                           {"error": {"message": message, "type": "invalid_request_error", "code": 400}})
+                message = (
+                    f"This model's maximum context length is {window} tokens. However, you requested {asked} tokens. "
+                    "Please reduce the length of the messages or completion."
+                )
+                self._send(
+                    400,
+                    {"error": message}
+                    if path.startswith("/api/")
+                    else {"error": {"message": message, "type": "invalid_request_error", "code": 400}},
+                )
 
             def _answer(self, path: str, body: dict[str, Any], req: Request, reply: Reply) -> None:
                 if reply.raw is not None:
@@ -243,26 +258,44 @@ class StandIn:
                     return
                 model = body.get("model", "")
                 if reply.status != 200:
-                    err = ({"error": "stand-in server error"} if path.startswith("/api/") else
-                           {"error": {"message": "stand-in server error", "type": "server_error", "code": reply.status}})
+                    err = (
+                        {"error": "stand-in server error"}
+                        if path.startswith("/api/")
+                        else {"error": {"message": "stand-in server error", "type": "server_error", "code": reply.status}}
+                    )
                     self._send(reply.status, err)
                     return
                 text = reply.content
                 n_in = reply.tokens_in if reply.tokens_in is not None else count_tokens(req.prompt)
                 n_out = reply.tokens_out if reply.tokens_out is not None else count_tokens(text or "")
                 if path == "/v1/chat/completions":
-                    self._send(200, {
-                        "id": f"chatcmpl-{len(standin.requests)}", "object": "chat.completion", "created": int(time.time()),
-                        "model": model, "system_fingerprint": "standin",
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                     "finish_reason": "stop", "logprobs": None}],
-                        "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
-                    })
+                    self._send(
+                        200,
+                        {
+                            "id": f"chatcmpl-{len(standin.requests)}",
+                            "object": "chat.completion",
+                            "created": int(time.time()),
+                            "model": model,
+                            "system_fingerprint": "standin",
+                            "choices": [
+                                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop", "logprobs": None}
+                            ],
+                            "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
+                        },
+                    )
                     return
-                common = {"model": model, "created_at": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime()),
-                          "done": True, "done_reason": "stop", "total_duration": 1_000_000, "load_duration": 1000,
-                          "prompt_eval_count": n_in, "prompt_eval_duration": 500_000, "eval_count": n_out,
-                          "eval_duration": 400_000}
+                common = {
+                    "model": model,
+                    "created_at": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime()),
+                    "done": True,
+                    "done_reason": "stop",
+                    "total_duration": 1_000_000,
+                    "load_duration": 1000,
+                    "prompt_eval_count": n_in,
+                    "prompt_eval_duration": 500_000,
+                    "eval_count": n_out,
+                    "eval_duration": 400_000,
+                }
                 if path == "/api/chat":
                     self._send(200, {**common, "message": {"role": "assistant", "content": text}})
                 else:
@@ -283,9 +316,11 @@ class StandIn:
 
 # -- the default "model" --------------------------------------------------------------------------
 _WORD = re.compile(r"[A-Za-z][A-Za-z_]{3,}")
-_STOP = set("this that with from have will your when what which there their then than them they into also "
-            "each only other more some such these those about after before should would could using used "
-            "file files method methods value values example following within where while does make".split())
+_STOP = set(
+    "this that with from have will your when what which there their then than them they into also "
+    "each only other more some such these those about after before should would could using used "
+    "file files method methods value values example following within where while does make".split()
+)
 
 
 def _between(text: str, start: str, end: str) -> str:
@@ -294,7 +329,7 @@ def _between(text: str, start: str, end: str) -> str:
         return ""
     a += len(start)
     b = text.find(end, a)
-    return text[a:b if b >= 0 else None].strip()
+    return text[a : b if b >= 0 else None].strip()
 
 
 def _line_after(text: str, label: str) -> str:
@@ -340,8 +375,14 @@ def fake_reformulations(prompt: str) -> dict[str, Any]:
     query = _line_after(prompt, "Query:")
     n = int(re.search(r"Write (\d+) reformulations", prompt).group(1)) if re.search(r"Write (\d+) reformulations", prompt) else 5
     words = query.rstrip("?.!").split()
-    variants = [f"how to {query.rstrip('?')}", " ".join(reversed(words)), f"{query.rstrip('?')} in Laravel",
-                f"Laravel documentation: {query.rstrip('?')}", f"fix for {query.rstrip('?')}", f"{query.rstrip('?')} explained"]
+    variants = [
+        f"how to {query.rstrip('?')}",
+        " ".join(reversed(words)),
+        f"{query.rstrip('?')} in Laravel",
+        f"Laravel documentation: {query.rstrip('?')}",
+        f"fix for {query.rstrip('?')}",
+        f"{query.rstrip('?')} explained",
+    ]
     return {"reformulations": variants[:n]}
 
 
@@ -394,39 +435,39 @@ def fake_model(req: Request) -> Reply:
 # -- replies recorded from the smoke-test model (SmolLM2-135M-Instruct Q4_1, llama-cpp-python) -----
 # Recorded 2026-11-29 from E prompts (enrich_v1) on Laravel chunks, max_tokens 200/256, temperature 0.
 RECORDED: dict[str, str] = {
-    'schema_echo_no_key': (
-        '{\n'
+    "schema_echo_no_key": (
+        "{\n"
         '  "title": "a short descriptive title for this chunk, 3 to 8 words",\n'
         '  "summary": "one or two sentences (30 to 60 words) on what this chunk says that the other chunks do not; do not repeat it in a single sentence.",\n'
         '  "keywords": ["5 to 8 specific terms or phrases from the domain"],\n'
         '  "questions": ["2 to 3 specific questions that this chunk answers"],\n'
         '  "entities": ["named things in the domain", "tools, products, functions, classes, people, places"]\n'
-        '}'
+        "}"
     ),
-    'schema_echo_example_keys_as_entities': (
-        '{\n'
+    "schema_echo_example_keys_as_entities": (
+        "{\n"
         '  "title": "a short descriptive title for this chunk, 3 to 8 words",\n'
         '  "summary": "one or two sentences (30 to 60 words) on what this chunk says that the other chunks do not; do not repeat it in a single sentence.",\n'
         '  "keywords": ["5 to 8 specific terms or phrases from the chunk\'s domain"],\n'
         '  "questions": ["2 to 3 specific questions that this chunk answers"],\n'
         '  "entities": ["named things in the chunk: tools, products, functions, classes, people, places", "admissions process", "gradient descent optimization", "oauth token flow", "q3 revenue breakdown"]\n'
-        '}'
+        "}"
     ),
-    'truncated_at_max_tokens_questions_as_objects': (
-        '{\n'
+    "truncated_at_max_tokens_questions_as_objects": (
+        "{\n"
         '  "title": "Task Scheduling",\n'
         '  "summary": "A task scheduling document that outlines the process of planning and executing tasks, including how to schedule tasks based on specific criteria such as deadlines, resource allocation, and performance metrics.",\n'
         '  "keywords": ["task scheduling", "schedule frequency options"],\n'
         '  "questions": [\n'
-        '    {\n'
+        "    {\n"
         '      "id": "1234567890-1.html#description-of-the-document-content-and-structure-for-a-list of-specific-keywords-that-are-important-to-this-task-scheduling",\n'
         '      "type": "section_title"\n'
-        '    },\n'
-        '    {\n'
+        "    },\n"
+        "    {\n"
         '      "id": "234567890.html#description-of-the-document-content-and-structure-for-a-list of-specific-keywordsthat-are-importanttothis-taskscheduling",\n'
         '      "type": "section_title"\n'
-        '    },\n'
-        '  {\n'
+        "    },\n"
+        "  {\n"
         '    "id": "34567890.html#description-of-the-document-content-and-structure-for-a-list of-specifickeywordsthatisveryimportanttothis'
     ),
 }

@@ -56,8 +56,14 @@ class RerankStandIn:
                 docs = body["documents"]
                 scores = [overlap_score(body["query"], d if isinstance(d, str) else d.get("text", "")) for d in docs]
                 ranked = sorted(range(len(scores)), key=lambda i: -scores[i])[: body.get("top_n") or len(docs)]
-                self._send(200, {"id": "standin", "results": [{"index": i, "relevance_score": scores[i]} for i in ranked],
-                                 "meta": {"billed_units": {"search_units": 1}}})
+                self._send(
+                    200,
+                    {
+                        "id": "standin",
+                        "results": [{"index": i, "relevance_score": scores[i]} for i in ranked],
+                        "meta": {"billed_units": {"search_units": 1}},
+                    },
+                )
 
             def _send(self, status: int, obj: Any) -> None:
                 data = json.dumps(obj).encode()

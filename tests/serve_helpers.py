@@ -85,8 +85,9 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.TemporaryFile("w+")  # the server's output, for failure messages
-        self.proc = subprocess.Popen([ESRAG, *args, "--port", str(self.port)], env=clean_env(env),
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [ESRAG, *args, "--port", str(self.port)], env=clean_env(env), stdout=self.log, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:

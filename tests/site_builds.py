@@ -73,7 +73,7 @@ class Build:
 
     def page_file(self, url: str) -> Path:
         path = unquote(urlsplit(url).path)
-        rel = path[len(urlsplit(self.base).path):] if path.startswith(urlsplit(self.base).path) else path.lstrip("/")
+        rel = path[len(urlsplit(self.base).path) :] if path.startswith(urlsplit(self.base).path) else path.lstrip("/")
         file = self.out / rel
         return file / "index.html" if rel.endswith("/") or rel == "" else file
 
@@ -117,8 +117,10 @@ class Report:
     def __str__(self) -> str:
         head = "; ".join(f"{u} ({p})" for u, p in self.failed[:8])
         alt = "; ".join(f"{u} ({p})" for u, p in self.alt_failed[:5])
-        return (f"{self.urls - len(self.failed)}/{self.urls} section URLs resolve ({self.share:.2%}); "
-                f"alt {self.alt_urls - len(self.alt_failed)}/{self.alt_urls}; failures: {head}; alt failures: {alt}")
+        return (
+            f"{self.urls - len(self.failed)}/{self.urls} section URLs resolve ({self.share:.2%}); "
+            f"alt {self.alt_urls - len(self.alt_failed)}/{self.alt_urls}; failures: {head}; alt failures: {alt}"
+        )
 
 
 def check(build: Build, chunks: list[Chunk]) -> Report:
@@ -148,8 +150,7 @@ def sphinx_build(src: Path, out: Path, builder: str = "dirhtml", conf_tail: str 
     if conf_tail:
         conf = work / src.name / "conf.py"
         conf.write_text(conf.read_text(encoding="utf-8") + "\n" + conf_tail + "\n", encoding="utf-8")
-    options = [x for k, v in {"intersphinx_mapping": "", "intersphinx_disabled_reftypes": "*"}.items()
-               for x in ("-D", f"{k}={v}")]
+    options = [x for k, v in {"intersphinx_mapping": "", "intersphinx_disabled_reftypes": "*"}.items() for x in ("-D", f"{k}={v}")]
     run([sys.executable, "-m", "sphinx", "-b", builder, "-q", *options, str(work / src.name), str(out)], cwd=work / src.name)
     return out
 
@@ -189,8 +190,9 @@ def mdbook() -> str:
     binary = MDBOOK_ROOT / "bin" / "mdbook"
     if not binary.is_file():
         cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
-        run([cargo, "install", "mdbook", "--version", MDBOOK_VERSION, "--locked", "--root", str(MDBOOK_ROOT)],
-            cwd=Path.home(), timeout=3600)
+        run(
+            [cargo, "install", "mdbook", "--version", MDBOOK_VERSION, "--locked", "--root", str(MDBOOK_ROOT)], cwd=Path.home(), timeout=3600
+        )
     return str(binary)
 
 
@@ -234,8 +236,9 @@ def _dumper():
         pass
 
     Dumper.add_representer(PyName, lambda d, v: d.represent_scalar(f"tag:yaml.org,2002:python/name:{v.name}", ""))
-    Dumper.add_representer(PyApply, lambda d, v: d.represent_mapping(
-        f"tag:yaml.org,2002:python/object/apply:{v.name}", {"args": list(v.args), "kwds": v.kwds}))
+    Dumper.add_representer(
+        PyApply, lambda d, v: d.represent_mapping(f"tag:yaml.org,2002:python/object/apply:{v.name}", {"args": list(v.args), "kwds": v.kwds})
+    )
     return Dumper
 
 
@@ -255,8 +258,11 @@ def mkdocs_build(tree: Path, config: str, out: Path) -> tuple[Path, list[str]]:
     shutil.copytree(tree, work, dirs_exist_ok=True)
     path = work / config
     cfg = load_yaml(path)
-    left_out = [f"plugin {p if isinstance(p, str) else next(iter(p))}" for p in cfg.get("plugins") or []
-                if (p if isinstance(p, str) else next(iter(p))) != "search"]
+    left_out = [
+        f"plugin {p if isinstance(p, str) else next(iter(p))}"
+        for p in cfg.get("plugins") or []
+        if (p if isinstance(p, str) else next(iter(p))) != "search"
+    ]
     cfg["plugins"] = ["search"]
     for key in ("hooks", "watch"):  # hook scripts; watch paths of the source code (not in the corpus)
         if cfg.pop(key, None):

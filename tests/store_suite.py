@@ -21,9 +21,19 @@ FIELDS = {"text": 1.0, "section_path": 1.0}
 
 def make_chunk(i: int, text: str, corpus: str = "docs", path: str = "a.md", section: str = "Intro", **kw) -> Chunk:
     return Chunk(
-        id=f"{corpus}-{path}-{i}", text=text, corpus=corpus, source_path=path, section_path=section,
-        start_line=i * 10 + 1, end_line=i * 10 + 5, position=i + 1, n_chunks=kw.pop("n_chunks", 1),
-        tokens=len(text.split()), content_hash=content_hash(text), doc_title="Doc", **kw,
+        id=f"{corpus}-{path}-{i}",
+        text=text,
+        corpus=corpus,
+        source_path=path,
+        section_path=section,
+        start_line=i * 10 + 1,
+        end_line=i * 10 + 5,
+        position=i + 1,
+        n_chunks=kw.pop("n_chunks", 1),
+        tokens=len(text.split()),
+        content_hash=content_hash(text),
+        doc_title="Doc",
+        **kw,
     )
 
 
@@ -64,11 +74,26 @@ class StoreContract:
 
     # -- writes -------------------------------------------------------------------------
     def test_write_get_round_trip_keeps_every_field(self, store):
-        c = make_chunk(0, "Schedules run every minute.", section="Scheduling > Frequency", n_chunks=3,
-                       parent_id="p1", context="This chunk is about cron.",
-                       metadata={"authority": "official", "language": "en", "effective_date": "2024-01-01", "team": "core"})
-        c.enrichment = Enrichment(title="T", summary="S", keywords=["a", "b"], questions=["q1?", "q2?"],
-                                  entities=["Laravel"], key="k", related_keys=["r1"], model="m", prompt_sha256="abc")
+        c = make_chunk(
+            0,
+            "Schedules run every minute.",
+            section="Scheduling > Frequency",
+            n_chunks=3,
+            parent_id="p1",
+            context="This chunk is about cron.",
+            metadata={"authority": "official", "language": "en", "effective_date": "2024-01-01", "team": "core"},
+        )
+        c.enrichment = Enrichment(
+            title="T",
+            summary="S",
+            keywords=["a", "b"],
+            questions=["q1?", "q2?"],
+            entities=["Laravel"],
+            key="k",
+            related_keys=["r1"],
+            model="m",
+            prompt_sha256="abc",
+        )
         self.write(store, [c], [unit(0)])
         [got] = store.get([c.id])
         assert got.text == c.text and got.section_path == c.section_path
@@ -144,8 +169,10 @@ class StoreContract:
 
     def test_bm25_english_analyzer_ignores_stop_words(self, store):
         # the index's analyzer is ``english`` (IndexMeta's default): question words match nothing
-        chunks = [make_chunk(0, "What is it? What is it that they do? What is this?"),
-                  make_chunk(1, "Failed queue jobs are retried by the worker.")]
+        chunks = [
+            make_chunk(0, "What is it? What is it that they do? What is this?"),
+            make_chunk(1, "Failed queue jobs are retried by the worker."),
+        ]
         self.write(store, chunks, [unit(0), unit(1)])
         assert [i for i, _ in store.bm25("what is it that they do with failed jobs", 5, Filters(), FIELDS)] == ["docs-a.md-1"]
 
@@ -177,9 +204,15 @@ class StoreContract:
             make_chunk(2, "token guard", path="other.md", metadata={"language": "en"}),
         ]
         self.write(store, chunks, [unit(0), unit(1), unit(2)])
-        assert {i for i, _ in store.bm25("token", 10, Filters(path_prefix="auth/"), FIELDS)} == {"docs-auth/guards.md-0", "docs-auth/tokens.md-1"}
+        assert {i for i, _ in store.bm25("token", 10, Filters(path_prefix="auth/"), FIELDS)} == {
+            "docs-auth/guards.md-0",
+            "docs-auth/tokens.md-1",
+        }
         assert {i for i, _ in store.bm25("token", 10, Filters(languages=["en"]), FIELDS)} == {"docs-auth/guards.md-0", "docs-other.md-2"}
-        assert {i for i, _ in store.bm25("token", 10, Filters(exclude_ids=["docs-other.md-2"]), FIELDS)} == {"docs-auth/guards.md-0", "docs-auth/tokens.md-1"}
+        assert {i for i, _ in store.bm25("token", 10, Filters(exclude_ids=["docs-other.md-2"]), FIELDS)} == {
+            "docs-auth/guards.md-0",
+            "docs-auth/tokens.md-1",
+        }
 
     # -- kNN ----------------------------------------------------------------------------
     def test_knn_orders_by_cosine(self, store):
@@ -210,10 +243,12 @@ class StoreContract:
     def test_stats_list_each_corpus_versions_and_pages_list_every_copy(self, store):
         """Issue 26: versions per corpus (with when they were last written) and the page listing
         that get_page resolves URLs and prefix-less paths against."""
-        chunks = [make_chunk(0, "a", path="docs/x.md", url="https://d.example/x/#intro"),
-                  make_chunk(1, "b", path="docs/x.md", url="https://d.example/x/#more"),
-                  make_chunk(2, "c", path="docs/x.md", doc_version="2.0", url="https://d.example/2.0/x/#intro"),
-                  make_chunk(3, "d", path="y.md", corpus="c2", doc_version="1.0")]
+        chunks = [
+            make_chunk(0, "a", path="docs/x.md", url="https://d.example/x/#intro"),
+            make_chunk(1, "b", path="docs/x.md", url="https://d.example/x/#more"),
+            make_chunk(2, "c", path="docs/x.md", doc_version="2.0", url="https://d.example/2.0/x/#intro"),
+            make_chunk(3, "d", path="y.md", corpus="c2", doc_version="1.0"),
+        ]
         self.write(store, chunks, [unit(0), unit(1), unit(2), unit(3)])
         s = store.stats()
         docs = s["corpora"]["docs"]["versions"]
@@ -222,8 +257,10 @@ class StoreContract:
         assert set(s["corpora"]["c2"]["versions"]) == {"1.0"}
         pages = store.pages()
         assert [(p.corpus, p.doc_version, p.source_path, p.url) for p in pages] == [
-            ("c2", "1.0", "y.md", ""), ("docs", "", "docs/x.md", "https://d.example/x/"),
-            ("docs", "2.0", "docs/x.md", "https://d.example/2.0/x/")]
+            ("c2", "1.0", "y.md", ""),
+            ("docs", "", "docs/x.md", "https://d.example/x/"),
+            ("docs", "2.0", "docs/x.md", "https://d.example/2.0/x/"),
+        ]
         assert all(p.indexed_at for p in pages)
         assert [p.source_path for p in store.pages("c2")] == ["y.md"] and store.pages("nope") == []
 
@@ -233,9 +270,11 @@ class StoreContract:
         from esrag.errors import PageNotFound
         from esrag.pages import get_page
 
-        chunks = [make_chunk(0, "one", path="docs/en/x.md", url="https://d.example/x/#intro"),
-                  make_chunk(1, "two", path="docs/en/x.md", url="https://d.example/x/#more", section="Intro > More"),
-                  make_chunk(2, "new one", path="docs/en/x.md", doc_version="2.0", url="https://d.example/2.0/x/#intro")]
+        chunks = [
+            make_chunk(0, "one", path="docs/en/x.md", url="https://d.example/x/#intro"),
+            make_chunk(1, "two", path="docs/en/x.md", url="https://d.example/x/#more", section="Intro > More"),
+            make_chunk(2, "new one", path="docs/en/x.md", doc_version="2.0", url="https://d.example/2.0/x/#intro"),
+        ]
         self.write(store, chunks, [unit(0), unit(1), unit(2)])
         by_url = get_page(store, "https://d.example/x/#more", default_versions={"docs": ""})
         assert by_url.source_path == "docs/en/x.md" and by_url.doc_version == "" and by_url.versions == ["", "2.0"]
@@ -265,8 +304,14 @@ class StoreContract:
         want = {"docs-a.md-0", "docs-a.md-2", "docs-a.md-4"}
         assert {i for i, _ in store.bm25("deploy checklist", 10, both, FIELDS)} == want
         assert {i for i, _ in store.knn(unit(0), 10, both, 20)} == want
-        assert {i for i, _ in store.knn(unit(0), 10, Filters(effective_on="2026-11-28"), 20)} == {"docs-a.md-0", "docs-a.md-2", "docs-a.md-3"}
-        assert {i for i, _ in store.bm25("deploy", 10, Filters(exclude_superseded=True), FIELDS)} == {f"docs-a.md-{i}" for i in (0, 1, 2, 4)}
+        assert {i for i, _ in store.knn(unit(0), 10, Filters(effective_on="2026-11-28"), 20)} == {
+            "docs-a.md-0",
+            "docs-a.md-2",
+            "docs-a.md-3",
+        }
+        assert {i for i, _ in store.bm25("deploy", 10, Filters(exclude_superseded=True), FIELDS)} == {
+            f"docs-a.md-{i}" for i in (0, 1, 2, 4)
+        }
         # a filter applied after taking the top 1 would return nothing
         assert [i for i, _ in store.knn(unit(0, 3), 1, Filters(exclude_superseded=True, effective_on="2024-06-01"), 20)] != ["docs-a.md-3"]
 
@@ -283,8 +328,11 @@ class StoreContract:
 
         chunks = [make_chunk(i, f"cache queue {'cache' * (i % 3)}", corpus="c1" if i % 2 else "c2", path=f"p{i}.md") for i in range(12)]
         self.write(store, chunks, [unit(i % DIMS, (i + 1) % DIMS) for i in range(12)])
-        branches = [BranchQuery("cache", unit(0), 5, Filters(corpora=["c1"]), 20), BranchQuery("cache", unit(1), 4, Filters(corpora=["c2"]), 20),
-                    BranchQuery("", unit(2), 3, Filters(corpora=["c2"]), 20)]
+        branches = [
+            BranchQuery("cache", unit(0), 5, Filters(corpora=["c1"]), 20),
+            BranchQuery("cache", unit(1), 4, Filters(corpora=["c2"]), 20),
+            BranchQuery("", unit(2), 3, Filters(corpora=["c2"]), 20),
+        ]
         got = run_branches(store, branches, FIELDS, rrf_k=60)
         assert len(got) == 3
         for b, fused in zip(branches, got):

@@ -69,8 +69,7 @@ def check_store(store, emb, root):
     section = [c for c in chunks if c.section_path == SECTION]
     assert section and all(c.url == OWN and c.alt_urls == [OLD] for c in section)
     by_path = {c.section_path: c for c in chunks}
-    assert by_path["Storing UTF-8 Encoded Text with Strings > Defining Strings"].alt_urls == [
-        PAGE + "#what-is-a-string"]
+    assert by_path["Storing UTF-8 Encoded Text with Strings > Defining Strings"].alt_urls == [PAGE + "#what-is-a-string"]
     # one address: no alternatives
     assert by_path["Storing UTF-8 Encoded Text with Strings > Updating a String"].alt_urls == []
     assert Hit(section[0], 1.0).to_dict()["alt_urls"] == [OLD]
@@ -167,8 +166,7 @@ def test_expanded_and_merged_hits_keep_the_link_of_their_first_section(embedder,
 
     store = SQLiteStore(tmp_path / "x.db")
     ingest(store, embedder, book(tmp_path))
-    chunks = sorted(store.get(sorted(cid for e in store.manifest("rust-book").values() for cid in e)),
-                    key=lambda c: c.position)
+    chunks = sorted(store.get(sorted(cid for e in store.manifest("rust-book").values() for cid in e)), key=lambda c: c.position)
     i = next(n for n, c in enumerate(chunks) if c.section_path == SECTION)
     before, mine, after = chunks[i - 1], chunks[i], chunks[i + 1]
     for spec in ("neighbours:1", "parent"):

@@ -28,7 +28,11 @@ def test_tokenizer_and_elasticsearch_bodies():
     with pytest.raises(ConfigError, match="valid: english, standard"):
         sqlite_tokenizer("french")
     full = es_analysis("english", stemming=True)
-    assert full["analyzer"]["esrag_text"] == {"type": "custom", "tokenizer": "standard", "filter": ["lowercase", "esrag_stop", "porter_stem"]}
+    assert full["analyzer"]["esrag_text"] == {
+        "type": "custom",
+        "tokenizer": "standard",
+        "filter": ["lowercase", "esrag_stop", "porter_stem"],
+    }
     assert full["filter"]["esrag_stop"]["stopwords"] == sorted(english_stopwords())
     core = es_analysis("english", stemming=False)
     assert core == {"analyzer": {"esrag_text": {"type": "standard", "stopwords": sorted(english_stopwords())}}}
@@ -38,9 +42,11 @@ def test_tokenizer_and_elasticsearch_bodies():
 def store(tmp_path, analyzer):
     s = SQLiteStore(tmp_path / f"{analyzer}.db")
     s.ensure(IndexMeta("test:unit", 8, ["text"], FIELDS, analyzer=analyzer))
-    chunks = [make_chunk(0, "The scheduler runs scheduled tasks every minute."),
-              make_chunk(1, "What is a queue? It is where jobs wait."),
-              make_chunk(2, "Blade renders views.")]
+    chunks = [
+        make_chunk(0, "The scheduler runs scheduled tasks every minute."),
+        make_chunk(1, "What is a queue? It is where jobs wait."),
+        make_chunk(2, "Blade renders views."),
+    ]
     s.write(chunks, np.stack([unit(0), unit(1), unit(2)]), ["m"] * 3)
     return s
 

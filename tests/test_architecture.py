@@ -172,14 +172,28 @@ def test_no_import_cycle_between_esrag_modules():
 
 
 def test_stores_never_import_search():
-    bad = sorted({f"{_where(name, line)} imports {target}" for name in modules() if name.startswith("esrag.stores")
-                  for target, line in imports(name) if target == "esrag.search" or target.startswith("esrag.search.")})
+    bad = sorted(
+        {
+            f"{_where(name, line)} imports {target}"
+            for name in modules()
+            if name.startswith("esrag.stores")
+            for target, line in imports(name)
+            if target == "esrag.search" or target.startswith("esrag.search.")
+        }
+    )
     assert not bad, "a store imports esrag.search (a lower floor depending on a higher one):\n" + "\n".join(bad)
 
 
 def test_formats_never_import_chunking():
-    bad = sorted({f"{_where(name, line)} imports {target}" for name in modules() if name.startswith("esrag.formats")
-                  for target, line in imports(name) if target == "esrag.chunking" or target.startswith("esrag.chunking.")})
+    bad = sorted(
+        {
+            f"{_where(name, line)} imports {target}"
+            for name in modules()
+            if name.startswith("esrag.formats")
+            for target, line in imports(name)
+            if target == "esrag.chunking" or target.startswith("esrag.chunking.")
+        }
+    )
     assert not bad, "a format imports esrag.chunking (a lower floor depending on a higher one):\n" + "\n".join(bad)
 
 
@@ -188,8 +202,15 @@ def _is_elastic_home(name: str) -> bool:
 
 
 def test_only_the_elastic_store_imports_elasticsearch():
-    bad = sorted({f"{_where(name, line)} imports {target}" for name in modules() if not _is_elastic_home(name)
-                  for target, line in imports(name) if target.split(".")[0] == "elasticsearch"})
+    bad = sorted(
+        {
+            f"{_where(name, line)} imports {target}"
+            for name in modules()
+            if not _is_elastic_home(name)
+            for target, line in imports(name)
+            if target.split(".")[0] == "elasticsearch"
+        }
+    )
     assert not bad, "elasticsearch imported outside esrag/stores/elastic:\n" + "\n".join(bad)
 
 
@@ -205,16 +226,22 @@ def _mentions_store(node: ast.expr) -> bool:
 
 def store_probes(name: str) -> list[int]:
     """Lines of ``hasattr(<store>, ...)`` / ``getattr(<store>, ...)`` calls in module ``name``."""
-    return [node.lineno for node in ast.walk(tree(name))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr")
-            and node.args and _mentions_store(node.args[0])]
+    return [
+        node.lineno
+        for node in ast.walk(tree(name))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("hasattr", "getattr")
+        and node.args
+        and _mentions_store(node.args[0])
+    ]
 
 
 def test_no_duck_typed_store_probe_outside_the_stores():
-    bad = [_where(name, line) for name in modules() if not name.startswith("esrag.stores")
-           for line in store_probes(name)]
-    assert not bad, ("hasattr/getattr probes of a store (use the typed protocols of esrag/stores/base.py with "
-                     "isinstance):\n" + "\n".join(bad))
+    bad = [_where(name, line) for name in modules() if not name.startswith("esrag.stores") for line in store_probes(name)]
+    assert not bad, "hasattr/getattr probes of a store (use the typed protocols of esrag/stores/base.py with isinstance):\n" + "\n".join(
+        bad
+    )
 
 
 ROAD = ("esrag.search", "esrag.service", "esrag.app", "esrag.serve", "esrag.cli")
@@ -225,17 +252,23 @@ def attribute_probes(source: ast.Module) -> list[int]:
     """Lines of ``hasattr(x, ...)`` calls and ``getattr(x, "literal", default)`` calls: asking an
     object whether it has something instead of knowing its type. A two-argument ``getattr``
     (reading an attribute by a computed name) is not a probe."""
-    return [node.lineno for node in ast.walk(source)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and (node.func.id == "hasattr" or (node.func.id == "getattr" and len(node.args) == 3))]
+    return [
+        node.lineno
+        for node in ast.walk(source)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and (node.func.id == "hasattr" or (node.func.id == "getattr" and len(node.args) == 3))
+    ]
 
 
 def test_no_attribute_probe_of_a_collaborator_on_the_road_to_the_store():
     road = [name for name in modules() if name.startswith(ROAD)]
     assert "esrag.search.pipeline" in road and "esrag.search.rerank" in road
     bad = [_where(name, line) for name in road for line in attribute_probes(tree(name))]
-    assert not bad, ("hasattr/getattr probes on the road from a query to the store (give the collaborator a "
-                     "Protocol and check it with isinstance, or adapt it once where it enters):\n" + "\n".join(bad))
+    assert not bad, (
+        "hasattr/getattr probes on the road from a query to the store (give the collaborator a "
+        "Protocol and check it with isinstance, or adapt it once where it enters):\n" + "\n".join(bad)
+    )
 
 
 def private_attributes_by_module() -> dict[str, set[str]]:
@@ -246,8 +279,13 @@ def private_attributes_by_module() -> dict[str, set[str]]:
         for node in ast.walk(tree(name)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
             for t in targets:
-                if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-                        and t.attr.startswith("_") and not t.attr.startswith("__")):
+                if (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"
+                    and t.attr.startswith("_")
+                    and not t.attr.startswith("__")
+                ):
                     out.setdefault(name, set()).add(t.attr)
     return out
 
@@ -259,8 +297,12 @@ def foreign_private_reads(name: str, source: ast.Module, owners: dict[str, set[s
     elsewhere = set().union(*(attrs for mod, attrs in owners.items() if mod != name))
     out = []
     for node in ast.walk(source):
-        if (isinstance(node, ast.Attribute) and node.attr in elsewhere and node.attr not in own
-                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in elsewhere
+            and node.attr not in own
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
             out.append((node.lineno, ast.unparse(node)))
     return out
 
@@ -281,8 +323,11 @@ def test_the_probe_and_private_read_checks_find_what_they_look_for():
 
 
 def test_no_module_over_700_lines():
-    long = {str(p.relative_to(PACKAGE.parent)): n for p in modules().values()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(PACKAGE.parent)): n
+        for p in modules().values()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert not long, f"modules over {MAX_LINES} lines: {long}"
 
 

@@ -38,8 +38,10 @@ def test_the_window_is_read_from_the_server_or_defaults():
 
 def test_standin_rejects_an_over_long_request_like_a_real_server():
     with StandIn(context_window=100) as s:
-        r = httpx.post(s.url + "/v1/chat/completions", json={"model": "standin", "max_tokens": 80,
-                                                             "messages": [{"role": "user", "content": "word " * 40}]})
+        r = httpx.post(
+            s.url + "/v1/chat/completions",
+            json={"model": "standin", "max_tokens": 80, "messages": [{"role": "user", "content": "word " * 40}]},
+        )
         assert r.status_code == 400 and "maximum context length is 100 tokens" in r.json()["error"]["message"]
 
 
@@ -62,8 +64,7 @@ def test_without_fitting_the_same_ask_is_rejected(index_env):
     """The control: told the window is larger than the server's, ask sends too much and the
     server's 400 comes back as a one-line error."""
     with StandIn(context_window=4096) as s:
-        env = {**index_env, "ESRAG_LLM": "openai:standin", "ESRAG_LLM_URL": f"{s.url}/v1",
-               "ESRAG_ANSWER__CONTEXT_TOKENS": "32768"}
+        env = {**index_env, "ESRAG_LLM": "openai:standin", "ESRAG_LLM_URL": f"{s.url}/v1", "ESRAG_ANSWER__CONTEXT_TOKENS": "32768"}
         out = run_cli(["ask", QUESTION, "--json", "--budget", "3500"], env, check=False)
         assert out.returncode == 1 and "maximum context length is 4096" in out.stderr, out.stderr
 

@@ -42,10 +42,7 @@ def paths(chunks: list[Chunk]) -> list[str]:
 
 
 def test_hash_lines_in_backtick_and_tilde_fences_are_not_headers():
-    text = (
-        "# Guide\n\nIntro.\n\n```php\n# not a header\n## nor this\n```\n\n"
-        "~~~bash\n# shell comment\n~~~\n\nAfter.\n"
-    )
+    text = "# Guide\n\nIntro.\n\n```php\n# not a header\n## nor this\n```\n\n~~~bash\n# shell comment\n~~~\n\nAfter.\n"
     assert headers(text) == ["Guide"]
     codes = [b for b in parse_blocks(text) if b.kind is BlockKind.CODE]
     assert [(b.start_line, b.end_line) for b in codes] == [(5, 8), (10, 12)]
@@ -248,10 +245,7 @@ def test_anchor_without_a_following_header_does_not_split_the_section():
 
 
 def test_raw_html_blocks_are_kept_and_hide_hash_lines():
-    text = (
-        '# Real\n\n<div class="note">\n# Not a header\n</div>\n\n'
-        "<pre>\n# a\n\n# still inside pre\n</pre>\n\n" + words(120) + "\n"
-    )
+    text = '# Real\n\n<div class="note">\n# Not a header\n</div>\n\n<pre>\n# a\n\n# still inside pre\n</pre>\n\n' + words(120) + "\n"
     assert headers(text) == ["Real"]
     blocks = parse_blocks(text)
     assert [(b.kind, b.start_line, b.end_line) for b in blocks if b.kind is BlockKind.HTML] == [

@@ -67,8 +67,16 @@ def test_search_k_below_one_is_refused_as_over_http_and_mcp(tmp_path):
 def test_ingest_json_summary_and_default_location(workdir):
     assert (workdir / ".esrag" / "esrag.db").exists()
     again = json.loads(run(["ingest", "docs", "--json"], cwd=workdir).stdout)
-    for key in ("files", "chunks_new", "chunks_changed", "chunks_unchanged", "chunks_deleted",
-                "embeddings_computed", "failures", "seconds"):
+    for key in (
+        "files",
+        "chunks_new",
+        "chunks_changed",
+        "chunks_unchanged",
+        "chunks_deleted",
+        "embeddings_computed",
+        "failures",
+        "seconds",
+    ):
         assert key in again
     assert again["files"] == 3 and again["chunks_new"] == 0 and again["embeddings_computed"] == 0
     assert again["chunks_unchanged"] > 50 and again["failures"] == []
@@ -121,7 +129,9 @@ def test_bad_files_exit_nonzero_and_name_the_file(tmp_path):
     proc = run(["ingest", "docs", "--json"], cwd=tmp_path, check=False)
     assert proc.returncode == 1
     summary = json.loads(proc.stdout)
-    assert summary["failures"] == [{"path": "bad.md", "error": "not valid UTF-8 at line 3 (byte offset 10); convert it with e.g. `iconv -f latin1 -t utf-8`"}]
+    assert summary["failures"] == [
+        {"path": "bad.md", "error": "not valid UTF-8 at line 3 (byte offset 10); convert it with e.g. `iconv -f latin1 -t utf-8`"}
+    ]
     assert summary["chunks_new"] == 1
     human = run(["ingest", "docs"], cwd=tmp_path, check=False)
     assert human.returncode == 1 and "bad.md" in human.stderr and "not valid UTF-8" in human.stderr
@@ -144,14 +154,30 @@ def test_unknown_chunker_lists_installed_ones(tmp_path):
 def test_third_party_plugin_is_selected_by_name(tmp_path):
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
-         str(ROOT / "tests" / "plugins" / "esrag-lines-chunker")],
-        check=True, capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(ROOT / "tests" / "plugins" / "esrag-lines-chunker"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     env = {"PYTHONPATH": str(target)}
     listed = json.loads(run(["plugins", "--json"], cwd=tmp_path, env=env).stdout)
-    assert {"group": "esrag.chunkers", "name": "lines", "target": "esrag_lines_chunker:LinesChunker",
-            "distribution": "esrag-lines-chunker"} in listed
+    assert {
+        "group": "esrag.chunkers",
+        "name": "lines",
+        "target": "esrag_lines_chunker:LinesChunker",
+        "distribution": "esrag-lines-chunker",
+    } in listed
     doc = tmp_path / "seven.md"
     doc.write_text("\n".join(f"line {i}" for i in range(1, 8)))
     chunks = json.loads(run(["chunk", str(doc), "--chunker", "lines", "--json"], cwd=tmp_path, env=env).stdout)

@@ -48,8 +48,12 @@ def project(tmp_path_factory):
         shutil.copy(LARAVEL / name, base / "docs" / name)
     shutil.copy(PROJECT / "tests" / "data" / "laravel_tickets.jsonl", base / "tickets.jsonl")
     (base / "esrag.toml").write_text(TOML)
-    env = {"ESRAG_CONFIG": str(base / "esrag.toml"), "ESRAG_DB": str(base / "idx" / "esrag.db"), "ESRAG_ES_URL": None,
-           "ESRAG_LLM_CACHE": str(base / "llm.db")}
+    env = {
+        "ESRAG_CONFIG": str(base / "esrag.toml"),
+        "ESRAG_DB": str(base / "idx" / "esrag.db"),
+        "ESRAG_ES_URL": None,
+        "ESRAG_LLM_CACHE": str(base / "llm.db"),
+    }
     runner = CliRunner()
     docs = runner.invoke(main, ["ingest", str(base / "docs"), "--corpus", "laravel", "--json"], env=env)
     assert docs.exit_code == 0, docs.output
@@ -81,8 +85,21 @@ def test_search_fans_out_with_labels_tokens_and_diagnostics(project):
 def test_search_budget_expand_and_rerank_options(project):
     base, env, runner = project
     with RerankStandIn() as server:
-        out = runner.invoke(main, ["search", "run the scheduler every minute with cron", "--budget", "600", "--expand", "parent",
-                                   "--rerank", f"http:{server.url}", "--json"], env=env)
+        out = runner.invoke(
+            main,
+            [
+                "search",
+                "run the scheduler every minute with cron",
+                "--budget",
+                "600",
+                "--expand",
+                "parent",
+                "--rerank",
+                f"http:{server.url}",
+                "--json",
+            ],
+            env=env,
+        )
         assert out.exit_code == 0, out.output
         assert server.requests
     hits = json.loads(out.stdout)

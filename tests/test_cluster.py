@@ -202,8 +202,13 @@ def test_a_malformed_url_in_the_list_is_named(es_cluster):
 
 @pytest.mark.integration
 def test_settings_reach_the_store(es_cluster, tmp_path):
-    env = {"ESRAG_ES_URL": ",".join(es_cluster), "ESRAG_ELASTICSEARCH__SHARDS": "3", "ESRAG_ELASTICSEARCH__REPLICAS": "1",
-           "ESRAG_ELASTICSEARCH__RETRY_SECONDS": "15", "ESRAG_ELASTICSEARCH__BULK_LOAD": "true"}
+    env = {
+        "ESRAG_ES_URL": ",".join(es_cluster),
+        "ESRAG_ELASTICSEARCH__SHARDS": "3",
+        "ESRAG_ELASTICSEARCH__REPLICAS": "1",
+        "ESRAG_ELASTICSEARCH__RETRY_SECONDS": "15",
+        "ESRAG_ELASTICSEARCH__BULK_LOAD": "true",
+    }
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -234,8 +239,9 @@ class HashEmbedder(_HashEmbedder):
 
 
 def ingest(store, tree: Path, corpus: str, emb: HashEmbedder, window: int = 1024):
-    return quietly(Ingester(store, emb.spec, lambda: emb, HeaderChunker(), EMBED, BM25, window=window).run,
-                   tree, corpus, ["*.md", "*.rst"], [])
+    return quietly(
+        Ingester(store, emb.spec, lambda: emb, HeaderChunker(), EMBED, BM25, window=window).run, tree, corpus, ["*.md", "*.rst"], []
+    )
 
 
 def reference(tmp_path: Path, tree: Path, corpus: str) -> dict[str, str]:
@@ -254,8 +260,12 @@ def stored(store: ElasticStore, corpus: str) -> tuple[int, dict[str, str], list[
     count = store._es.count(index=store.alias, query={"term": {"corpus": corpus}}).body["count"]
     manifest = store.manifest(corpus)
     ids = {i: e.content_hash for entries in manifest.values() for i, e in entries.items()}
-    hashes = [h["_source"]["content_hash"] for h in store._es.search(
-        index=store.alias, query={"term": {"corpus": corpus}}, size=10_000, source=["content_hash"]).body["hits"]["hits"]]
+    hashes = [
+        h["_source"]["content_hash"]
+        for h in store._es.search(index=store.alias, query={"term": {"corpus": corpus}}, size=10_000, source=["content_hash"]).body["hits"][
+            "hits"
+        ]
+    ]
     return count, ids, hashes
 
 
@@ -269,8 +279,7 @@ def node_pid(url: str) -> int:
 
 def wait_cluster(url: str, nodes: int, status: str = "green", timeout: float = 240) -> dict:
     es = Elasticsearch(url, request_timeout=timeout + 10)
-    body = es.options(ignore_status=408).cluster.health(wait_for_nodes=str(nodes), wait_for_status=status,
-                                                       timeout=f"{int(timeout)}s").body
+    body = es.options(ignore_status=408).cluster.health(wait_for_nodes=str(nodes), wait_for_status=status, timeout=f"{int(timeout)}s").body
     es.close()
     assert not body["timed_out"] and body["number_of_nodes"] == nodes, body
     return body
@@ -278,8 +287,7 @@ def wait_cluster(url: str, nodes: int, status: str = "green", timeout: float = 2
 
 @pytest.mark.integration
 def test_a_data_node_killed_mid_ingest_and_mid_search_loses_nothing(make_cluster_store, es_cluster, tmp_path):
-    s = make_cluster_store(cluster=ClusterOptions(shards=3, replicas=1, retry_seconds=120, bulk_load=False),
-                           batch_size=50)
+    s = make_cluster_store(cluster=ClusterOptions(shards=3, replicas=1, retry_seconds=120, bulk_load=False), batch_size=50)
     first = ingest(s, REQUESTS, "requests", HashEmbedder())
     assert first.chunks_new > 50 and not first.failures
     want = {"requests": reference(tmp_path, REQUESTS, "requests"), "laravel": reference(tmp_path, LARAVEL, "laravel")}
@@ -351,8 +359,7 @@ def free_pair() -> int:
 
 def es_single(cmd: str, port: int, **env: str) -> subprocess.CompletedProcess:
     full = {**os.environ, "ES_PORT": str(port), "ES_HEAP": "512m", **env}
-    return subprocess.run([str(ES_NODE), cmd, "9.2.8"], env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=600)
+    return subprocess.run([str(ES_NODE), cmd, "9.2.8"], env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
 
 
 @pytest.fixture
@@ -396,10 +403,12 @@ def test_one_node_ingest_waits_for_its_node_then_fails_clearly(lone_node, tmp_pa
     def stop_and_restart(call: int) -> None:
         if call == 2:
             os.kill(node_pid(url), 9)
+
             def later() -> None:
                 time.sleep(3)
                 restarted.append(es_single("start", lone_node, ES_KEEP_DATA="1"))
                 back.set()
+
             threading.Thread(target=later, daemon=True).start()
 
     t0 = time.monotonic()
@@ -416,9 +425,11 @@ def test_one_node_ingest_waits_for_its_node_then_fails_clearly(lone_node, tmp_pa
     # the ingest's other requests wait for the node too: the manifest, reading vectors back for a
     # metadata update, the refresh — each started while the node is dead, answered once it is back
     chunk = s.get([next(iter(expected))])[0]
-    for step, call in (("manifest", lambda: s.manifest("laravel")),
-                       ("update_meta", lambda: s.update_meta([chunk], ["changed-meta"])),
-                       ("refresh", s.refresh)):
+    for step, call in (
+        ("manifest", lambda: s.manifest("laravel")),
+        ("update_meta", lambda: s.update_meta([chunk], ["changed-meta"])),
+        ("refresh", s.refresh),
+    ):
         os.kill(node_pid(url), 9)
         again: list[subprocess.CompletedProcess] = []
         later = threading.Timer(3.0, lambda again=again: again.append(es_single("start", lone_node, ES_KEEP_DATA="1")))
@@ -449,8 +460,11 @@ def test_one_node_ingest_waits_for_its_node_then_fails_clearly(lone_node, tmp_pa
     cause = r"\((connection refused|connection reset|remote end closed connection|connection aborted)\)"
     # the first request after the kill: the once-per-index write-block check, or a bulk batch
     doing = r"(write a bulk batch \(\d+ documents; |read the index blocks \()"
-    assert re.match(rf"cannot reach Elasticsearch at {re.escape(url)} {cause} while trying to {doing}"
-                    r"retried for \d+ s, \[elasticsearch\] retry_seconds\); start it", message), message
+    assert re.match(
+        rf"cannot reach Elasticsearch at {re.escape(url)} {cause} while trying to {doing}"
+        r"retried for \d+ s, \[elasticsearch\] retry_seconds\); start it",
+        message,
+    ), message
     assert "\n" not in message and "Traceback" not in message
     assert 4 <= took < 60, took
     s.close()
@@ -505,8 +519,15 @@ def test_bulk_sends_a_batch_again_after_dropped_connections_and_refusals(es_clus
         return None
 
     with StandIn(es_cluster[0], rule) as standin:
-        s = ElasticStore(standin.url, fresh_alias(), batch_size=5, max_retries=2, initial_backoff=0.05, max_backoff=0.2,
-                         cluster=ClusterOptions(retry_seconds=30))
+        s = ElasticStore(
+            standin.url,
+            fresh_alias(),
+            batch_size=5,
+            max_retries=2,
+            initial_backoff=0.05,
+            max_backoff=0.2,
+            cluster=ClusterOptions(retry_seconds=30),
+        )
         try:
             quietly(s.ensure, meta())
             chunks = [make_chunk(i, f"chunk {i} about retries") for i in range(15)]
@@ -530,8 +551,15 @@ def test_bulk_gives_up_on_items_refused_for_longer_than_retry_seconds(es_cluster
         return None
 
     with StandIn(es_cluster[0], rule) as standin:
-        s = ElasticStore(standin.url, fresh_alias(), batch_size=5, max_retries=1, initial_backoff=0.1, max_backoff=0.4,
-                         cluster=ClusterOptions(retry_seconds=1.5))
+        s = ElasticStore(
+            standin.url,
+            fresh_alias(),
+            batch_size=5,
+            max_retries=1,
+            initial_backoff=0.1,
+            max_backoff=0.4,
+            cluster=ClusterOptions(retry_seconds=1.5),
+        )
         try:
             quietly(s.ensure, meta())
             t0 = time.monotonic()
@@ -552,8 +580,12 @@ def test_node_urls_are_split_checked_and_redacted():
     urls = node_urls(" http://a:9200 , https://u:pw@b:9243 ")
     assert urls == ["http://a:9200", "https://u:pw@b:9243"] and url_secrets(urls) == ["pw"]
     assert redact_url("http://a:9200,https://u:pw@b:9243") == "http://a:9200,https://b:9243"
-    for bad, named in (("http://a:9200,", "''"), ("http://a:9200,b:9201", "'b:9201'"), ("http://a:99999", "'http://a:99999'"),
-                       ("http://a:9200,ftp://u:pw@c:21", "'ftp://c:21'")):
+    for bad, named in (
+        ("http://a:9200,", "''"),
+        ("http://a:9200,b:9201", "'b:9201'"),
+        ("http://a:99999", "'http://a:99999'"),
+        ("http://a:9200,ftp://u:pw@c:21", "'ftp://c:21'"),
+    ):
         with pytest.raises(ConfigError) as err:
             node_urls(bad)
         assert f"entry {named}" in str(err.value) and "pw" not in str(err.value) and "\n" not in str(err.value)

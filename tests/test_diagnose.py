@@ -27,7 +27,7 @@ def test_sim_at_k_hand_cases():
 
 
 def test_rescore_is_cosine_whatever_the_norms():
-    assert rescore(np.array([2.0, 0.0]), np.array([[3.0, 0.0], [0.0, 5.0], [1.0, 1.0]])) == pytest.approx([1.0, 0.0, 2 ** -0.5], abs=1e-6)
+    assert rescore(np.array([2.0, 0.0]), np.array([[3.0, 0.0], [0.0, 5.0], [1.0, 1.0]])) == pytest.approx([1.0, 0.0, 2**-0.5], abs=1e-6)
 
 
 def test_self_retrieval_counts_the_chunk_itself_as_cosine_one():
@@ -78,10 +78,22 @@ def test_esrag_diagnose_on_a_real_index(tmp_path):
             for q in a["paragraphs"][0]["qas"][:2]:
                 f.write(json.dumps({"id": q["id"], "query": q["question"]}) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ESRAG_")} | {"ESRAG_DB": str(tmp_path / "d.db")}
-    subprocess.run([ESRAG, "ingest", "de.jsonl", "--records", "--corpus", "de", "--json"], cwd=tmp_path, env=env, check=True,
-                   capture_output=True, timeout=600)
-    proc = subprocess.run([ESRAG, "diagnose", "q.jsonl", "--mode", "dense", "--mode", "hybrid", "--depth", "5", "--json"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    subprocess.run(
+        [ESRAG, "ingest", "de.jsonl", "--records", "--corpus", "de", "--json"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    proc = subprocess.run(
+        [ESRAG, "diagnose", "q.jsonl", "--mode", "dense", "--mode", "hybrid", "--depth", "5", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["scorer"] == report["index_embedder"] == "st:all-MiniLM-L6-v2"
@@ -93,6 +105,7 @@ def test_esrag_diagnose_on_a_real_index(tmp_path):
     assert next(r for r in report["contrasts"] if r["metric"] == "sim@1")["estimate"] >= 0
     sr = report["self_retrieval"]
     assert sr["n_chunks"] == 18 and 0 < sr["top5"] < 1 and 0 < sr["gap"] < 1
-    text = subprocess.run([ESRAG, "diagnose", "q.jsonl", "--no-self-retrieval"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
+    text = subprocess.run(
+        [ESRAG, "diagnose", "q.jsonl", "--no-self-retrieval"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert text.returncode == 0 and "Sim@1" in text.stdout and "self-retrieval" not in text.stdout

@@ -91,8 +91,19 @@ def test_cli_doctor_json_and_exit_status(es_url, tmp_path):
     ok = runner.invoke(main, ["doctor", "--json"], env={"ESRAG_ES_URL": es_url, "ESRAG_INDEX": f"esrag-doc-{uuid.uuid4().hex[:8]}"})
     assert ok.exit_code == 0, ok.output
     checks = json.loads(ok.output)
-    assert {c["name"] for c in checks} >= {"connectivity", "server version", "licence", "rrf retriever", "linear retriever",
-                                            "ingest processors", "language analyzers", "alias", "templates", "pipeline", "embedder"}
+    assert {c["name"] for c in checks} >= {
+        "connectivity",
+        "server version",
+        "licence",
+        "rrf retriever",
+        "linear retriever",
+        "ingest processors",
+        "language analyzers",
+        "alias",
+        "templates",
+        "pipeline",
+        "embedder",
+    }
     down = runner.invoke(main, ["doctor"], env={"ESRAG_ES_URL": "http://127.0.0.1:9"})
     assert down.exit_code == 1 and "cannot reach" in down.output
     embedded = runner.invoke(main, ["doctor", "--json"], env={"ESRAG_ES_URL": None, "ESRAG_DB": str(tmp_path / "x.db")})
@@ -112,8 +123,11 @@ def test_cli_doctor_table_fits_100_columns(es_url, tmp_path):
     esrag = str(Path(sys.executable).with_name("esrag"))
     alias = f"esrag-doctor-wide-table-{uuid.uuid4().hex[:8]}-documentation-knowledge-base"
     base = {k: v for k, v in os.environ.items() if not k.startswith("ESRAG_")}
-    for env in ({**base, "ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias}, {**base, "ESRAG_DB": str(tmp_path / "x.db")},
-                {**base, "ESRAG_ES_URL": "http://127.0.0.1:9"}):
+    for env in (
+        {**base, "ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias},
+        {**base, "ESRAG_DB": str(tmp_path / "x.db")},
+        {**base, "ESRAG_ES_URL": "http://127.0.0.1:9"},
+    ):
         checks = json.loads(subprocess.run([esrag, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=300).stdout)
         table = subprocess.run([esrag, "doctor"], env={**env, "COLUMNS": "100"}, capture_output=True, text=True, timeout=300).stdout
         lines = table.splitlines()

@@ -21,15 +21,18 @@ from esrag.embedding import (
 from esrag.errors import ModelLoadError, PluginError
 
 
-@pytest.mark.parametrize("model, family, query, passage", [
-    ("intfloat/multilingual-e5-small", "e5", "query: ", "passage: "),
-    ("intfloat/e5-base-v2", "e5", "query: ", "passage: "),
-    ("intfloat/multilingual-e5-large-instruct", "e5-instruct", "Instruct: ", ""),
-    ("nomic-ai/nomic-embed-text-v1.5", "nomic", "search_query: ", "search_document: "),
-    ("BAAI/bge-small-en-v1.5", "bge-en", "Represent this sentence", ""),
-    ("Qwen/Qwen3-Embedding-0.6B", "qwen3-instruct", "Instruct: ", ""),
-    ("all-MiniLM-L6-v2", "none", "", ""),
-])
+@pytest.mark.parametrize(
+    "model, family, query, passage",
+    [
+        ("intfloat/multilingual-e5-small", "e5", "query: ", "passage: "),
+        ("intfloat/e5-base-v2", "e5", "query: ", "passage: "),
+        ("intfloat/multilingual-e5-large-instruct", "e5-instruct", "Instruct: ", ""),
+        ("nomic-ai/nomic-embed-text-v1.5", "nomic", "search_query: ", "search_document: "),
+        ("BAAI/bge-small-en-v1.5", "bge-en", "Represent this sentence", ""),
+        ("Qwen/Qwen3-Embedding-0.6B", "qwen3-instruct", "Instruct: ", ""),
+        ("all-MiniLM-L6-v2", "none", "", ""),
+    ],
+)
 def test_family_prefixes_come_from_the_table(model, family, query, passage):
     p = prompts_for(model)
     assert p.family == family and p.query.startswith(query) and p.passage == passage
@@ -90,8 +93,9 @@ def test_one_query_runs_in_fp32_on_one_thread_and_restores_torch(monkeypatch):
     e = SentenceTransformerEmbedder(precision="bf16", backend="torch")  # the torch path
     seen = []
     encode = e._st.encode
-    monkeypatch.setattr(e._st, "encode", lambda *a, **k: (seen.append((torch.get_num_threads(), torch.is_autocast_enabled("cpu"))),
-                                                           encode(*a, **k))[1])
+    monkeypatch.setattr(
+        e._st, "encode", lambda *a, **k: (seen.append((torch.get_num_threads(), torch.is_autocast_enabled("cpu"))), encode(*a, **k))[1]
+    )
     torch.set_num_threads(2)
     q = e.embed_query("how do I restart queue workers")
     assert seen == [(1, False)] and torch.get_num_threads() == 2  # one thread, no autocast, then restored
@@ -106,13 +110,16 @@ def test_one_query_runs_in_fp32_on_one_thread_and_restores_torch(monkeypatch):
 def test_loading_caps_the_per_shape_kernel_caches_unless_the_user_set_them():
     # oneDNN's and ideep's caches of per-shape kernels held ~300 MB after embedding the Laravel
     # docs; both read their capacity from the environment on first use (benchmarks/bench_memory.py)
-    code = ("import os; from esrag.embedding import SentenceTransformerEmbedder as E; E().embed_documents(['x']); "
-            "print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'], os.environ['LRU_CACHE_CAPACITY'])")
+    code = (
+        "import os; from esrag.embedding import SentenceTransformerEmbedder as E; E().embed_documents(['x']); "
+        "print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'], os.environ['LRU_CACHE_CAPACITY'])"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["8", "8"]
-    out = subprocess.run([sys.executable, "-c", code], env={**env, "LRU_CACHE_CAPACITY": "64"},
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**env, "LRU_CACHE_CAPACITY": "64"}, capture_output=True, text=True, check=True
+    ).stdout
     assert out.split() == ["8", "64"]
 
 

@@ -32,7 +32,7 @@ def laravel_texts() -> list[str]:
     for name in ("queues.md", "scheduling.md", "collections.md"):
         text = (LARAVEL / name).read_text(encoding="utf-8")
         texts += [embed_text(c, ["section_path", "text"]) for c in chunker.chunk(Document(name, text))]
-    return texts[::max(1, len(texts) // 60)]
+    return texts[:: max(1, len(texts) // 60)]
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +45,13 @@ def probe(monkeypatch):
     """Set ESRAG_CPU_BF16 for one test (the probe is cached: cleared before and after). The
     int8 probe is forced off (ESRAG_CPU_VNNI=0), so "0" is a CPU whose ``auto`` is fp32; the int8
     path has its own tests (tests/test_embed_int8.py)."""
+
     def force(value: str) -> None:
         monkeypatch.setenv("ESRAG_CPU_BF16", value)
         monkeypatch.setenv("ESRAG_CPU_VNNI", "0")
         cpu_has_fast_bf16.cache_clear()
         cpu_has_vnni.cache_clear()
+
     yield force
     monkeypatch.delenv("ESRAG_CPU_BF16", raising=False)
     monkeypatch.delenv("ESRAG_CPU_VNNI", raising=False)

@@ -35,11 +35,13 @@ MODEL_DIR = Path(resolve_model_path("all-MiniLM-L6-v2"))
 @pytest.fixture
 def cpu(monkeypatch):
     """Set the CPU probes' overrides (ESRAG_CPU_BF16, ESRAG_CPU_VNNI) for one test; '' = probe."""
+
     def force(bf16: str, vnni: str) -> None:
         for name, value in (("ESRAG_CPU_BF16", bf16), ("ESRAG_CPU_VNNI", vnni)):
             monkeypatch.setenv(name, value)
         cpu_has_fast_bf16.cache_clear()
         cpu_has_vnni.cache_clear()
+
     yield force
     for name in ("ESRAG_CPU_BF16", "ESRAG_CPU_VNNI"):
         monkeypatch.delenv(name, raising=False)
@@ -47,12 +49,15 @@ def cpu(monkeypatch):
     cpu_has_vnni.cache_clear()
 
 
-@pytest.mark.parametrize(("bf16", "vnni", "openvino", "torch"), [
-    ("0", "1", "int8", "fp32"),  # AVX-512/AVX2 + VNNI, no bf16: the issue's Xeon, most laptops and CI runners
-    ("0", "0", "fp32", "fp32"),  # no int8 dot products either (an older CPU)
-    ("1", "1", local_embedding.AUTO_PRECISION_FAST_BF16, "bf16"),  # AVX512-BF16 / AMX (this machine)
-    ("1", "0", local_embedding.AUTO_PRECISION_FAST_BF16, "bf16"),
-])
+@pytest.mark.parametrize(
+    ("bf16", "vnni", "openvino", "torch"),
+    [
+        ("0", "1", "int8", "fp32"),  # AVX-512/AVX2 + VNNI, no bf16: the issue's Xeon, most laptops and CI runners
+        ("0", "0", "fp32", "fp32"),  # no int8 dot products either (an older CPU)
+        ("1", "1", local_embedding.AUTO_PRECISION_FAST_BF16, "bf16"),  # AVX512-BF16 / AMX (this machine)
+        ("1", "0", local_embedding.AUTO_PRECISION_FAST_BF16, "bf16"),
+    ],
+)
 def test_auto_precision_follows_the_cpu_features(cpu, bf16, vnni, openvino, torch):
     cpu(bf16, vnni)
     assert choose_precision("auto", "openvino") == openvino
@@ -76,14 +81,13 @@ def test_the_cache_key_spec_is_known_without_a_model(cpu):
     cpu("0", "1")
     settings = Settings(db=None, es_url=None)
     assert passage_cache_spec("st:all-MiniLM-L6-v2", settings) == "st:all-MiniLM-L6-v2|int8"
-    assert passage_cache_spec("st:all-MiniLM-L6-v2", settings.model_copy(update={"embedder_backend": "torch"})) == \
-        "st:all-MiniLM-L6-v2"
-    assert passage_cache_spec("st:all-MiniLM-L6-v2", settings.model_copy(update={"embedder_precision": "fp32"})) == \
-        "st:all-MiniLM-L6-v2"
+    assert passage_cache_spec("st:all-MiniLM-L6-v2", settings.model_copy(update={"embedder_backend": "torch"})) == "st:all-MiniLM-L6-v2"
+    assert passage_cache_spec("st:all-MiniLM-L6-v2", settings.model_copy(update={"embedder_precision": "fp32"})) == "st:all-MiniLM-L6-v2"
     assert passage_cache_spec("ollama:nomic-embed-text", settings) == "ollama:nomic-embed-text"
     cpu("1", "1")
-    assert passage_cache_spec("st:all-MiniLM-L6-v2", settings) == \
-        "st:all-MiniLM-L6-v2" + ("|int8" if local_embedding.AUTO_PRECISION_FAST_BF16 == "int8" else "")
+    assert passage_cache_spec("st:all-MiniLM-L6-v2", settings) == "st:all-MiniLM-L6-v2" + (
+        "|int8" if local_embedding.AUTO_PRECISION_FAST_BF16 == "int8" else ""
+    )
 
 
 def test_the_quantization_key_covers_recipe_calibration_and_nncf(monkeypatch):
@@ -127,8 +131,9 @@ def test_the_int8_model_is_cached_and_rebuilt_when_the_recipe_changes(tmp_path, 
     monkeypatch.setattr(quantize, "RECIPE", {**small, "subset_size": 9})
     second = quantize.quantized_model(MODEL_DIR)
     assert second != first and second.is_file() and first.is_file()
-    assert sorted(p.name for p in (tmp_path / fp32.name).iterdir() if p.name.startswith("int8")) == \
-        sorted([first.parent.name, second.parent.name])  # no temporary folder left
+    assert sorted(p.name for p in (tmp_path / fp32.name).iterdir() if p.name.startswith("int8")) == sorted(
+        [first.parent.name, second.parent.name]
+    )  # no temporary folder left
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +148,7 @@ def laravel_texts() -> list[str]:
     for name in ("queues.md", "scheduling.md", "collections.md", "eloquent-relationships.md", "validation.md"):
         text = (LARAVEL / name).read_text(encoding="utf-8")
         texts += [embed_text(c, ["section_path", "text"]) for c in chunker.chunk(Document(name, text))]
-    return texts[::max(1, len(texts) // 120)]
+    return texts[:: max(1, len(texts) // 120)]
 
 
 @pytest.mark.integration

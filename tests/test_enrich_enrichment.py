@@ -48,8 +48,15 @@ def chunk(i: int, text: str, section: str = "Guide", n: int = 3) -> Chunk:
 
 
 def reply(**fields) -> str:
-    base = {"title": "T", "summary": "S", "keywords": ["a", "b", "c", "d", "e"], "questions": ["q1?", "q2?"],
-            "entities": [], "key": "", "related_keys": []}
+    base = {
+        "title": "T",
+        "summary": "S",
+        "keywords": ["a", "b", "c", "d", "e"],
+        "questions": ["q1?", "q2?"],
+        "entities": [],
+        "key": "",
+        "related_keys": [],
+    }
     return json.dumps({**base, **fields})
 
 
@@ -60,8 +67,11 @@ def laravel_chunks(name: str = "scheduling.md") -> tuple[Document, list[Chunk]]:
 
 # -- prompt rendering, exactly ---------------------------------------------------------------------
 def test_prompt_lines_for_first_second_and_failed_chunks(standin):
-    chunks = [chunk(1, "First CHUNK-1 text."), chunk(2, "Second CHUNK-2 {braces} ${chunk_text} $HOME", "Guide > Install"),
-              chunk(3, "Third CHUNK-3.", "")]
+    chunks = [
+        chunk(1, "First CHUNK-1 text."),
+        chunk(2, "Second CHUNK-2 {braces} ${chunk_text} $HOME", "Guide > Install"),
+        chunk(3, "Third CHUNK-3.", ""),
+    ]
     standin.route("CHUNK-1", {None: reply(summary="First summary.", key="First Key ")})
     standin.route("CHUNK-2", {None: "not json at all"})
     standin.route("CHUNK-3", {None: reply(key="first key")})
@@ -69,14 +79,18 @@ def test_prompt_lines_for_first_second_and_failed_chunks(standin):
     prompts = [r.prompt for r in standin.requests]
     assert len(prompts) == 1 + 4 + 1  # chunk 2 is retried with seeds 1-3
     p1, p2, p3 = prompts[0], prompts[1], prompts[5]
-    assert ("Section path: Guide\nChunk position: 1 of 3\nSummary of the previous chunk: (first chunk)\n\n"
-            "Chunk text:\n<<<\nFirst CHUNK-1 text.\n>>>\n\n"
-            "Keys already assigned in this document (specific subtopics of earlier chunks):\n"
-            "(none yet — this is the first chunk)\n\nAnswer with one JSON object") in p1
-    assert ("Section path: Guide > Install\nChunk position: 2 of 3\nSummary of the previous chunk: First summary.\n\n"
-            "Chunk text:\n<<<\nSecond CHUNK-2 {braces} ${chunk_text} $HOME\n>>>\n\n"
-            "Keys already assigned in this document (specific subtopics of earlier chunks):\n"
-            "- first key (seen 1x)\n\nAnswer with one JSON object") in p2
+    assert (
+        "Section path: Guide\nChunk position: 1 of 3\nSummary of the previous chunk: (first chunk)\n\n"
+        "Chunk text:\n<<<\nFirst CHUNK-1 text.\n>>>\n\n"
+        "Keys already assigned in this document (specific subtopics of earlier chunks):\n"
+        "(none yet — this is the first chunk)\n\nAnswer with one JSON object"
+    ) in p1
+    assert (
+        "Section path: Guide > Install\nChunk position: 2 of 3\nSummary of the previous chunk: First summary.\n\n"
+        "Chunk text:\n<<<\nSecond CHUNK-2 {braces} ${chunk_text} $HOME\n>>>\n\n"
+        "Keys already assigned in this document (specific subtopics of earlier chunks):\n"
+        "- first key (seen 1x)\n\nAnswer with one JSON object"
+    ) in p2
     assert ("Section path: (no section)\nChunk position: 3 of 3\nSummary of the previous chunk: (unavailable)\n") in p3
     assert "- first key (seen 1x)\n\nAnswer" in p3  # the failed chunk added no key
     assert p1.startswith(load_prompt("enrich_v1").text.split("${")[0])
@@ -155,19 +169,33 @@ def test_eviction_through_enrichment_of_45_chunks(standin):
 
 
 # -- parsing and validation ------------------------------------------------------------------------
-@pytest.mark.parametrize("text, ok", [
-    ('{"a": 1}', True), ('  ```json\n{"a": 1}\n```  ', True), ('Sure! Here it is: {"a": 1} Hope it helps.', True),
-    ('[{"a": 1}]', True), ('[{"a": 1}, {"b": 2}]', False), ('"a"', False), ("", False), ('{"a": ', False), ("null", False),
-])
+@pytest.mark.parametrize(
+    "text, ok",
+    [
+        ('{"a": 1}', True),
+        ('  ```json\n{"a": 1}\n```  ', True),
+        ('Sure! Here it is: {"a": 1} Hope it helps.', True),
+        ('[{"a": 1}]', True),
+        ('[{"a": 1}, {"b": 2}]', False),
+        ('"a"', False),
+        ("", False),
+        ('{"a": ', False),
+        ("null", False),
+    ],
+)
 def test_parse_json_object(text, ok):
     assert (parse_json_object(text) == {"a": 1}) is ok
 
 
 def test_validation_coerces_what_is_safe_and_notes_the_rest():
     obj = {
-        "title": ["  A   title  ", "second"], "summary": 42, "keywords": "php, artisan; cron\nqueue, php",
-        "questions": "How do I schedule? Why cron?", "entities": [{"name": "Laravel", "type": "TECH"}, "Redis", None, 3],
-        "key": "  Task   SCHEDULING " + "x" * 100, "related_keys": "known key",
+        "title": ["  A   title  ", "second"],
+        "summary": 42,
+        "keywords": "php, artisan; cron\nqueue, php",
+        "questions": "How do I schedule? Why cron?",
+        "entities": [{"name": "Laravel", "type": "TECH"}, "Redis", None, 3],
+        "key": "  Task   SCHEDULING " + "x" * 100,
+        "related_keys": "known key",
     }
     e, notes = validate_enrichment(obj, {"known key"})
     assert e.title == "A title" and e.summary == "42"
@@ -181,8 +209,15 @@ def test_validation_coerces_what_is_safe_and_notes_the_rest():
 
 
 def test_validation_cuts_counts_and_drops_wrong_types():
-    obj = {"title": {"x": 1}, "summary": None, "keywords": [f"k{i}" for i in range(12)] + ["K1"],
-           "questions": ["a?", "b?", "c?", "d?"], "entities": "x", "key": 5, "related_keys": {"a": 1}}
+    obj = {
+        "title": {"x": 1},
+        "summary": None,
+        "keywords": [f"k{i}" for i in range(12)] + ["K1"],
+        "questions": ["a?", "b?", "c?", "d?"],
+        "entities": "x",
+        "key": 5,
+        "related_keys": {"a": 1},
+    }
     e, notes = validate_enrichment(obj, set())
     assert e.title == "" and e.summary == "" and e.keywords == [f"k{i}" for i in range(8)]
     assert e.questions == ["a?", "b?", "c?"] and e.key == "5" and e.related_keys == []

@@ -38,10 +38,21 @@ def settings(standin, tmp_path, monkeypatch):
 @pytest.mark.integration
 def test_every_llm_arm_runs_end_to_end_on_qasper(settings, standin, tmp_path):
     arms = ["S+T", *LLM_ARM_NAMES]
-    cfg = harness.EvalConfig(kind="qasper", path=QASPER, limit=2, arms=arms, retrievers=["bm25", "hybrid"], budgets=[512],
-                             cache=tmp_path / "emb.sqlite", resamples=200,
-                             contrasts=[harness.ContrastSpec("E/hybrid", "S+T/hybrid"), harness.ContrastSpec("M/hybrid", "RM/hybrid"),
-                                        harness.ContrastSpec("E+KX/hybrid", "E+AX/hybrid")])
+    cfg = harness.EvalConfig(
+        kind="qasper",
+        path=QASPER,
+        limit=2,
+        arms=arms,
+        retrievers=["bm25", "hybrid"],
+        budgets=[512],
+        cache=tmp_path / "emb.sqlite",
+        resamples=200,
+        contrasts=[
+            harness.ContrastSpec("E/hybrid", "S+T/hybrid"),
+            harness.ContrastSpec("M/hybrid", "RM/hybrid"),
+            harness.ContrastSpec("E+KX/hybrid", "E+AX/hybrid"),
+        ],
+    )
     run = harness.run_eval(cfg, settings)
     rows = harness.summary_rows(run)
     assert {r["arm"] for r in rows} == set(arms) and all(0 <= r["rec"] <= 100 for r in rows)
@@ -65,8 +76,9 @@ def test_every_llm_arm_runs_end_to_end_on_qasper(settings, standin, tmp_path):
 
 def test_expansion_hook_orders_hits_and_marks_inserted_chunks():
     def c(i, key, related=()):
-        return Chunk(id=f"c{i}", text="x", source_path="d.md", position=i, tokens=10,
-                     enrichment=Enrichment(key=key, related_keys=list(related)))
+        return Chunk(
+            id=f"c{i}", text="x", source_path="d.md", position=i, tokens=10, enrichment=Enrichment(key=key, related_keys=list(related))
+        )
 
     pool = [c(1, "a"), c(2, "b", ("a",)), c(3, "a"), c(4, "z")]
     kx = make_llm_arm("E+KX", Settings()).expand
@@ -91,11 +103,38 @@ def test_arm_configuration_and_errors():
 @pytest.mark.integration
 def test_esrag_eval_cli_with_llm_arms(standin, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ESRAG_")}
-    env.update({"ESRAG_LLM": "openai:standin", "ESRAG_LLM_URL": standin.url + "/v1", "ESRAG_LLM_CACHE": str(tmp_path / "llm.db"),
-                "XDG_CACHE_HOME": str(tmp_path / "xdg")})
-    proc = subprocess.run([ESRAG, "eval", "--dataset", f"qasper:{QASPER}", "--limit", "1", "--arms", "S+T,E,M,E+KX",
-                           "--retrievers", "hybrid", "--budgets", "512", "--out", str(tmp_path / "out"), "--json"],
-                          env=env, capture_output=True, text=True, timeout=1800, cwd=tmp_path)
+    env.update(
+        {
+            "ESRAG_LLM": "openai:standin",
+            "ESRAG_LLM_URL": standin.url + "/v1",
+            "ESRAG_LLM_CACHE": str(tmp_path / "llm.db"),
+            "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+        }
+    )
+    proc = subprocess.run(
+        [
+            ESRAG,
+            "eval",
+            "--dataset",
+            f"qasper:{QASPER}",
+            "--limit",
+            "1",
+            "--arms",
+            "S+T,E,M,E+KX",
+            "--retrievers",
+            "hybrid",
+            "--budgets",
+            "512",
+            "--out",
+            str(tmp_path / "out"),
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     rows = rows["rows"] if isinstance(rows, dict) else rows

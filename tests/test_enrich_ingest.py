@@ -68,8 +68,11 @@ def n_chunks(root: Path, cli: bool = False) -> int:
 
 
 def enricher(standin: StandIn, cache_path: Path, mode: str = "e", provider: str = "ollama", **kw) -> Enricher:
-    llm = (OllamaLLM("qwen2.5:7b", standin.url, timeout=5, retries=0, **kw) if provider == "ollama"
-           else OpenAILLM("standin-model", standin.url + "/v1", timeout=5, retries=0, **kw))
+    llm = (
+        OllamaLLM("qwen2.5:7b", standin.url, timeout=5, retries=0, **kw)
+        if provider == "ollama"
+        else OpenAILLM("standin-model", standin.url + "/v1", timeout=5, retries=0, **kw)
+    )
     return Enricher(CachedLLM(llm, LLMCache(cache_path)), mode)
 
 
@@ -87,11 +90,16 @@ def test_enriched_ingest_stores_seven_fields_separately_and_second_run_makes_no_
     assert first.enrich == "e" and first.tokens_in == sum(count_tokens(r.prompt) for r in standin.requests)
     assert first.tokens_out > 0 and first.llm_seconds > 0 and first.embeddings_computed == n
 
-    rows = store._db.execute("SELECT text, title, summary, keywords, questions, entities, key, related_keys, "
-                             "enrich_model, prompt_sha256, source_path, position FROM chunks").fetchall()
+    rows = store._db.execute(
+        "SELECT text, title, summary, keywords, questions, entities, key, related_keys, "
+        "enrich_model, prompt_sha256, source_path, position FROM chunks"
+    ).fetchall()
     assert len(rows) == n
-    originals = {(c.source_path, c.position): c.text for p in sorted(tree.glob("*.md"))
-                 for c in HeaderChunker().chunk(Document(p.name, p.read_text(), corpus="laravel"))}
+    originals = {
+        (c.source_path, c.position): c.text
+        for p in sorted(tree.glob("*.md"))
+        for c in HeaderChunker().chunk(Document(p.name, p.read_text(), corpus="laravel"))
+    }
     for text, title, summary, keywords, questions, _entities, key, _related, model, sha, path, pos in rows:
         assert text == originals[(path, pos)]  # generated text never goes into `text`
         assert title and summary and keywords and questions and key and model == "ollama:qwen2.5:7b" and len(sha) == 64
@@ -132,7 +140,7 @@ def test_an_edit_costs_only_the_calls_whose_prompts_changed(tree, tmp_path, stan
 
 def test_llm_failures_never_abort_and_are_retried_next_time(tree, tmp_path, standin, embedder):
     store = SQLiteStore(tmp_path / "esrag.db")
-    standin.route("<<<\n<a name=\"redirecting-named-routes\"></a>\n## Redirecting To Named Routes", {None: Reply(status=500)})
+    standin.route('<<<\n<a name="redirecting-named-routes"></a>\n## Redirecting To Named Routes', {None: Reply(status=500)})
     first = ingester(store, embedder, enricher(standin, tmp_path / "llm.db")).run(tree, "laravel", ["*.md"], [])
     assert first.llm_failures == 1 and not first.failures and first.chunks_new == n_chunks(tree)
     empty = store._db.execute("SELECT count(*) FROM chunks WHERE title = '' AND enrich_model IS NOT NULL").fetchone()[0]
@@ -163,13 +171,14 @@ def test_a_dead_server_stops_calling_and_reports_one_failure(tree, tmp_path, emb
 @pytest.mark.parametrize("provider", ["ollama", "openai"])
 def test_contextual_retrieval_ingest_fills_context_only(tree, tmp_path, standin, embedder, provider):
     store = SQLiteStore(tmp_path / "esrag.db")
-    summary = ingester(store, embedder, enricher(standin, tmp_path / "llm.db", "cr", provider)).run(
-        tree, "laravel", ["*.md"], [])
+    summary = ingester(store, embedder, enricher(standin, tmp_path / "llm.db", "cr", provider)).run(tree, "laravel", ["*.md"], [])
     n = n_chunks(tree)
     assert summary.llm_calls == n and summary.enrich == "cr"
     rows = store._db.execute("SELECT context, title, key, enrich_model FROM chunks").fetchall()
-    assert all(ctx.startswith("This chunk is from ") and title == "" and key == "" and model.startswith(provider)
-               for ctx, title, key, model in rows)
+    assert all(
+        ctx.startswith("This chunk is from ") and title == "" and key == "" and model.startswith(provider)
+        for ctx, title, key, model in rows
+    )
     assert store.meta().embed_fields == ["context", "text"]
     store.close()
 
@@ -192,8 +201,13 @@ def test_make_ingester_uses_the_arm_fields_unless_configured(tmp_path, standin):
     ing = make_ingester(s, store, HeaderChunker())
     assert ing.enricher.mode == "e" and ing.embed_fields == ARM_INDEX_TEXT["e"][0] and ing.bm25_fields == ARM_INDEX_TEXT["e"][1]
     assert ing.enricher.llm.cache.path == tmp_path / "llm_cache.db"
-    s2 = Settings(enrich="cr", llm_url=standin.url, db=tmp_path / "esrag.db",
-                  index_text={"embed_fields": ["section_path", "text"]}, llm_cache=tmp_path / "c.db")
+    s2 = Settings(
+        enrich="cr",
+        llm_url=standin.url,
+        db=tmp_path / "esrag.db",
+        index_text={"embed_fields": ["section_path", "text"]},
+        llm_cache=tmp_path / "c.db",
+    )
     ing2 = make_ingester(s2, store, HeaderChunker())
     assert ing2.embed_fields == ["section_path", "text"] and ing2.bm25_fields == {"context": 1.0, "text": 1.0}
     assert make_ingester(Settings(db=tmp_path / "x.db"), store, HeaderChunker()).enricher is None
@@ -215,8 +229,21 @@ def test_cli_ingest_enrich_e_twice_then_search(tree, standin):
     args = ["ingest", "docs", "--enrich", "e", "--llm", "ollama:qwen2.5:7b", "--llm-url", standin.url, "--json"]
     first = json.loads(run(args, base).stdout)
     n = n_chunks(tree, cli=True)
-    for key in ("files", "chunks_new", "chunks_changed", "chunks_unchanged", "chunks_deleted", "embeddings_computed",
-                "failures", "seconds", "llm_calls", "llm_cache_hits", "llm_failures", "tokens_in", "tokens_out"):
+    for key in (
+        "files",
+        "chunks_new",
+        "chunks_changed",
+        "chunks_unchanged",
+        "chunks_deleted",
+        "embeddings_computed",
+        "failures",
+        "seconds",
+        "llm_calls",
+        "llm_cache_hits",
+        "llm_failures",
+        "tokens_in",
+        "tokens_out",
+    ):
         assert key in first
     assert (first["llm_calls"], first["llm_cache_hits"], first["llm_failures"]) == (n, 0, 0) and first["tokens_in"] > 0
     assert (base / ".esrag" / "llm_cache.db").exists()
@@ -225,16 +252,24 @@ def test_cli_ingest_enrich_e_twice_then_search(tree, standin):
     table = run(["ingest", "docs", "--enrich", "e", "--llm-url", standin.url], base).stderr
     assert "llm calls" in table and "llm cache hits" in table
     db = sqlite3.connect(base / ".esrag" / "esrag.db")
-    assert db.execute("SELECT count(*) FROM chunks WHERE title != '' AND keywords != '' AND questions != '' "
-                      "AND summary != '' AND key != ''").fetchone()[0] == n
+    assert (
+        db.execute(
+            "SELECT count(*) FROM chunks WHERE title != '' AND keywords != '' AND questions != '' AND summary != '' AND key != ''"
+        ).fetchone()[0]
+        == n
+    )
     hits = json.loads(run(["search", "encrypt a value", "--json", "-k", "3"], base).stdout)
     assert hits and hits[0]["source_path"] == "encryption.md"
 
 
 def test_cli_openai_provider_from_environment_and_secret_not_printed(tree, standin):
     base = tree.parent
-    env = {"ESRAG_LLM": "openai:standin-model", "ESRAG_LLM_URL": standin.url + "/v1", "ESRAG_LLM_API_KEY": "sk-VERY-SECRET",
-           "ESRAG_ENRICH": "pf"}
+    env = {
+        "ESRAG_LLM": "openai:standin-model",
+        "ESRAG_LLM_URL": standin.url + "/v1",
+        "ESRAG_LLM_API_KEY": "sk-VERY-SECRET",
+        "ESRAG_ENRICH": "pf",
+    }
     out = run(["ingest", "docs", "--json"], base, env)
     summary = json.loads(out.stdout)
     assert summary["enrich"] == "pf" and summary["llm_calls"] == 4 * n_chunks(tree, cli=True)

@@ -25,16 +25,35 @@ from llm_standin import Reply, StandIn
 
 def mk(i: int, length: int, key: str = "", related: tuple[str, ...] = (), tokens: int = 100, path: str = "d.md") -> Chunk:
     text = (f"[{i}]" + "x" * length)[:length]
-    e = Enrichment(title=f"T{i}", summary=f"S{i}", keywords=[f"k{i}", "shared"], questions=[f"q{i}?"], entities=[f"E{i}"],
-                   key=key, related_keys=list(related), model="ollama:qwen2.5:7b", prompt_sha256="p" * 64)
-    return Chunk(id=f"c{i}", text=text, section_path=f"Doc > S{i}", start_line=10 * i, end_line=10 * i + 5,
-                 position=i, n_chunks=8, tokens=tokens, content_hash=content_hash(text), enrichment=e, source_path=path)
+    e = Enrichment(
+        title=f"T{i}",
+        summary=f"S{i}",
+        keywords=[f"k{i}", "shared"],
+        questions=[f"q{i}?"],
+        entities=[f"E{i}"],
+        key=key,
+        related_keys=list(related),
+        model="ollama:qwen2.5:7b",
+        prompt_sha256="p" * 64,
+    )
+    return Chunk(
+        id=f"c{i}",
+        text=text,
+        section_path=f"Doc > S{i}",
+        start_line=10 * i,
+        end_line=10 * i + 5,
+        position=i,
+        n_chunks=8,
+        tokens=tokens,
+        content_hash=content_hash(text),
+        enrichment=e,
+        source_path=path,
+    )
 
 
 # -- M -----------------------------------------------------------------------------------------------
 def hand_document() -> list[Chunk]:
-    return [mk(1, 1000, "a"), mk(2, 500, "b"), mk(3, 1000, "a"), mk(4, 50), mk(5, 1500, "a"), mk(6, 3100, "b"),
-            mk(7, 300), mk(8, 400, "b")]
+    return [mk(1, 1000, "a"), mk(2, 500, "b"), mk(3, 1000, "a"), mk(4, 50), mk(5, 1500, "a"), mk(6, 3100, "b"), mk(7, 300), mk(8, 400, "b")]
 
 
 def test_key_bins_next_fit_by_group_in_order_of_first_chunk():
@@ -120,8 +139,7 @@ def test_similarity_merges_take_the_most_similar_adjacent_pair_first():
 
 # -- KX and AX ----------------------------------------------------------------------------------------
 def kx_document() -> list[Chunk]:
-    return [mk(1, 100, "a"), mk(2, 100, "b", ("a",)), mk(3, 100, "a"), mk(4, 100, "c"), mk(5, 100, "d", ("c",)),
-            mk(6, 100, "e")]
+    return [mk(1, 100, "a"), mk(2, 100, "b", ("a",)), mk(3, 100, "a"), mk(4, 100, "c"), mk(5, 100, "d", ("c",)), mk(6, 100, "e")]
 
 
 def test_linked_by_shared_key_or_related_keys_either_way():

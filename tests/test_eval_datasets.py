@@ -68,7 +68,8 @@ def test_qasper_markdown_structure(qasper):
 
 def test_qasper_conversion_and_filters_on_a_small_file(tmp_path):
     paper = {
-        "title": "A  Paper", "abstract": "We study things.",
+        "title": "A  Paper",
+        "abstract": "We study things.",
         "full_text": [
             {"section_name": "Intro", "paragraphs": ["1. First item stays a paragraph.", "", "# not a header"]},
             {"section_name": "Method ::: Data", "paragraphs": ["Data paragraph with words."]},
@@ -76,13 +77,25 @@ def test_qasper_conversion_and_filters_on_a_small_file(tmp_path):
             {"section_name": "Method ::: Model", "paragraphs": ["Back in the model section."]},
         ],
         "qas": [
-            {"question": "what data?", "question_id": "q1", "answers": [
-                {"answer": {"unanswerable": False, "evidence": ["Data paragraph with words.", "FLOAT SELECTED: Table 1", "Method ::: Data"]}},
-                {"answer": {"unanswerable": True, "evidence": ["We study things."]}},
-                {"answer": {"unanswerable": False, "evidence": ["Encoder paragraph.", "Data paragraph with words."]}},
-            ]},
-            {"question": "only a table?", "question_id": "q2", "answers": [
-                {"answer": {"unanswerable": False, "evidence": ["FLOAT SELECTED: Figure 2"]}}]},
+            {
+                "question": "what data?",
+                "question_id": "q1",
+                "answers": [
+                    {
+                        "answer": {
+                            "unanswerable": False,
+                            "evidence": ["Data paragraph with words.", "FLOAT SELECTED: Table 1", "Method ::: Data"],
+                        }
+                    },
+                    {"answer": {"unanswerable": True, "evidence": ["We study things."]}},
+                    {"answer": {"unanswerable": False, "evidence": ["Encoder paragraph.", "Data paragraph with words."]}},
+                ],
+            },
+            {
+                "question": "only a table?",
+                "question_id": "q2",
+                "answers": [{"answer": {"unanswerable": False, "evidence": ["FLOAT SELECTED: Figure 2"]}}],
+            },
         ],
     }
     path = tmp_path / "mini.json.gz"
@@ -110,7 +123,10 @@ def test_beir_tiny_and_gzip(tmp_path):
     q2 = ds.questions[1]
     assert q2.gold_docs == {"d3": 2.0, "d2": 1.0} and q2.cluster == "q2" and q2.pool == datasets.POOL_ALL
     assert q2.evidence[0].startswith("A job that exhausts its attempts")
-    assert ds.documents[0].text == "# Scheduler\n\nThe scheduler runs periodic tasks from a single cron entry that calls schedule:run every minute.\n"
+    assert (
+        ds.documents[0].text
+        == "# Scheduler\n\nThe scheduler runs periodic tasks from a single cron entry that calls schedule:run every minute.\n"
+    )
     assert not ds.documents[4].text.startswith("#")  # no title, no header
     gz = tmp_path / "beir_gz"
     (gz / "qrels").mkdir(parents=True)

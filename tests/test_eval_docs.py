@@ -25,8 +25,7 @@ CORPORA = DATA / "corpora"  # wherever this machine keeps the shared data (tests
 
 
 def chunk(source: str, section: str, cid: str = "", text: str = "x") -> Chunk:
-    return Chunk(id=cid or f"{source}|{section}", corpus="c", source_path=source, text=text, section_path=section,
-                 start_line=1, end_line=1)
+    return Chunk(id=cid or f"{source}|{section}", corpus="c", source_path=source, text=text, section_path=section, start_line=1, end_line=1)
 
 
 def test_question_file_covers_five_generators_with_verbatim_evidence():
@@ -69,8 +68,13 @@ def test_in_section_matches_heading_words_in_order_and_subsections():
 
 def test_section_metrics_rank_distinct_sections():
     gold = [GoldSection(("p.md", "old/p.md"), ("Timeouts",))]
-    ranking = [chunk("p.md", "Intro", "1"), chunk("p.md", "Intro", "2"), chunk("q.md", "Timeouts", "3"),
-               chunk("old/p.md", "Quickstart > Timeouts", "4"), chunk("p.md", "Timeouts", "5")]
+    ranking = [
+        chunk("p.md", "Intro", "1"),
+        chunk("p.md", "Intro", "2"),
+        chunk("q.md", "Timeouts", "3"),
+        chunk("old/p.md", "Quickstart > Timeouts", "4"),
+        chunk("p.md", "Timeouts", "5"),
+    ]
     m = section_metrics(ranking, gold)
     assert m == {"recall@1": 0.0, "recall@5": 1.0, "recall@10": 1.0, "mrr": pytest.approx(1 / 3)}
     assert section_metrics(ranking[:3], gold) == {"recall@1": 0.0, "recall@5": 0.0, "recall@10": 0.0, "mrr": 0.0}
@@ -81,16 +85,25 @@ def _write(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-GOOD = {"id": "r1", "corpus": "requests-docs", "question": "my request hangs forever", "page": "docs/user/quickstart.rst",
-        "section": ["Timeouts"], "evidence": ["Failure to do so can cause your program to hang indefinitely"]}
+GOOD = {
+    "id": "r1",
+    "corpus": "requests-docs",
+    "question": "my request hangs forever",
+    "page": "docs/user/quickstart.rst",
+    "section": ["Timeouts"],
+    "evidence": ["Failure to do so can cause your program to hang indefinitely"],
+}
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"page": "docs/nope.rst"}, "gold page 'docs/nope.rst' is not an ingested file"),
-    ({"evidence": ["words that are not in the page at all"]}, "evidence 'words that are not in the page at all'"),
-    ({"section": []}, "'section' must be a non-empty list"),
-    ({"corpus": "no-such-corpus"}, "corpus folder .*no-such-corpus does not exist"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"page": "docs/nope.rst"}, "gold page 'docs/nope.rst' is not an ingested file"),
+        ({"evidence": ["words that are not in the page at all"]}, "evidence 'words that are not in the page at all'"),
+        ({"section": []}, "'section' must be a non-empty list"),
+        ({"corpus": "no-such-corpus"}, "corpus folder .*no-such-corpus does not exist"),
+    ],
+)
 def test_malformed_questions_name_file_and_line(tmp_path, change, message):
     path = _write(tmp_path / "q.jsonl", [GOOD, {**GOOD, "id": "r2", **change}])
     with pytest.raises(ConfigError, match=rf"q.jsonl:2: .*{message}|{message}"):
@@ -135,7 +148,9 @@ def test_esrag_eval_runs_docs_questions_with_section_metrics_and_contrasts(tmp_p
         '[dataset]\nkind = "docs"\npath = "q.jsonl"\nroot = "corpora"\n'
         '[arms]\nuse = ["default", "prf"]\n[arms.prf]\nbase = "default"\nsearch = { prf_docs = 3 }\n'
         '[[contrasts]]\na = "default/hybrid"\nb = "default/bm25"\nmetric = "mrr"\n'
-        '[[contrasts]]\na = "prf/hybrid"\nb = "default/hybrid"\n', encoding="utf-8")
+        '[[contrasts]]\na = "prf/hybrid"\nb = "default/hybrid"\n',
+        encoding="utf-8",
+    )
     result = CliRunner().invoke(main, ["eval", str(tmp_path / "docs.toml"), "--out", str(tmp_path / "out"), "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))

@@ -45,6 +45,7 @@ def reverse_rerank(query: str, texts: list[str]) -> list[float]:
 
 # -- peers -------------------------------------------------------------------------------------
 
+
 def test_locate_maps_rewritten_pieces_to_exact_source_spans():
     source = "# Title\n\nFirst  paragraph, with (brackets).\n\n  Second\tparagraph here.\n\n```\ncode line\n```\n"
     pieces = ["First paragraph, with (brackets).  \nSecond", "Second paragraph here.", "code line"]
@@ -74,9 +75,11 @@ def test_peer_chunks_are_source_spans_with_lines(chunker):
 
 # -- arms and retrievers -----------------------------------------------------------------------
 
+
 def test_default_arm_follows_settings():
-    settings = Settings(chunking={"tau_max": 800, "tau_min": 50}, index_text={"embed_fields": ["text"], "bm25_fields": {"text": 2.0}},
-                        search={"rrf_k": 10})
+    settings = Settings(
+        chunking={"tau_max": 800, "tau_min": 50}, index_text={"embed_fields": ["text"], "bm25_fields": {"text": 2.0}}, search={"rrf_k": 10}
+    )
     arm = make_arm("default", settings)
     assert arm.embed_fields == ("text",) and arm.bm25_fields == {"text": 2.0} and arm.search.rrf_k == 10
     chunker = arm.build_chunker([])
@@ -125,6 +128,7 @@ def test_reranker_slot_in_a_real_run(two_runs):
 
 
 # -- the command -------------------------------------------------------------------------------
+
 
 def _run(args: list[str], cwd: Path, cache_home: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ESRAG_")}

@@ -31,6 +31,7 @@ def ws(n: int, prefix: str = "w") -> str:
 
 # -- budget ----------------------------------------------------------------------------------
 
+
 def test_take_budget_cuts_the_overflowing_item_and_stops():
     items = [C("a", 300), C("b", 300), C("c", 10)]
     taken = take_budget(items, 512)
@@ -63,6 +64,7 @@ def test_cut_text_keeps_the_first_tokens():
 
 # -- words and grams -------------------------------------------------------------------------
 
+
 def test_words_normalise_case_punctuation_and_unicode():
     assert words("BERT-PFT (IR), scores 73.7 — Crème_brûlée!") == ["bert", "pft", "ir", "scores", "73", "7", "crème", "brûlée"]
     assert words("ﬁne STRASSE straße") == ["fine", "strasse", "strasse"]  # NFKC ligature, casefold
@@ -76,6 +78,7 @@ def test_grams():
 
 
 # -- evidence recall ---------------------------------------------------------------------------
+
 
 def test_half_of_the_5grams_is_enough():
     gold = Gold.from_texts([ws(8)])  # 4 distinct 5-grams
@@ -127,6 +130,7 @@ def test_gold_token_precision():
 
 # -- ranking metrics ---------------------------------------------------------------------------
 
+
 def test_ranking_metrics_by_hand():
     ranked = metrics.document_ranking(["d2", "d2", "d1", "d3", "d1"])
     assert ranked == ["d2", "d1", "d3"]
@@ -142,6 +146,7 @@ def test_ranking_metrics_by_hand():
 
 
 # -- greedy oracle -----------------------------------------------------------------------------
+
 
 def test_oracle_assembles_a_split_paragraph_and_ignores_distractors():
     evidence = ws(10)  # 6 grams; each half below holds 2

@@ -21,8 +21,9 @@ def test_bca_matches_scipy_on_clusters_of_size_one(seed):
     x = np.random.default_rng(100 + seed).exponential(2.0, size=60)  # skewed: BCa differs from percentile
     ours = stats.cluster_bootstrap(singletons(x), n_resamples=10_000, seed=seed)
     for level in (0.95, 0.90):
-        ref = scipy.stats.bootstrap((x,), np.mean, confidence_level=level, n_resamples=10_000, method="BCa",
-                                    rng=np.random.default_rng(seed))
+        ref = scipy.stats.bootstrap(
+            (x,), np.mean, confidence_level=level, n_resamples=10_000, method="BCa", rng=np.random.default_rng(seed)
+        )
         lo, hi = ours.bca(level)
         assert lo == pytest.approx(ref.confidence_interval.low, rel=1e-9)
         assert hi == pytest.approx(ref.confidence_interval.high, rel=1e-9)

@@ -48,18 +48,23 @@ def _book(tmp_path: Path, chapter: str) -> Path:
 
 
 def test_mdbook_include_forms_follow_links_rs(tmp_path):
-    root = _book(tmp_path, "\n".join([
-        "# Ch",
-        "```rust",
-        "{{#include ../examples/lib.rs:main}}",
-        "```",
-        "A: {{#include ../examples/lib.rs:1}} B: {{#include ../examples/lib.rs:2:3}}",
-        "{{#include ../examples/lib.rs:12:}}",
-        "{{#include ../examples/lib.rs::1}}",
-        "{{ #include ../examples/lib.rs:inner }}",
-        "\\{{#include ../examples/lib.rs}}",
-        "tail line",
-    ]))
+    root = _book(
+        tmp_path,
+        "\n".join(
+            [
+                "# Ch",
+                "```rust",
+                "{{#include ../examples/lib.rs:main}}",
+                "```",
+                "A: {{#include ../examples/lib.rs:1}} B: {{#include ../examples/lib.rs:2:3}}",
+                "{{#include ../examples/lib.rs:12:}}",
+                "{{#include ../examples/lib.rs::1}}",
+                "{{ #include ../examples/lib.rs:inner }}",
+                "\\{{#include ../examples/lib.rs}}",
+                "tail line",
+            ]
+        ),
+    )
     p = parse(_doc(root, "src/ch.md"))
     text = "\n".join(p.lines)
     # anchored text drops every marker line; a line range shows its lines as they are (take_lines)
@@ -104,8 +109,10 @@ def test_includes_are_not_resolved_without_a_tree_or_outside_an_mdbook(tmp_path)
     root = _book(tmp_path, "{{#include ../examples/lib.rs}}\n")
     p = parse(Document("src/ch.md", (root / "src" / "ch.md").read_text()))
     assert p.lines[0] == "{{#include ../examples/lib.rs}}"  # what the page shows, but never silently:
-    assert p.problems == ["line 1: {{#include ../examples/lib.rs}}: looks like a mdBook include, but the file was not read"
-                          f" from an ingested tree ({UNRESOLVED}; indexed as text)"]
+    assert p.problems == [
+        "line 1: {{#include ../examples/lib.rs}}: looks like a mdBook include, but the file was not read"
+        f" from an ingested tree ({UNRESOLVED}; indexed as text)"
+    ]
     (root / "book.toml").unlink()
     p = parse(_doc(root, "src/ch.md"))
     assert p.lines[0] == "{{#include ../examples/lib.rs}}" and "no book.toml governs this file" in p.problems[0]
@@ -121,35 +128,52 @@ def _mkdocs(tmp_path: Path, page: str) -> Path:
 
 
 def test_pymdownx_snippets_forms(tmp_path):
-    root = _mkdocs(tmp_path, "\n".join([
-        "# Page",
-        '--8<-- "snip.md"',
-        "text",
-        "    --8<-- 'snip.md:1:2'",
-        '--8<-- "snip.md:sec"',
-        "-8<-",
-        "snip.md:6",
-        "; snip.md",
-        "-8<-",
-        ';--8<-- "snip.md"',
-        '--8<-- "missing.md"',
-    ]))
+    root = _mkdocs(
+        tmp_path,
+        "\n".join(
+            [
+                "# Page",
+                '--8<-- "snip.md"',
+                "text",
+                "    --8<-- 'snip.md:1:2'",
+                '--8<-- "snip.md:sec"',
+                "-8<-",
+                "snip.md:6",
+                "; snip.md",
+                "-8<-",
+                ';--8<-- "snip.md"',
+                '--8<-- "missing.md"',
+            ]
+        ),
+    )
     p = parse(_doc(root, "docs/page.md"))
     whole = ["one", "two", "in section", "five"]  # section markers removed (snippets.py parse_snippets)
     assert p.lines[:9] == ["# Page", *whole, "text", "    one", "    two", "in section"]
     assert p.lines[9:11] == ["five", '--8<-- "snip.md"']  # block form, a ';' comment skipped, the escape shown
     assert p.lines[-1] == '--8<-- "snip.md"' and p.problems == [  # the missing one is left out, and named
-        f"line 11: --8<-- 'missing.md': no such file missing.md ({UNRESOLVED}; left out of the indexed text)"]
+        f"line 11: --8<-- 'missing.md': no such file missing.md ({UNRESOLVED}; left out of the indexed text)"
+    ]
     assert p.line_map[p.lines.index("in section")] == 2 and p.line_map[p.lines.index("text")] == 3
 
 
 def test_snippet_section_markers_are_not_on_the_page(tmp_path):
     """The page's own markers and a whole file's go (HTML-comment form too); an escaped marker
     shows without its ';'; headers after them keep their own section path."""
-    root = _mkdocs(tmp_path, "\n".join([
-        "# Page", "<!-- --8<-- [start:s1] -->", "mine", "<!-- --8<-- [end:s1] -->", '--8<-- "part.md"',
-        ";--8<-- [start:shown]", "## Outside", "text",
-    ]))
+    root = _mkdocs(
+        tmp_path,
+        "\n".join(
+            [
+                "# Page",
+                "<!-- --8<-- [start:s1] -->",
+                "mine",
+                "<!-- --8<-- [end:s1] -->",
+                '--8<-- "part.md"',
+                ";--8<-- [start:shown]",
+                "## Outside",
+                "text",
+            ]
+        ),
+    )
     (root / "docs" / "part.md").write_text("# --8<-- [start:sec]\nkept\n# --8<-- [end:sec]\n")
     p = parse(_doc(root, "docs/page.md"))
     assert p.lines == ["# Page", "mine", "kept", "--8<-- [start:shown]", "## Outside", "text"]
@@ -164,12 +188,38 @@ def test_snippets_need_the_extension_in_mkdocs_yml(tmp_path):
 
 
 def test_mdx_keeps_prose_and_drops_code_lines():
-    src = "\n".join([
-        "---", "title: Tabs", "---", "import Tabs from '@theme/Tabs';", "import {", "  TabItem,", "} from '@theme/TabItem';",
-        "", "# Install", "", "Pick one:", "", "<Tabs>", '<TabItem value="npm" label="npm">', "", "```bash",
-        "import nothing  # inside a fence", "<Tabs>", "```", "", "</TabItem>", "<Note", '  kind="x"', "/>", "{/* a comment */}",
-        "Text with <b>html</b> stays.", "</Tabs>", "export const meta = {a: 1};",
-    ])
+    src = "\n".join(
+        [
+            "---",
+            "title: Tabs",
+            "---",
+            "import Tabs from '@theme/Tabs';",
+            "import {",
+            "  TabItem,",
+            "} from '@theme/TabItem';",
+            "",
+            "# Install",
+            "",
+            "Pick one:",
+            "",
+            "<Tabs>",
+            '<TabItem value="npm" label="npm">',
+            "",
+            "```bash",
+            "import nothing  # inside a fence",
+            "<Tabs>",
+            "```",
+            "",
+            "</TabItem>",
+            "<Note",
+            '  kind="x"',
+            "/>",
+            "{/* a comment */}",
+            "Text with <b>html</b> stays.",
+            "</Tabs>",
+            "export const meta = {a: 1};",
+        ]
+    )
     out = blank_code_lines(src).split("\n")
     assert len(out) == len(src.split("\n"))
     assert out[:3] == ["---", "title: Tabs", "---"]
@@ -241,7 +291,8 @@ def test_esrag_chunk_shows_the_resolved_text_of_a_chapter_and_an_rst_page(tmp_pa
     rooted = run(str(cookies), "--json", "--root", str(DATA / "corpora/fastapi-docs"))
     assert rooted.returncode == 0 and "outside" not in rooted.stderr, rooted.stderr
     assert 'response.set_cookie(key="fakesession", value="fake-cookie-session-value")' in "".join(
-        c["text"] for c in json.loads(rooted.stdout))
+        c["text"] for c in json.loads(rooted.stdout)
+    )
     wrong = run(str(cookies), "--root", str(tmp_path))
     assert wrong.returncode != 0 and f"--root {tmp_path}: not a folder holding" in wrong.stderr
 
@@ -260,7 +311,8 @@ def _fastapi_like(tmp_path: Path, page: str, extensions: str = "  mdx_include: n
     (root / "docs_src" / "ex").mkdir(parents=True)
     (root / "docs" / "en" / "mkdocs.yml").write_text(
         "site_name: s\nmarkdown_extensions:\n  pymdownx.superfences:\n    custom_fences:\n    - name: mermaid\n"
-        "      format: !!python/name:pymdownx.superfences.fence_code_format ''\n" + extensions)
+        "      format: !!python/name:pymdownx.superfences.fence_code_format ''\n" + extensions
+    )
     (root / "docs_src" / "ex" / "tutorial001_py310.py").write_text(CODE)
     (root / "docs_src" / "ex" / "tutorial001.py").write_text("old = 1\n")
     (root / "docs_src" / "ex" / "page.html").write_text("<p>{{ item }}</p>\n")
@@ -272,10 +324,20 @@ def test_include_variants_show_the_preferred_example_in_a_python_fence(tmp_path)
     """markdown_include_variants/_main.py: the file's code in a python fence (title kept); ln[]
     keeps those ranges with upstream's 'omitted' comment lines; hl[] changes nothing; the other
     variants (collapsed on the page) are left out."""
-    root = _fastapi_like(tmp_path, "\n".join([
-        "# Page", "", "{* ../../docs_src/ex/tutorial001_py310.py hl[1, 8:9] *}", "",
-        '{* ../../docs_src/ex/tutorial001_py310.py ln[3:4,6] hl[3] title["app/main.py"] *}', "", "after",
-    ]))
+    root = _fastapi_like(
+        tmp_path,
+        "\n".join(
+            [
+                "# Page",
+                "",
+                "{* ../../docs_src/ex/tutorial001_py310.py hl[1, 8:9] *}",
+                "",
+                '{* ../../docs_src/ex/tutorial001_py310.py ln[3:4,6] hl[3] title["app/main.py"] *}',
+                "",
+                "after",
+            ]
+        ),
+    )
     p = parse(_doc(root, "docs/en/docs/page.md"))
     assert p.problems == [] and p.dependencies == {(root / "docs_src/ex/tutorial001_py310.py").resolve()}
     first = p.lines.index("```python")
@@ -283,8 +345,18 @@ def test_include_variants_show_the_preferred_example_in_a_python_fence(tmp_path)
     assert "old = 1" not in p.lines  # the py<3.10 variant is in a collapsed box on the page
     second = p.lines.index('```python title="app/main.py"')
     assert p.lines[second + 1 : second + 12] == [
-        "# Code above omitted 👆", "", "line3 = 3", "line4 = 4", "", "# Code here omitted 👈", "", "line6 = 6",
-        "", "# Code below omitted 👇", "```"]
+        "# Code above omitted 👆",
+        "",
+        "line3 = 3",
+        "line4 = 4",
+        "",
+        "# Code here omitted 👈",
+        "",
+        "line6 = 6",
+        "",
+        "# Code below omitted 👇",
+        "```",
+    ]
     assert {p.line_map[i] for i in range(first, first + 12)} == {3} and p.line_map[p.lines.index("after")] == 7
     code = [b for b in p.blocks if b.kind.name == "CODE"]
     assert len(code) == 2 and "line8 = 8" in "\n".join(p.lines[code[0].start_line - 1 : code[0].end_line])
@@ -294,10 +366,20 @@ def test_mdx_include_forms(tmp_path):
     """mdx_include.py: {!path!} anywhere on a line (relative to base_path, default the MkDocs
     root), {!> …!} indents every line, [ln:…] rcslice rows, \\{!…!} escapes; a missing file is
     left out (truncate_on_failure) and named."""
-    root = _fastapi_like(tmp_path, "\n".join([
-        "```jinja", "{!../../docs_src/ex/page.html!}", "```", "    {!> ../../docs_src/ex/tutorial001_py310.py [ln:2-3,10-]!}",
-        "see \\{!not/included.md!} here", "{!../../docs_src/ex/missing.py!}", "end",
-    ]))
+    root = _fastapi_like(
+        tmp_path,
+        "\n".join(
+            [
+                "```jinja",
+                "{!../../docs_src/ex/page.html!}",
+                "```",
+                "    {!> ../../docs_src/ex/tutorial001_py310.py [ln:2-3,10-]!}",
+                "see \\{!not/included.md!} here",
+                "{!../../docs_src/ex/missing.py!}",
+                "end",
+            ]
+        ),
+    )
     p = parse(_doc(root, "docs/en/docs/page.md"))
     # mdx_include reads a file as (text + "\n").splitlines(): a final newline gives a last empty line
     assert p.lines[:4] == ["```jinja", "<p>{{ item }}</p>", "", "```"]
@@ -309,8 +391,11 @@ def test_mdx_include_forms(tmp_path):
 
 
 def test_a_variants_include_that_fails_is_left_out_and_named(tmp_path):
-    root = _fastapi_like(tmp_path, "{* ../../docs_src/ex/nope_py310.py hl[1] *}\n\n{* ../../../outside.py *}\n\n"
-                                   "{* ../../docs_src/ex/tutorial001_py310.py ln[a:b] *}\ntext\n")
+    root = _fastapi_like(
+        tmp_path,
+        "{* ../../docs_src/ex/nope_py310.py hl[1] *}\n\n{* ../../../outside.py *}\n\n"
+        "{* ../../docs_src/ex/tutorial001_py310.py ln[a:b] *}\ntext\n",
+    )
     (tmp_path / "outside.py").write_text("secret = 1\n")
     p = parse(_doc(root, "docs/en/docs/page.md"))
     assert p.lines == ["", "", "text", ""]
@@ -321,10 +406,20 @@ def test_a_variants_include_that_fails_is_left_out_and_named(tmp_path):
 def test_lookalikes_of_forms_not_enabled_are_named_not_silent(tmp_path):
     """With neither extension in mkdocs.yml the lines stay (the page shows them) and each is named;
     Blade's {!! $x !!} and prose with braces are not taken for includes."""
-    root = _fastapi_like(tmp_path, "\n".join([
-        "{* ../../docs_src/ex/tutorial001_py310.py hl[1] *}", "{!../../docs_src/ex/page.html!}",
-        "Hello, {!! $name !!}.", "    {!! old('name') !!}", "A set {*a, b*} and {!x!} in prose.", "",
-    ]), extensions="")
+    root = _fastapi_like(
+        tmp_path,
+        "\n".join(
+            [
+                "{* ../../docs_src/ex/tutorial001_py310.py hl[1] *}",
+                "{!../../docs_src/ex/page.html!}",
+                "Hello, {!! $name !!}.",
+                "    {!! old('name') !!}",
+                "A set {*a, b*} and {!x!} in prose.",
+                "",
+            ]
+        ),
+        extensions="",
+    )
     p = parse(_doc(root, "docs/en/docs/page.md"))
     assert p.lines[0].startswith("{*") and p.lines[1].startswith("{!")
     assert len(p.problems) == 2
@@ -357,9 +452,13 @@ def test_fastapi_docs_every_example_is_in_its_pages_chunks():
         for c in chunks:
             assert not re.search(r"^\{\*.*\*\}$|\{!.*!\}", c.text, re.MULTILINE), (src.rel, c.text[:200])
     assert (variants, mdx, pages) == (440, 6, 90)
-    assert problems == [("docs/en/docs/how-to/configure-swagger-ui.md",
-                         "line 43: {* ../../fastapi/openapi/docs.py ln[9:24] hl[18:24] *}: no such file "
-                         f"../../fastapi/openapi/docs.py ({UNRESOLVED}; left out of the indexed text)")]
+    assert problems == [
+        (
+            "docs/en/docs/how-to/configure-swagger-ui.md",
+            "line 43: {* ../../fastapi/openapi/docs.py ln[9:24] hl[18:24] *}: no such file "
+            f"../../fastapi/openapi/docs.py ({UNRESOLVED}; left out of the indexed text)",
+        )
+    ]
     page = FASTAPI / "docs/en/docs/advanced/response-cookies.md"
     chunks = chunker.chunk(_doc(FASTAPI, str(page.relative_to(FASTAPI))))
     assert any("response.set_cookie(" in c.text and "```python" in c.text for c in chunks)

@@ -112,16 +112,20 @@ def test_fastapi_examples_are_indexed_and_the_unresolved_include_is_named(tmp_pa
     store = SQLiteStore(tmp_path / "esrag.db")
     chunker = HeaderChunker.from_settings(Settings().chunking)
     summary = Ingester(store, embedder.spec, lambda: embedder, chunker, EMBED, BM25, analyzer="standard").run(
-        root, "fastapi", ["*.md"], Settings().ingest.exclude)
+        root, "fastapi", ["*.md"], Settings().ingest.exclude
+    )
     assert summary.failures == [] and summary.files == 2 and summary.includes_unresolved == 1
     [w] = summary.warnings
     assert w.path == "docs/en/docs/how-to/configure-swagger-ui.md" and w.error.startswith(
-        "line 43: {* ../../fastapi/openapi/docs.py ln[9:24] hl[18:24] *}: no such file")
+        "line 43: {* ../../fastapi/openapi/docs.py ln[9:24] hl[18:24] *}: no such file"
+    )
     assert summary.to_dict()["includes_unresolved"] == 1
     hits = Searcher(store, lambda: embedder, SearchSettings(), BM25).search("set_cookie response cookie", k=5, mode="bm25").hits
     top = hits[0].chunk
     assert top.source_path == FASTAPI_PAGES[0] and "response.set_cookie(key=" in top.text and "```python" in top.text
-    texts = [h.chunk.text for h in Searcher(store, lambda: embedder, SearchSettings(), BM25).search(
-        "docs_src tutorial py310", k=50, mode="bm25").hits]
+    texts = [
+        h.chunk.text
+        for h in Searcher(store, lambda: embedder, SearchSettings(), BM25).search("docs_src tutorial py310", k=50, mode="bm25").hits
+    ]
     assert not any("{*" in t or "docs_src" in t for t in texts)
     store.close()

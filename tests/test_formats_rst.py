@@ -46,22 +46,64 @@ def test_requests_quickstart_sections_anchors_and_text(capsys):
 # these files; every one of the 118 sections of the requests docs matched when this was written.
 SPHINX_SECTION_IDS = {
     "docs/user/advanced.rst": [
-        "advanced-usage", "session-objects", "request-and-response-objects", "prepared-requests",
-        "ssl-cert-verification", "client-side-certificates", "ca-certificates", "body-content-workflow",
-        "keep-alive", "streaming-uploads", "chunk-encoded-requests", "post-multiple-multipart-encoded-files",
-        "event-hooks", "custom-authentication", "streaming-requests", "proxies", "socks", "compliance",
-        "encodings", "http-verbs", "custom-verbs", "link-headers", "transport-adapters",
-        "example-specific-ssl-version", "example-automatic-retries", "blocking-or-non-blocking",
-        "header-ordering", "timeouts"],
+        "advanced-usage",
+        "session-objects",
+        "request-and-response-objects",
+        "prepared-requests",
+        "ssl-cert-verification",
+        "client-side-certificates",
+        "ca-certificates",
+        "body-content-workflow",
+        "keep-alive",
+        "streaming-uploads",
+        "chunk-encoded-requests",
+        "post-multiple-multipart-encoded-files",
+        "event-hooks",
+        "custom-authentication",
+        "streaming-requests",
+        "proxies",
+        "socks",
+        "compliance",
+        "encodings",
+        "http-verbs",
+        "custom-verbs",
+        "link-headers",
+        "transport-adapters",
+        "example-specific-ssl-version",
+        "example-automatic-retries",
+        "blocking-or-non-blocking",
+        "header-ordering",
+        "timeouts",
+    ],
     "docs/api.rst": [  # `.. module:: requests` first in the section: its target leads (MoveModuleTargets)
-        "module-requests", "main-interface", "exceptions", "request-sessions", "lower-level-classes",
-        "lower-lower-level-classes", "authentication", "encodings", "cookies", "status-code-lookup",
-        "migrating-to-1-x", "api-changes", "licensing", "migrating-to-2-x", "id1", "behavioural-changes"],
+        "module-requests",
+        "main-interface",
+        "exceptions",
+        "request-sessions",
+        "lower-level-classes",
+        "lower-lower-level-classes",
+        "authentication",
+        "encodings",
+        "cookies",
+        "status-code-lookup",
+        "migrating-to-1-x",
+        "api-changes",
+        "licensing",
+        "migrating-to-2-x",
+        "id1",
+        "behavioural-changes",
+    ],
     "docs/community/support.rst": ["support", "stack-overflow", "file-an-issue", "send-a-tweet"],
     "docs/user/authentication.rst": [
-        "authentication", "basic-authentication", "netrc-authentication", "digest-authentication",
-        "oauth-1-authentication", "oauth-2-and-openid-connect-authentication", "other-authentication",
-        "new-forms-of-authentication"],
+        "authentication",
+        "basic-authentication",
+        "netrc-authentication",
+        "digest-authentication",
+        "oauth-1-authentication",
+        "oauth-2-and-openid-connect-authentication",
+        "other-authentication",
+        "new-forms-of-authentication",
+    ],
 }
 
 
@@ -93,14 +135,49 @@ def test_sphinx_directives_roles_and_includes(tmp_path):
     (tmp_path / "conf.py").write_text("")
     (tmp_path / "part.rst").write_text("Included paragraph about caching.\n")
     (tmp_path / "example.py").write_text("import os\n# start\nprint('hello')\n# end\nexit()\n")
-    (tmp_path / "page.rst").write_text("\n".join([
-        "Guide", "=====", "", ".. versionadded:: 2.1", "   The *new* option.", "", ".. autofunction:: pkg.func", "",
-        "Call :func:`~pkg.mod.func` or see :doc:`the guide <guide>`.", "", ".. code-block:: python", "   :emphasize-lines: 1",
-        "", "   x = 1", "", ".. literalinclude:: example.py", "   :start-after: # start", "   :end-before: # end",
-        "   :language: python", "", ".. include:: part.rst", "", ".. include:: ../outside.rst", "",
-        ".. literalinclude:: missing.py", "", "===== =====", "col1  col2", "===== =====", "x     y", "===== =====", "",
-        ".. note:: Mind the gap.", "", "- one", "- two", "",
-    ]))
+    (tmp_path / "page.rst").write_text(
+        "\n".join(
+            [
+                "Guide",
+                "=====",
+                "",
+                ".. versionadded:: 2.1",
+                "   The *new* option.",
+                "",
+                ".. autofunction:: pkg.func",
+                "",
+                "Call :func:`~pkg.mod.func` or see :doc:`the guide <guide>`.",
+                "",
+                ".. code-block:: python",
+                "   :emphasize-lines: 1",
+                "",
+                "   x = 1",
+                "",
+                ".. literalinclude:: example.py",
+                "   :start-after: # start",
+                "   :end-before: # end",
+                "   :language: python",
+                "",
+                ".. include:: part.rst",
+                "",
+                ".. include:: ../outside.rst",
+                "",
+                ".. literalinclude:: missing.py",
+                "",
+                "===== =====",
+                "col1  col2",
+                "===== =====",
+                "x     y",
+                "===== =====",
+                "",
+                ".. note:: Mind the gap.",
+                "",
+                "- one",
+                "- two",
+                "",
+            ]
+        )
+    )
     p = parse(_doc(tmp_path, "page.rst"))
     text = "\n".join(p.lines)
     assert "Added in version 2.1:\nThe new option." in text and "pkg.func" in text
@@ -143,8 +220,14 @@ def test_malformed_rst_is_reported_by_name_and_line_and_the_rest_indexed(tmp_pat
     shutil.copytree(REQUESTS / "docs", root)
     (root / "broken.rst").write_text(MALFORMED)
     emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
-    ingester = Ingester(sqlite_store, emb.spec, lambda: emb, HeaderChunker.from_settings(Settings().chunking),
-                        ["section_path", "text"], {"text": 1.0, "section_path": 1.0})
+    ingester = Ingester(
+        sqlite_store,
+        emb.spec,
+        lambda: emb,
+        HeaderChunker.from_settings(Settings().chunking),
+        ["section_path", "text"],
+        {"text": 1.0, "section_path": 1.0},
+    )
     summary = ingester.run(root, "requests", Settings().ingest.include, [])
     assert summary.files == 16 and summary.failures == []
     warned = {(w.path, w.error) for w in summary.warnings}

@@ -50,8 +50,10 @@ def test_unknown_names_and_submodules_still_behave():
 def test_import_esrag_loads_nothing_heavy():
     """``import esrag`` defines names only: no submodule, numpy, pydantic or torch until a name
     is used (the CLI's ``--version`` must not pay for the front door)."""
-    code = ("import sys, esrag; heavy = [m for m in sys.modules if m.startswith(('esrag.', 'numpy', 'pydantic', 'torch'))];"
-            "print(heavy); esrag.SearchRequest; print('esrag.service' in sys.modules)")
+    code = (
+        "import sys, esrag; heavy = [m for m in sys.modules if m.startswith(('esrag.', 'numpy', 'pydantic', 'torch'))];"
+        "print(heavy); esrag.SearchRequest; print('esrag.service' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out == ["[]", "True"]
 
@@ -87,8 +89,7 @@ def test_readme_example_runs_as_written(tmp_path):
         shutil.copy(LARAVEL / name, docs / name)
     script = tmp_path / "example.py"
     script.write_text(readme_example(), encoding="utf-8")
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=clean_env({}), capture_output=True, text=True,
-                          timeout=900)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=clean_env({}), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     new, corpora = lines[0].split(" new chunks; ")

@@ -29,9 +29,11 @@ def test_legs_keep_rank_and_raw_score():
 def test_rank_constant_changes_the_order():
     # a: rank 1 in one leg; b: rank 4 in both. b wins iff 2/(k+4) > 1/(k+1), i.e. k > 2.
     legs = {"bm25": [("a", 1), ("x1", 1), ("x2", 1), ("b", 1)], "dense": [("y1", 1), ("y2", 1), ("y3", 1), ("b", 1)]}
+
     def order(k):
         ids = [f.id for f in rrf(legs, k=k)]
         return ids.index("a") < ids.index("b")
+
     assert order(1) is True
     assert order(60) is False
 
@@ -68,9 +70,14 @@ def test_empty_legs():
     assert rrf({}) == [] and rrf({"bm25": []}) == []
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"k": 0}, "rank constant"), ({"rank_window_size": 0}, "rank_window_size"), ({"weights": {"bm25": -1}}, "weights"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"k": 0}, "rank constant"),
+        ({"rank_window_size": 0}, "rank_window_size"),
+        ({"weights": {"bm25": -1}}, "weights"),
+    ],
+)
 def test_bad_settings_are_named(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         rrf({"bm25": [("a", 1)]}, **kwargs)

@@ -246,8 +246,13 @@ def test_llamaindex_same_hits_and_a_query_engine(indexed):
 
 
 # -- Haystack ------------------------------------------------------------------------------------
-LARAVEL_12_FILTER = {"operator": "AND", "conditions": [{"field": "meta.corpus", "operator": "==", "value": "laravel"},
-                                                       {"field": "doc_version", "operator": "in", "value": ["12.x"]}]}
+LARAVEL_12_FILTER = {
+    "operator": "AND",
+    "conditions": [
+        {"field": "meta.corpus", "operator": "==", "value": "laravel"},
+        {"field": "doc_version", "operator": "in", "value": ["12.x"]},
+    ],
+}
 
 
 def test_haystack_same_hits_filters_and_async(indexed):
@@ -266,10 +271,12 @@ def test_haystack_same_hits_filters_and_async(indexed):
         async_docs = asyncio.run(retriever.run_async(query=Q_SCHEDULE, filters=LARAVEL_12_FILTER, top_k=3))["documents"]
         assert [d.id for d in async_docs] == ids(cli12)
         # init filters, replaced by a run's filters (the default policy) or merged with them
-        scoped = EsragRetriever(settings=retriever.settings, filters={"field": "corpus", "operator": "==", "value": "laravel"},
-                                top_k=3, filter_policy="merge")
-        assert [d.id for d in scoped.run(query=Q_SCHEDULE, filters={"field": "doc_version", "operator": "==",
-                                                                    "value": "12.x"})["documents"]] == ids(cli12)
+        scoped = EsragRetriever(
+            settings=retriever.settings, filters={"field": "corpus", "operator": "==", "value": "laravel"}, top_k=3, filter_policy="merge"
+        )
+        assert [
+            d.id for d in scoped.run(query=Q_SCHEDULE, filters={"field": "doc_version", "operator": "==", "value": "12.x"})["documents"]
+        ] == ids(cli12)
         scoped.close()
     finally:
         retriever.close()
@@ -284,8 +291,12 @@ def test_haystack_pipeline_through_yaml(indexed):
 
     template = "{% for d in documents %}[{{ d.meta.section_path }}]({{ d.meta.url }})\n{{ d.content }}\n{% endfor %}Q: {{ query }}"
     pipe = Pipeline()
-    pipe.add_component("retriever", EsragRetriever(settings=indexed.settings.model_dump(mode="json", include={"db", "es_url", "index"}),
-                                                   top_k=3, filters=LARAVEL_12_FILTER))
+    pipe.add_component(
+        "retriever",
+        EsragRetriever(
+            settings=indexed.settings.model_dump(mode="json", include={"db", "es_url", "index"}), top_k=3, filters=LARAVEL_12_FILTER
+        ),
+    )
     pipe.add_component("prompt", PromptBuilder(template, required_variables=["documents", "query"]))
     pipe.connect("retriever.documents", "prompt.documents")
     inputs = {"retriever": {"query": Q_SCHEDULE}, "prompt": {"query": Q_SCHEDULE}}
@@ -318,25 +329,45 @@ def test_haystack_to_dict_round_trip_and_bad_filters():
 
     from esrag.integrations.haystack import EsragRetriever, UnsupportedFilter, filters_to_options
 
-    r = EsragRetriever(settings={"db": "/tmp/x.db"}, top_k=4, filters=LARAVEL_12_FILTER, path_prefix="docs/", budget=500,
-                       mode="bm25", filter_policy="merge")
+    r = EsragRetriever(
+        settings={"db": "/tmp/x.db"},
+        top_k=4,
+        filters=LARAVEL_12_FILTER,
+        path_prefix="docs/",
+        budget=500,
+        mode="bm25",
+        filter_policy="merge",
+    )
     d = r.to_dict()
     assert d["type"] == "esrag.integrations.haystack.EsragRetriever"
-    assert d["init_parameters"] == {"settings": {"db": "/tmp/x.db"}, "filters": LARAVEL_12_FILTER, "top_k": 4,
-                                    "path_prefix": "docs/", "budget": 500, "mode": "bm25", "embedder": None,
-                                    "filter_policy": "merge"}
+    assert d["init_parameters"] == {
+        "settings": {"db": "/tmp/x.db"},
+        "filters": LARAVEL_12_FILTER,
+        "top_k": 4,
+        "path_prefix": "docs/",
+        "budget": 500,
+        "mode": "bm25",
+        "embedder": None,
+        "filter_policy": "merge",
+    }
     assert EsragRetriever.from_dict(d).to_dict() == d
     assert filters_to_options(LARAVEL_12_FILTER) == {"corpora": ["laravel"], "doc_version": "12.x"}
     assert filters_to_options({"field": "language", "operator": "in", "value": ["de", "fr"]}) == {"languages": ["de", "fr"]}
-    bad = [({"operator": "OR", "conditions": []}, "logical operator 'OR' is not supported"),
-           ({"operator": "NOT", "conditions": [LARAVEL_12_FILTER]}, "logical operator 'NOT'"),
-           ({"field": "meta.start_line", "operator": ">", "value": 3}, "field 'meta.start_line' is not supported"),
-           ({"field": "corpus", "operator": "!=", "value": "x"}, "operator '!=' with value 'x' on 'corpus' is not supported"),
-           ({"field": "doc_version", "operator": "in", "value": ["1", "2"]}, "doc_version takes one version"),
-           ({"operator": "AND", "conditions": [{"field": "corpus", "operator": "==", "value": "a"},
-                                               {"field": "corpus", "operator": "in", "value": ["b"]}]},
-            r"filters.conditions\[1\]: 'corpus' is filtered twice"),
-           ({"field": "corpus", "value": "x"}, "a comparison needs 'field', 'operator' and 'value'")]
+    bad = [
+        ({"operator": "OR", "conditions": []}, "logical operator 'OR' is not supported"),
+        ({"operator": "NOT", "conditions": [LARAVEL_12_FILTER]}, "logical operator 'NOT'"),
+        ({"field": "meta.start_line", "operator": ">", "value": 3}, "field 'meta.start_line' is not supported"),
+        ({"field": "corpus", "operator": "!=", "value": "x"}, "operator '!=' with value 'x' on 'corpus' is not supported"),
+        ({"field": "doc_version", "operator": "in", "value": ["1", "2"]}, "doc_version takes one version"),
+        (
+            {
+                "operator": "AND",
+                "conditions": [{"field": "corpus", "operator": "==", "value": "a"}, {"field": "corpus", "operator": "in", "value": ["b"]}],
+            },
+            r"filters.conditions\[1\]: 'corpus' is filtered twice",
+        ),
+        ({"field": "corpus", "value": "x"}, "a comparison needs 'field', 'operator' and 'value'"),
+    ]
     for filters, message in bad:
         with pytest.raises(UnsupportedFilter, match=message) as err:
             filters_to_options(filters)
@@ -348,9 +379,10 @@ def test_haystack_to_dict_round_trip_and_bad_filters():
 
 
 # -- extras --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("module, framework, extra", [("langchain", "langchain_core", "langchain"),
-                                                      ("llamaindex", "llama_index", "llamaindex"),
-                                                      ("haystack", "haystack", "haystack")])
+@pytest.mark.parametrize(
+    "module, framework, extra",
+    [("langchain", "langchain_core", "langchain"), ("llamaindex", "llama_index", "llamaindex"), ("haystack", "haystack", "haystack")],
+)
 def test_a_missing_framework_names_its_extra(module, framework, extra):
     """Without the framework, importing its retriever fails with the ``pip install`` line to run;
     ``esrag.integrations`` itself imports no framework."""

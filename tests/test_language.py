@@ -42,8 +42,11 @@ def test_xquad_paragraphs_and_questions_are_detected(lang):
 def test_laravel_chunks_are_english():
     # detection speed (~0.4 ms a chunk) is measured by benchmarks/bench_language.py, not timed here
     chunker = HeaderChunker()
-    chunks = [c for name in ("scheduling.md", "queues.md", "eloquent.md") for c in
-              chunker.chunk(Document(path=name, text=(LARAVEL / name).read_text(encoding="utf-8")))]
+    chunks = [
+        c
+        for name in ("scheduling.md", "queues.md", "eloquent.md")
+        for c in chunker.chunk(Document(path=name, text=(LARAVEL / name).read_text(encoding="utf-8")))
+    ]
     found = [detect(c.text) for c in chunks]
     decided = [f for f in found if f]
     assert decided.count("en") / len(decided) >= 0.99
@@ -56,9 +59,11 @@ def test_code_and_markup_are_not_prose():
 
 
 def test_language_chunker_labels_chunks_and_short_ones_take_the_document_language():
-    text = ("# Warteschlangen\n\nWarteschlangen erlauben es, zeitaufwendige Aufgaben wie das Versenden von E-Mails "
-            "in den Hintergrund zu verlagern, damit die Anwendung schneller antwortet.\n\n## Beispiel\n\n"
-            "```php\ndispatch(new SendMail);\n```\n")
+    text = (
+        "# Warteschlangen\n\nWarteschlangen erlauben es, zeitaufwendige Aufgaben wie das Versenden von E-Mails "
+        "in den Hintergrund zu verlagern, damit die Anwendung schneller antwortet.\n\n## Beispiel\n\n"
+        "```php\ndispatch(new SendMail);\n```\n"
+    )
     chunks = LanguageChunker(HeaderChunker(tau_min=1)).chunk(Document(path="q.md", text=text))
     assert len(chunks) >= 2 and {c.metadata["language"] for c in chunks} == {"de"}
     own = LanguageChunker(HeaderChunker()).inner.chunk(Document(path="q.md", text=text))
@@ -88,18 +93,35 @@ def test_mapping_body_with_language_subfields_exact():
     """A full distribution (german and spanish analyzers present)."""
     body = mappings_component_body(META, stemming=True, language_fields={"es": "spanish", "de": "german"})
     assert body["template"]["mappings"]["properties"]["text"] == {
-        "type": "text", "analyzer": "esrag_text",
+        "type": "text",
+        "analyzer": "esrag_text",
         "fields": {"de": {"type": "text", "analyzer": "german"}, "es": {"type": "text", "analyzer": "spanish"}},
     }
     assert body["template"]["mappings"]["_meta"]["text_languages"] == {"de": "german", "es": "spanish"}
-    assert bm25_body("Wie viele Punkte gab die Verteidigung ab?", 5, Filters(languages=["de"]),
-                     with_language_field({"text": 1.0}, "de", {"de": "german", "es": "spanish"})) == {
-        "size": 5, "_source": False, "track_total_hits": False,
-        "query": {"bool": {
-            "must": [{"multi_match": {"query": "Wie viele Punkte gab die Verteidigung ab?", "fields": ["text^1", "text.de^1"],
-                                      "type": "best_fields", "tie_breaker": 0.3}}],
-            "filter": [{"terms": {"language": ["de"]}}],
-        }},
+    assert bm25_body(
+        "Wie viele Punkte gab die Verteidigung ab?",
+        5,
+        Filters(languages=["de"]),
+        with_language_field({"text": 1.0}, "de", {"de": "german", "es": "spanish"}),
+    ) == {
+        "size": 5,
+        "_source": False,
+        "track_total_hits": False,
+        "query": {
+            "bool": {
+                "must": [
+                    {
+                        "multi_match": {
+                            "query": "Wie viele Punkte gab die Verteidigung ab?",
+                            "fields": ["text^1", "text.de^1"],
+                            "type": "best_fields",
+                            "tie_breaker": 0.3,
+                        }
+                    }
+                ],
+                "filter": [{"terms": {"language": ["de"]}}],
+            }
+        },
     }
 
 
@@ -109,8 +131,9 @@ def test_mapping_body_fallback_without_language_analyzers_exact():
     assert body["template"]["mappings"]["properties"]["text"] == {"type": "text", "analyzer": "esrag_text"}
     assert body["template"]["mappings"]["_meta"]["text_languages"] == {}
     fields = with_language_field({"text": 1.0}, "de", {})
-    assert bm25_body("Wie viele Punkte?", 5, Filters(), fields)["query"] == {"bool": {"must": [{"multi_match": {
-        "query": "Wie viele Punkte?", "fields": ["text^1"], "type": "best_fields", "tie_breaker": 0.3}}]}}
+    assert bm25_body("Wie viele Punkte?", 5, Filters(), fields)["query"] == {
+        "bool": {"must": [{"multi_match": {"query": "Wie viele Punkte?", "fields": ["text^1"], "type": "best_fields", "tie_breaker": 0.3}}]}
+    }
     shipped = mappings_component_body(META)  # without language settings: the shipped asset's text field
     assert "fields" not in shipped["template"]["mappings"]["properties"]["text"]
     assert "text_languages" not in shipped["template"]["mappings"]["_meta"]
@@ -122,8 +145,14 @@ def test_fan_out_msearch_adapts_fields_per_query():
     def fields_for(q, f):
         return with_language_field(f, detect_query(q), subfields)
 
-    body = branches_msearch_body([BranchQuery("Wie viele Punkte gab die Verteidigung ab?", None, 5),
-                                  BranchQuery("How many points did the defense give up?", None, 5)], {"text": 1.0}, fields_for)
+    body = branches_msearch_body(
+        [
+            BranchQuery("Wie viele Punkte gab die Verteidigung ab?", None, 5),
+            BranchQuery("How many points did the defense give up?", None, 5),
+        ],
+        {"text": 1.0},
+        fields_for,
+    )
     assert [b["query"]["bool"]["must"][0]["multi_match"]["fields"] for b in body[1::2]] == [["text^1", "text.de^1"], ["text^1"]]
 
 
@@ -148,9 +177,10 @@ def test_live_fallback_on_the_test_node(es_url, tmp_path):
         mapping = store._es.indices.get_mapping(index=store.alias).body
         props = next(iter(mapping.values()))["mappings"]
         assert "fields" not in props["properties"]["text"] and props["_meta"]["text_languages"] == {}
-        chunks = [Chunk(id="de1", text="Die Verteidigung der Panthers gab nur 308 Punkte ab.", source_path="a",
-                        metadata={"language": "de"}),
-                  Chunk(id="en1", text="The Broncos won the game.", source_path="b", metadata={"language": "en"})]
+        chunks = [
+            Chunk(id="de1", text="Die Verteidigung der Panthers gab nur 308 Punkte ab.", source_path="a", metadata={"language": "de"}),
+            Chunk(id="en1", text="The Broncos won the game.", source_path="b", metadata={"language": "en"}),
+        ]
         store.write(chunks, np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32), [meta_hash(c) for c in chunks])
         store.refresh()
         assert store.query_fields("Wie viele Punkte gab die Verteidigung ab?", {"text": 1.0}) == {"text": 1.0}

@@ -31,11 +31,21 @@ pytestmark = pytest.mark.integration
 
 PRIVILEGES = Path(__file__).resolve().parents[1] / "docs" / "elasticsearch.md"  # the roles (moved there from README.md)
 #: index privileges that a broader one includes (IndexPrivilege: manage = indices:admin/* + monitor)
-IMPLIED = {"manage": {"view_index_metadata", "maintenance", "create_index", "delete_index", "indices:admin/mapping/put",
-                      "indices:admin/settings/update", "indices:admin/aliases", "manage"},
-           "all": {"*"},
-           # cluster (ClusterPrivilegeResolver: manage_ingest_pipelines = cluster:admin/ingest/pipeline/*)
-           "manage_ingest_pipelines": {"read_pipeline"}}
+IMPLIED = {
+    "manage": {
+        "view_index_metadata",
+        "maintenance",
+        "create_index",
+        "delete_index",
+        "indices:admin/mapping/put",
+        "indices:admin/settings/update",
+        "indices:admin/aliases",
+        "manage",
+    },
+    "all": {"*"},
+    # cluster (ClusterPrivilegeResolver: manage_ingest_pipelines = cluster:admin/ingest/pipeline/*)
+    "manage_ingest_pipelines": {"read_pipeline"},
+}
 READS = {("index", "read"), ("index", "view_index_metadata")}
 
 
@@ -43,9 +53,9 @@ def readme_role(name: str, alias: str) -> dict:
     """The body of ``PUT _security/role/<name>`` in docs/elasticsearch.md, with ``esrag`` renamed ``alias``."""
     text = PRIVILEGES.read_text(encoding="utf-8")
     start = text.index(f"PUT _security/role/{name}\n")
-    body, _ = json.JSONDecoder().raw_decode(text[text.index("{", start):])
+    body, _ = json.JSONDecoder().raw_decode(text[text.index("{", start) :])
     for entry in body.get("indices", []):
-        entry["names"] = [alias + n[len("esrag"):] for n in entry["names"]]
+        entry["names"] = [alias + n[len("esrag") :] for n in entry["names"]]
     return body
 
 
@@ -68,8 +78,12 @@ def required(method: str, path: str, body: bytes) -> list[tuple[str, str, str | 
         return [("index", "view_index_metadata", parts[1])]
     if first == "_bulk":
         actions = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
-        return [("index", "write", meta["_index"]) for a in actions for op, meta in a.items()
-                if op in ("index", "create", "update", "delete") and isinstance(meta, dict) and "_index" in meta]
+        return [
+            ("index", "write", meta["_index"])
+            for a in actions
+            for op, meta in a.items()
+            if op in ("index", "create", "update", "delete") and isinstance(meta, dict) and "_index" in meta
+        ]
     if first == "_aliases":
         acts = json.loads(body)["actions"]
         return [("index", "indices:admin/aliases", v[k]) for a in acts for v in a.values() for k in ("index", "alias") if k in v]
@@ -83,8 +97,13 @@ def required(method: str, path: str, body: bytes) -> list[tuple[str, str, str | 
     if api == "_refresh":
         return [("index", "maintenance", index)]
     if api == "":
-        return [("index", {"GET": "view_index_metadata", "HEAD": "view_index_metadata", "PUT": "create_index",
-                           "DELETE": "delete_index"}[method], index)]
+        return [
+            (
+                "index",
+                {"GET": "view_index_metadata", "HEAD": "view_index_metadata", "PUT": "create_index", "DELETE": "delete_index"}[method],
+                index,
+            )
+        ]
     raise AssertionError(f"unclassified request {method} {path}: add it to required() and to the roles of docs/elasticsearch.md")
 
 
@@ -124,7 +143,7 @@ def test_each_use_sends_only_what_its_readme_role_grants_and_a_search_never_writ
     alias = fresh_alias()
     roles = {name: readme_role(name, alias) for name in ("esrag_search", "esrag_ingest", "esrag_admin")}
     api_key_body = PRIVILEGES.read_text(encoding="utf-8").split("POST _security/api_key\n", 1)[1]
-    key, _ = json.JSONDecoder().raw_decode(api_key_body[api_key_body.index("{"):])
+    key, _ = json.JSONDecoder().raw_decode(api_key_body[api_key_body.index("{") :])
     assert key["role_descriptors"]["esrag_search"] == readme_role("esrag_search", "esrag")  # the key body is the role's
     tree = tmp_path / "laravel"
     shutil.copytree(docs, tree)
@@ -143,8 +162,9 @@ def test_each_use_sends_only_what_its_readme_role_grants_and_a_search_never_writ
             check(proxy, roles["esrag_ingest"], "re-ingest")
 
             def searches() -> list[tuple[str, str]]:
-                hits = json.loads(run_cli(["search", "retry failed jobs", "--json", "--explain", "--expand", "neighbours:1"],
-                                          env).stdout)["hits"]
+                hits = json.loads(run_cli(["search", "retry failed jobs", "--json", "--explain", "--expand", "neighbours:1"], env).stdout)[
+                    "hits"
+                ]
                 assert hits and hits[0]["source_path"] == "queues.md"
                 run_cli(["search", "schedule a task every minute", "--mode", "bm25", "--json"], env)
                 run_cli(["page", "queues.md", "--json"], env)
@@ -173,12 +193,23 @@ def test_each_use_sends_only_what_its_readme_role_grants_and_a_search_never_writ
 
 
 def test_a_role_denial_is_one_line_pointing_at_the_privileges(es_url, tmp_path):
-    denied = {"error": {"root_cause": [{"type": "security_exception", "reason": "action [indices:admin/mappings/get] is "
-                                        "unauthorized for API key id [x] of user [searcher]"}], "type": "security_exception",
-                        "reason": "unauthorized"}, "status": 403}
+    denied = {
+        "error": {
+            "root_cause": [
+                {
+                    "type": "security_exception",
+                    "reason": "action [indices:admin/mappings/get] is unauthorized for API key id [x] of user [searcher]",
+                }
+            ],
+            "type": "security_exception",
+            "reason": "unauthorized",
+        },
+        "status": 403,
+    }
     with StandIn(es_url, rule=lambda m, p, b: (403, denied)) as proxy:
-        proc = run_cli(["search", "queues"], {"ESRAG_ES_URL": proxy.url, "ESRAG_INDEX": fresh_alias(), "ESRAG_ES_API_KEY": "K-XYZ"},
-                       check=False)
+        proc = run_cli(
+            ["search", "queues"], {"ESRAG_ES_URL": proxy.url, "ESRAG_INDEX": fresh_alias(), "ESRAG_ES_API_KEY": "K-XYZ"}, check=False
+        )
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 1 and len(lines) == 1 and "K-XYZ" not in proc.stderr
     assert re.search(r"denied permission \(403: security_exception: action \[indices:admin/mappings/get\] is unauthorized", lines[0])

@@ -60,8 +60,7 @@ def trees(tmp_path):
 
 def ingest(store, emb, root, version, base=BASE, site="plain", allow_delete=False):
     where = resolve_site(root, site, base, doc_version=version)
-    ing = Ingester(store, emb.spec, lambda: emb, HeaderChunker(), EMBED, BM25, site=where, doc_version=version,
-                   allow_delete=allow_delete)
+    ing = Ingester(store, emb.spec, lambda: emb, HeaderChunker(), EMBED, BM25, site=where, doc_version=version, allow_delete=allow_delete)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ing.run(root, "laravel", ["*.md"], [])
@@ -155,8 +154,12 @@ def test_cli_links_versions_page_and_errors(tmp_path):
     (docs / "draft.md").write_text("---\ntitle: Soon\ndraft: true\n---\n# Soon\n\nNot yet.\n")
     (docs / "broken.md").write_text("---\ntitle: [unclosed\n---\n# Broken\n\nText.\n")
     env = {"ESRAG_DB": str(tmp_path / "x.db")}
-    proc = run(["ingest", "docs", "--site", "plain", "--base-url", "https://laravel.com/docs/12.x/", "--doc-version", "12.x",
-                "--json"], cwd=tmp_path, env=env, check=False)
+    proc = run(
+        ["ingest", "docs", "--site", "plain", "--base-url", "https://laravel.com/docs/12.x/", "--doc-version", "12.x", "--json"],
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
     summary = json.loads(proc.stdout)
     assert proc.returncode == 1 and summary["skipped"] == ["draft.md (draft)"] and summary["doc_version"] == "12.x"
     assert [f["path"] for f in summary["failures"]] == ["broken.md"]
@@ -193,13 +196,13 @@ def test_cli_ingest_failure_and_warning_lines_are_one_line_each(tmp_path):
     (docs / "good.md").write_text("# Good\n\nA page that is fine.\n")
     (docs / "broken.md").write_text("---\ntitle: [unclosed\nfoo: : bar\n---\n# Broken\n\nText.\n")
     (docs / "odd.rst").write_text("Odd\n===\n\n.. code-block:: python\n   :bogus-option\n\nAfter.\n")
-    proc = run(["ingest", "docs", "--site", "plain"], cwd=tmp_path, env={"ESRAG_DB": str(tmp_path / "x.db"), "COLUMNS": "80"},
-               check=False)
+    proc = run(["ingest", "docs", "--site", "plain"], cwd=tmp_path, env={"ESRAG_DB": str(tmp_path / "x.db"), "COLUMNS": "80"}, check=False)
     assert proc.returncode == 1
     failed = {ln for ln in proc.stderr.splitlines() if ln.startswith("failed ")}  # as it happens, and in the summary
     assert len(failed) == 1 and next(iter(failed)).startswith("failed broken.md: front matter is not valid YAML at line 3")
     assert next(iter(failed)).endswith("fix it or remove the --- block")  # not wrapped at 80 columns
     warned = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning ")]
     # docutils' report ends its first line with ":"; the reason on its next line is kept
-    assert warned == ['warning odd.rst: line 4: ERROR: Error in "code-block" directive: '
-                      'maximum 1 argument(s) allowed, 2 supplied. (file indexed)']
+    assert warned == [
+        'warning odd.rst: line 4: ERROR: Error in "code-block" directive: maximum 1 argument(s) allowed, 2 supplied. (file indexed)'
+    ]

@@ -62,8 +62,18 @@ def test_reformulation_failures_are_in_the_ledger(standin, tmp_path):
 
 def test_answer_failures_are_in_the_ledger_and_still_raise(standin, tmp_path):
     llm = cached(standin, tmp_path)
-    hits = [Hit(Chunk(id="a", text="Run php artisan queue:restart after deploying.", section_path="Queues > Restart",
-                      source_path="queues.md", tokens=10), 1.0)]
+    hits = [
+        Hit(
+            Chunk(
+                id="a",
+                text="Run php artisan queue:restart after deploying.",
+                section_path="Queues > Restart",
+                source_path="queues.md",
+                tokens=10,
+            ),
+            1.0,
+        )
+    ]
     answerer = Answerer(llm, context_tokens=8192)
     standin.queue(*['{"answer": ""}'] * 4)
     with pytest.raises(AnswerError, match="no usable answer .* after seeds 0, 1, 2, 3"):
@@ -83,15 +93,18 @@ def test_prompts_are_the_shipped_files_byte_for_byte():
     assert parse_json_object('Sure: {"a": 1} done') == {"a": 1}
 
 
-@pytest.mark.parametrize("text, message", [
-    ('[dataset]\nkind = "spans"\nbudgets = [64]\n', "unknown [dataset] key(s) budgets; valid: kind, path, limit, split"),
-    ("budgets = [512, 0]\n", "budgets.1: Input should be greater than 0"),
-    ('[[contrasts]]\na = "S"\nb = "P"\nmetric = "f1"\n', "contrasts.0.metric: Input should be 'rec', 'prec', 'recall@1'"),
-    ('[[contrasts]]\na = "S"\nb = "P"\n', "contrasts.0: contrast S − P: write each side as ARM/RETRIEVER"),
-    ("[arms.mine]\ntau_max = -5\n", "arms.mine.tau_max: Input should be greater than 0"),
-    ('[reranker]\ntarget = "m:f"\ndepth = 0\n', "reranker.depth: Input should be greater than 0"),
-    ("reformulations = 0\n", "reformulations: Input should be greater than 0"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[dataset]\nkind = "spans"\nbudgets = [64]\n', "unknown [dataset] key(s) budgets; valid: kind, path, limit, split"),
+        ("budgets = [512, 0]\n", "budgets.1: Input should be greater than 0"),
+        ('[[contrasts]]\na = "S"\nb = "P"\nmetric = "f1"\n', "contrasts.0.metric: Input should be 'rec', 'prec', 'recall@1'"),
+        ('[[contrasts]]\na = "S"\nb = "P"\n', "contrasts.0: contrast S − P: write each side as ARM/RETRIEVER"),
+        ("[arms.mine]\ntau_max = -5\n", "arms.mine.tau_max: Input should be greater than 0"),
+        ('[reranker]\ntarget = "m:f"\ndepth = 0\n', "reranker.depth: Input should be greater than 0"),
+        ("reformulations = 0\n", "reformulations: Input should be greater than 0"),
+    ],
+)
 def test_eval_config_errors_name_file_and_key_in_one_line(tmp_path, text, message):
     path = tmp_path / "bad.toml"
     path.write_text(text)

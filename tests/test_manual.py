@@ -79,8 +79,7 @@ def test_render_is_the_same_after_the_cli_ran():
 
 def test_render_replaces_only_between_the_markers():
     page = f"# Title\n\nprose\n\n{docgen.marker('x')}\nold\n{docgen.END}\n\nmore prose\n"
-    assert docgen.render(page, {"x": lambda: "new"}) == \
-        f"# Title\n\nprose\n\n{docgen.marker('x')}\n\nnew\n\n{docgen.END}\n\nmore prose\n"
+    assert docgen.render(page, {"x": lambda: "new"}) == f"# Title\n\nprose\n\n{docgen.marker('x')}\n\nnew\n\n{docgen.END}\n\nmore prose\n"
     with pytest.raises(ValueError, match="no <!-- generated: esrag.docgen y -->"):
         docgen.render(page, {"y": lambda: "new"})
 
@@ -129,8 +128,11 @@ def test_every_command_option_and_setting_is_in_the_manual():
     for path, cmd in commands():
         for param in cmd.params:
             if isinstance(param, click.Option):
-                missing += [f"option {flag} of `{path}`" for flag in param.opts + param.secondary_opts
-                            if not re.search(rf"`{re.escape(flag)}[ ,`]", cli_page)]
+                missing += [
+                    f"option {flag} of `{path}`"
+                    for flag in param.opts + param.secondary_opts
+                    if not re.search(rf"`{re.escape(flag)}[ ,`]", cli_page)
+                ]
     missing += [f"setting {name}" for name in settings_names() if name not in text]
     missing += [f"variable {name}" for name in OTHER_ENV if name not in text]
     assert missing == [], f"not in the manual: {'; '.join(missing)} (run `{REGENERATE}`, or document them)"
@@ -167,8 +169,7 @@ def anchors(path: Path) -> set[str]:
 
 
 def links(path: Path) -> list[str]:
-    return [t for t in re.findall(r"\]\(([^)\s]+)\)", _outside_code(path.read_text(encoding="utf-8")))
-            if not re.match(r"[a-z]+:", t)]
+    return [t for t in re.findall(r"\]\(([^)\s]+)\)", _outside_code(path.read_text(encoding="utf-8"))) if not re.match(r"[a-z]+:", t)]
 
 
 def test_every_relative_link_reaches_a_file_and_a_heading():
@@ -223,8 +224,9 @@ def manual_store(tmp_path_factory):
     assert site.site == "mkdocs" and site.base_url == SITE_URL and site.config == ROOT / "mkdocs.yml"
     store = SQLiteStore(tmp_path_factory.mktemp("manual") / "esrag.db")
     emb = HashEmbedder(64)
-    ingester = Ingester(store, emb.spec, lambda: emb, HeaderChunker.from_settings(Settings().chunking), EMBED, BM25,
-                        site=site, doc_version=site.doc_version)
+    ingester = Ingester(
+        store, emb.spec, lambda: emb, HeaderChunker.from_settings(Settings().chunking), EMBED, BM25, site=site, doc_version=site.doc_version
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         summary = ingester.run(DOCS, "esrag-manual", ["*.md"], [])
@@ -262,7 +264,7 @@ def test_mkdocs_builds_the_manual_with_every_anchor_esrag_wrote(manual_store, tm
     missing = []
     for url in sorted({c.url for c in chunks}):
         assert url.startswith(SITE_URL), url
-        path, _, anchor = url[len(SITE_URL):].partition("#")
+        path, _, anchor = url[len(SITE_URL) :].partition("#")
         html = tmp_path / "site" / path / "index.html"
         parser = _Ids()
         parser.feed(html.read_text(encoding="utf-8") if html.is_file() else "")

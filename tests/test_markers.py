@@ -1,5 +1,6 @@
 """The ``integration`` mark is written at the test, and tests/conftest.py's collection check
 fails a run where a test that needs a service, a model or a subprocess is not marked (issue 28)."""
+
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.integration  # runs pytest in a subprocess
 
 TESTS = Path(__file__).resolve().parent
 
-UNMARKED = '''
+UNMARKED = """
 import subprocess
 
 def test_runs_a_subprocess():
@@ -22,7 +23,7 @@ def test_runs_a_subprocess():
 
 def test_pure():
     assert 1 + 1 == 2
-'''
+"""
 
 
 @pytest.fixture
@@ -39,9 +40,27 @@ def folder() -> Iterator[Path]:
 def _collect(folder: Path, *args: str) -> subprocess.CompletedProcess:
     """``pytest --collect-only`` of ``folder`` with tests/conftest.py loaded as a plugin."""
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "conftest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "--rootdir", str(folder), "--confcutdir", str(folder), *args, str(folder)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(TESTS)}, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "conftest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(folder),
+            "--confcutdir",
+            str(folder),
+            *args,
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(TESTS)},
+        timeout=300,
     )
 
 
@@ -55,8 +74,7 @@ def test_an_unmarked_test_that_needs_a_subprocess_fails_the_collection_by_name(f
 
 
 def test_a_marked_test_is_collected_and_left_out_of_the_pure_run(folder):
-    (folder / "test_sample.py").write_text("import pytest\n" + UNMARKED.replace(
-        "def test_runs", "@pytest.mark.integration\ndef test_runs"))
+    (folder / "test_sample.py").write_text("import pytest\n" + UNMARKED.replace("def test_runs", "@pytest.mark.integration\ndef test_runs"))
     got = _collect(folder, "-m", "not integration")
     assert got.returncode == 0, got.stdout + got.stderr
     assert "test_pure" in got.stdout and "test_runs_a_subprocess" not in got.stdout

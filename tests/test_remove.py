@@ -121,16 +121,14 @@ def _scenario(env: dict, base: Path) -> None:
 
 
 def test_remove_and_drop_on_sqlite(tmp_path):
-    env = {"ESRAG_ES_URL": None, "ESRAG_DB": str(tmp_path / "db" / "esrag.db"),
-           "ESRAG_EMBEDDING_CACHE": str(tmp_path / "emb.db")}
+    env = {"ESRAG_ES_URL": None, "ESRAG_DB": str(tmp_path / "db" / "esrag.db"), "ESRAG_EMBEDDING_CACHE": str(tmp_path / "emb.db")}
     dropped = _scenario(env, tmp_path)
     assert dropped["tables"] == ["chunks", "chunks_fts", "meta"] and dropped["corpora"] == 2
 
 
 def test_remove_and_drop_on_elasticsearch(es_url, tmp_path):
     alias = f"esrag-rm-{uuid.uuid4().hex[:8]}"
-    env = {"ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias, "ESRAG_DB": None,
-           "ESRAG_EMBEDDING_CACHE": str(tmp_path / "emb.db")}
+    env = {"ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias, "ESRAG_DB": None, "ESRAG_EMBEDDING_CACHE": str(tmp_path / "emb.db")}
     try:
         dropped = _scenario(env, tmp_path)
         assert dropped["alias"] == alias and dropped["indices"] == [f"{alias}-000001"]

@@ -60,8 +60,12 @@ def _c(cid: str, path: str, section: str) -> Chunk:
 
 
 def test_parent_boost_adds_the_best_other_score_of_section_and_page():
-    chunks = {"a": _c("a", "p.md", "Guide > Queues"), "b": _c("b", "p.md", "Guide > Mail"),
-              "c": _c("c", "p.md", "Guide > Queues > Workers"), "d": _c("d", "q.md", "Other")}
+    chunks = {
+        "a": _c("a", "p.md", "Guide > Queues"),
+        "b": _c("b", "p.md", "Guide > Mail"),
+        "c": _c("c", "p.md", "Guide > Queues > Workers"),
+        "d": _c("d", "q.md", "Other"),
+    }
     fused = [Fused("a", 1.0), Fused("b", 0.9), Fused("d", 0.85), Fused("c", 0.5)]
     out = parent_boost(fused, chunks, section=0.5, page=0.0, depth=2)
     scores = {f.id: f.score for f in out}
@@ -80,8 +84,10 @@ def store(tmp_path):
         ("m1", "mail.md", "Mail > Drivers", "Mail drivers send email through SMTP or an API; supervisor is not needed."),
         ("m2", "mail.md", "Mail > Queueing", "Queue mail messages so the response is not delayed."),
     ]
-    chunks = [Chunk(id=i, text=t, corpus="c", source_path=p, section_path=s, tokens=len(t.split()),
-                    content_hash=content_hash(t)) for i, p, s, t in texts]
+    chunks = [
+        Chunk(id=i, text=t, corpus="c", source_path=p, section_path=s, tokens=len(t.split()), content_hash=content_hash(t))
+        for i, p, s, t in texts
+    ]
     st = SQLiteStore(tmp_path / "s.db")
     st.ensure(IndexMeta("none", 2, ["text"], {"text": 1.0}, "test"))
     st.write(chunks, np.eye(len(chunks), 2, dtype=np.float32), ["" for _ in chunks])

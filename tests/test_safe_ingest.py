@@ -63,8 +63,7 @@ def run(store, root: Path, emb: HashEmbedder, **kw):
 
 def snapshot(store) -> dict:
     """Every stored chunk of the corpus: {path: {id: (content hash, meta hash)}}."""
-    return {p: {i: (e.content_hash, e.meta_hash) for i, e in entries.items()}
-            for p, entries in store.manifest("laravel").items()}
+    return {p: {i: (e.content_hash, e.meta_hash) for i, e in entries.items()} for p, entries in store.manifest("laravel").items()}
 
 
 def test_an_empty_folder_over_a_corpus_is_refused_then_allowed(store, tmp_path):
@@ -164,8 +163,11 @@ def test_cli_refuses_an_empty_folder_with_exit_1_and_allow_delete_works(tmp_path
     tree = make_tree(tmp_path / "docs", ["scheduling.md", "cache.md"])
     empty = tmp_path / "empty"
     empty.mkdir()
-    env = {"ESRAG_DB": str(tmp_path / "db" / "esrag.db"), "ESRAG_ES_URL": None,
-           "ESRAG_EMBEDDING_CACHE": str(tmp_path / "embedding_cache.db")}
+    env = {
+        "ESRAG_DB": str(tmp_path / "db" / "esrag.db"),
+        "ESRAG_ES_URL": None,
+        "ESRAG_EMBEDDING_CACHE": str(tmp_path / "embedding_cache.db"),
+    }
     runner = CliRunner()
     first = runner.invoke(main, ["ingest", str(tree), "--corpus", "lv", "--json"], env=env)
     assert first.exit_code == 0, first.output
@@ -242,11 +244,22 @@ def test_a_read_only_index_stops_the_ingest_with_one_line_and_a_rerun_completes(
 
 
 def _fault_run(es_url: str, alias: str, tree: Path, point: str, tmp_path: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias, "ESRAG_EMBEDDER": "st:test-hash-16",
-           "ESRAG_EMBEDDING_CACHE": str(tmp_path / "cache.db"), "PYTHONPATH": str(Path(__file__).parent)}
+    env = {
+        **os.environ,
+        "ESRAG_ES_URL": es_url,
+        "ESRAG_INDEX": alias,
+        "ESRAG_EMBEDDER": "st:test-hash-16",
+        "ESRAG_EMBEDDING_CACHE": str(tmp_path / "cache.db"),
+        "PYTHONPATH": str(Path(__file__).parent),
+    }
     env.pop("ESRAG_DB", None)
-    return subprocess.run([sys.executable, str(Path(__file__).parent / "fault_helpers.py"), str(tree), "laravel", point],
-                          env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "fault_helpers.py"), str(tree), "laravel", point],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.integration
@@ -338,18 +351,25 @@ def test_bad_records_are_reported_by_line_and_skipped_and_duplicates_keep_the_la
 
     lines = (PROJECT / "tests" / "data" / "laravel_tickets.jsonl").read_text().splitlines()
     dup = json.loads(lines[4]) | {"id": json.loads(lines[1])["id"], "text": "The later record of this id wins."}
-    bad = [*lines[:3], "{not json", "[1, 2]", json.dumps({"id": "T-no-text", "title": "no text"}), *lines[3:10],
-           json.dumps(dup)]
+    bad = [*lines[:3], "{not json", "[1, 2]", json.dumps({"id": "T-no-text", "title": "no text"}), *lines[3:10], json.dumps(dup)]
     root = tmp_path / "tickets"
     root.mkdir()
     (root / "t.jsonl").write_text("\n".join(bad) + "\n")
-    (root / "t.csv").write_text('id,text,area\nA-1,first,queues\nA-2,too,many,fields\nA-3,"quoted\nacross lines",cache\n'
-                                'A-4\nA-1,second wins,queues\n')
+    (root / "t.csv").write_text(
+        'id,text,area\nA-1,first,queues\nA-2,too,many,fields\nA-3,"quoted\nacross lines",cache\nA-4\nA-1,second wins,queues\n'
+    )
     summary = _ingest_records(sqlite_store, root, HashEmbedder())
     assert not summary.failures
     warned = {(w.path, w.error.split(":")[0]) for w in summary.warnings}
-    assert warned == {("t.jsonl", "line 4"), ("t.jsonl", "line 5"), ("t.jsonl", "line 6"), ("t.jsonl", "line 14"),
-                      ("t.csv", "row 2 (line 3)"), ("t.csv", "row 4 (line 6)"), ("t.csv", "line 7")}
+    assert warned == {
+        ("t.jsonl", "line 4"),
+        ("t.jsonl", "line 5"),
+        ("t.jsonl", "line 6"),
+        ("t.jsonl", "line 14"),
+        ("t.csv", "row 2 (line 3)"),
+        ("t.csv", "row 4 (line 6)"),
+        ("t.csv", "line 7"),
+    }
     texts = {w.error for w in summary.warnings}
     assert any("not JSON" in t for t in texts) and any("a JSON list, not an object" in t for t in texts)
     assert any("'T-no-text' has no 'text' field" in t for t in texts)
@@ -408,8 +428,11 @@ def test_cli_ingest_lists_skipped_symlinks(tmp_path):
 
     root = make_tree(tmp_path / "docs", ["scheduling.md"])
     (root / "link.md").symlink_to(make_tree(tmp_path / "else", ["cache.md"]) / "cache.md")
-    env = {"ESRAG_DB": str(tmp_path / "db" / "esrag.db"), "ESRAG_ES_URL": None,
-           "ESRAG_EMBEDDING_CACHE": str(tmp_path / "embedding_cache.db")}
+    env = {
+        "ESRAG_DB": str(tmp_path / "db" / "esrag.db"),
+        "ESRAG_ES_URL": None,
+        "ESRAG_EMBEDDING_CACHE": str(tmp_path / "embedding_cache.db"),
+    }
     done = CliRunner().invoke(main, ["ingest", str(root), "--corpus", "lv"], env=env)
     assert done.exit_code == 0, done.output
     assert "1 external-symlink" in done.stderr and "skipped link.md: symbolic link to" in done.stderr
@@ -423,8 +446,12 @@ def test_utf16_and_utf32_with_a_byte_order_mark_are_decoded(tmp_path, encoding):
     from esrag.sources import read_text
 
     text = (LARAVEL / "scheduling.md").read_text()
-    bom = {"utf-16-le": codecs.BOM_UTF16_LE, "utf-16-be": codecs.BOM_UTF16_BE,
-           "utf-32-le": codecs.BOM_UTF32_LE, "utf-32-be": codecs.BOM_UTF32_BE}[encoding]
+    bom = {
+        "utf-16-le": codecs.BOM_UTF16_LE,
+        "utf-16-be": codecs.BOM_UTF16_BE,
+        "utf-32-le": codecs.BOM_UTF32_LE,
+        "utf-32-be": codecs.BOM_UTF32_BE,
+    }[encoding]
     path = tmp_path / "doc.md"
     path.write_bytes(bom + text.encode(encoding))
     assert read_text(path, "doc.md", 5_000_000) == text
@@ -454,8 +481,10 @@ def test_block_messages_name_the_setting_and_the_call_that_clears_it():
     from esrag.stores.elastic.connection import block_message, is_block
 
     # reasons as the 9.2.8 and 8.15.5 test nodes wrote them in _bulk item errors
-    flood92 = ("index [esrag-a-000001] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has "
-               "read-only-allow-delete block; for more information, see https://www.elastic.co/docs/troubleshoot/x];")
+    flood92 = (
+        "index [esrag-a-000001] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has "
+        "read-only-allow-delete block; for more information, see https://www.elastic.co/docs/troubleshoot/x];"
+    )
     flood815 = "index [esrag-a-000001] blocked by: [TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage watermark, index has read-only-allow-delete block];"
     for reason in (flood92, flood815):
         text = block_message(reason)

@@ -43,13 +43,25 @@ EMBED_FIELDS = ["section_path", "text"]
 BM25 = {"text": 1.0, "section_path": 1.0}
 MIXED = "queue workers keep running old code after a deploy, how do I restart them?"
 CORPORA = {
-    "laravel": {"k": 5, "authority": "official documentation", "authority_rank": 2,
-                "intent": "how Laravel features work: configuration, commands, APIs, reference documentation"},
-    "tickets": {"k": 3, "authority": "support ticket", "authority_rank": 1, "expand": "none",
-                "filters": ["effective_date <= today", "not superseded"], "mmr_lambda": 0.7, "mmr_pool": 30,
-                "per_source_cap": 2, "cap_by": "product_area",
-                "intent": "reported problems, error messages, symptoms after deploy and the fix that worked",
-                "records": {"metadata": ["product_area", "status"]}},
+    "laravel": {
+        "k": 5,
+        "authority": "official documentation",
+        "authority_rank": 2,
+        "intent": "how Laravel features work: configuration, commands, APIs, reference documentation",
+    },
+    "tickets": {
+        "k": 3,
+        "authority": "support ticket",
+        "authority_rank": 1,
+        "expand": "none",
+        "filters": ["effective_date <= today", "not superseded"],
+        "mmr_lambda": 0.7,
+        "mmr_pool": 30,
+        "per_source_cap": 2,
+        "cap_by": "product_area",
+        "intent": "reported problems, error messages, symptoms after deploy and the fix that worked",
+        "records": {"metadata": ["product_area", "status"]},
+    },
 }
 
 
@@ -69,10 +81,16 @@ def two_corpora(minilm):
     """Chunks and vectors of both corpora, computed once for every store."""
     chunker = make_chunker(Settings(db=None, es_url=None))
     assert isinstance(chunker, HeaderChunker)
-    chunks = [c for name in DOCS for c in LabelledChunker(chunker, {"authority": "official documentation"}).chunk(
-        Document(path=name, text=(LARAVEL / name).read_text(), corpus="laravel"))]
+    chunks = [
+        c
+        for name in DOCS
+        for c in LabelledChunker(chunker, {"authority": "official documentation"}).chunk(
+            Document(path=name, text=(LARAVEL / name).read_text(), corpus="laravel")
+        )
+    ]
     tickets = RecordsChunker(Settings(corpora=CORPORA).corpora["tickets"].records).chunk(
-        Document(path="laravel_tickets.jsonl", text=TICKETS.read_text(), corpus="tickets"))
+        Document(path="laravel_tickets.jsonl", text=TICKETS.read_text(), corpus="tickets")
+    )
     chunks += tickets
     vectors = minilm.embed_documents([embed_text(c, EMBED_FIELDS) for c in chunks])
     return chunks, vectors
@@ -107,7 +125,10 @@ class CorporaChecks:
         assert "T-1001" in [c.section_path for c in tickets]  # the ticket about exactly this problem
         assert any("queue:restart" in h.chunk.text for h in r.hits if h.chunk.corpus == "laravel")
         assert all(c.metadata["authority"] == "support ticket" for c in tickets)
-        assert max(sum(1 for c in tickets if c.metadata.get("product_area") == a) for a in {c.metadata.get("product_area") for c in tickets}) <= 2
+        assert (
+            max(sum(1 for c in tickets if c.metadata.get("product_area") == a) for a in {c.metadata.get("product_area") for c in tickets})
+            <= 2
+        )
         assert "2 corpora fused by rank" in r.fusion
         # superseded and not-yet-effective tickets never appear, in any leg
         twice = p.search("jobs processed twice on the redis queue: worker timeout and retry_after")
@@ -239,7 +260,9 @@ class TestElasticCorpora(CorporaChecks):
             r = p.search(MIXED, reformulate=2)
             searches = [(m, path) for m, path, _ in proxy.requests if path.split("?")[0].endswith(("_search", "_msearch"))]
             assert [path.split("?")[0].rsplit("/", 1)[-1] for _, path in searches] == ["_msearch"]
-            body = [json.loads(line) for line in next(b for _, path, b in proxy.requests if "_msearch" in path).splitlines() if line.strip()]
+            body = [
+                json.loads(line) for line in next(b for _, path, b in proxy.requests if "_msearch" in path).splitlines() if line.strip()
+            ]
             assert len(body) == 2 * 2 * 3 * 2  # 2 corpora x 3 queries x 2 legs, header + body each
             assert {h.chunk.corpus for h in r.hits} == {"laravel", "tickets"}
             es.close()
@@ -248,7 +271,9 @@ class TestElasticCorpora(CorporaChecks):
         from test_store_elastic import StandIn
 
         p = pipeline(store, minilm)
-        with pytest.raises(RerankError, match=r"no text_similarity_reranker retriever .*unknown retriever \[text_similarity_reranker\].*http:URL"):
+        with pytest.raises(
+            RerankError, match=r"no text_similarity_reranker retriever .*unknown retriever \[text_similarity_reranker\].*http:URL"
+        ):
             p.search(MIXED, corpora=["laravel"], rerank="elastic:my-rerank", k=5)
         with pytest.raises(RerankError, match="no text_similarity_reranker"):  # refused at once from now on
             p.search(MIXED, corpora=["laravel"], rerank="elastic:my-rerank", k=5)

@@ -31,8 +31,9 @@ def test_reformulate_retriever_names():
 @pytest.mark.integration
 def test_eval_measures_reformulation_and_an_http_reranker(tmp_path):
     cfg = harness.load_config(SPANS / "eval.toml")
-    cfg = harness.apply_overrides(cfg, arms=["S+T"], retrievers=["hybrid", "hybrid+reformulate", "hybrid+reformulate+rerank"],
-                                  budgets=[64], out=tmp_path / "out")
+    cfg = harness.apply_overrides(
+        cfg, arms=["S+T"], retrievers=["hybrid", "hybrid+reformulate", "hybrid+reformulate+rerank"], budgets=[64], out=tmp_path / "out"
+    )
     cfg.cache, cfg.reformulations, cfg.rerank_depth = tmp_path / "emb.sqlite", 3, 5
     with StandIn() as llm_server, RerankStandIn() as reranker:
         cfg.reranker = f"http:{reranker.url}"

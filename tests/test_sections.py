@@ -20,8 +20,11 @@ from esrag.tokens import count_tokens
 PAGE = [  # (section path, text) of one page, in order
     ("Cookies", "# Cookies\n\nYou can set cookies in a response. " + "Cookies carry state between requests. " * 6),
     ("Cookies > Use a Response parameter", "## Use a Response parameter { #use }"),  # a header chunk alone: tiny
-    ("Cookies > Use a Response parameter", "Declare a parameter of type Response.\n\n```python\nresponse.set_cookie(key='k', value='v')\n```"
-     + "\n\nThen set cookies on it. " * 5),
+    (
+        "Cookies > Use a Response parameter",
+        "Declare a parameter of type Response.\n\n```python\nresponse.set_cookie(key='k', value='v')\n```"
+        + "\n\nThen set cookies on it. " * 5,
+    ),
     ("Cookies > Use a Response parameter", "And you can still return any object you need. " * 8),
     ("Cookies > Return a Response directly", "## Return a Response directly\n\n" + "Create a response and set cookies on it. " * 8),
 ]
@@ -34,9 +37,24 @@ def page_store(tmp_path):
     chunks, line = [], 1
     for i, (path, text) in enumerate(PAGE, 1):
         n = text.count("\n") + 1
-        chunks.append(Chunk(id=f"c{i}", text=text, corpus="docs", source_path="cookies.md", section_path=path, start_line=line,
-                            end_line=line + n - 1, position=i, n_chunks=len(PAGE), tokens=count_tokens(text),
-                            content_hash=content_hash(text), doc_title="Cookies", url=f"https://x/cookies/#c{i}", anchor=f"c{i}"))
+        chunks.append(
+            Chunk(
+                id=f"c{i}",
+                text=text,
+                corpus="docs",
+                source_path="cookies.md",
+                section_path=path,
+                start_line=line,
+                end_line=line + n - 1,
+                position=i,
+                n_chunks=len(PAGE),
+                tokens=count_tokens(text),
+                content_hash=content_hash(text),
+                doc_title="Cookies",
+                url=f"https://x/cookies/#c{i}",
+                anchor=f"c{i}",
+            )
+        )
         line += n + 1
     store.write(chunks, np.eye(4, dtype=np.float32)[[i % 4 for i in range(len(chunks))]], ["m"] * len(chunks))
     yield store, {c.id: c for c in chunks}
@@ -97,7 +115,7 @@ def test_pack_shortens_at_a_block_or_leaves_the_hit_out(page_store):
     assert sum(h.chunk.tokens for h in out) <= budget
     first = out[0]
     assert first.chunk.metadata["truncated"] and long.chunk.text.startswith(first.chunk.text)
-    assert long.chunk.text[len(first.chunk.text):].startswith("\n\n") and first.chunk.end_line < long.chunk.end_line
+    assert long.chunk.text[len(first.chunk.text) :].startswith("\n\n") and first.chunk.end_line < long.chunk.end_line
     # a hit with no boundary that fits is left out; a later hit that fits whole is still taken
     one_block = Hit(Chunk("b", "x " * 400, tokens=count_tokens("x " * 400)), 1.0)
     taken = pack([one_block, small], small.chunk.tokens + 3)
@@ -112,15 +130,23 @@ def test_demotion_by_path_and_api_stub():
     pats = tuple(DemoteSettings().patterns)
     for path in ("docs/en/docs/release-notes.md", "CHANGES.rst", "docs/changes.rst", "docs/CHANGELOG.md", "HISTORY.md"):
         assert demoted(path, "", pats, False), path
-    for path in ("docs/release-process.rst", "src/ch14-01-release-profiles.md", "docs/history-design-future.md",
-                 "docs/advanced/response-change-status-code.md"):
+    for path in (
+        "docs/release-process.rst",
+        "src/ch14-01-release-profiles.md",
+        "docs/history-design-future.md",
+        "docs/advanced/response-change-status-code.md",
+    ):
         assert not demoted(path, "", pats, False), path
 
     def h(cid, path, score, text="prose"):
         return Hit(Chunk(cid, text, source_path=path), score)
 
-    hits = [h("notes", "release-notes.md", 0.032), h("tut", "tutorial/cookies.md", 0.030), h("ref", "reference/response.md", 0.029,
-                                                                                                  "::: fastapi.Response"), h("t2", "a.md", 0.01)]
+    hits = [
+        h("notes", "release-notes.md", 0.032),
+        h("tut", "tutorial/cookies.md", 0.030),
+        h("ref", "reference/response.md", 0.029, "::: fastapi.Response"),
+        h("t2", "a.md", 0.01),
+    ]
     out = apply_demotion(hits, lambda hit: (pats, True, 0.5))
     assert [x.chunk.id for x in out] == ["tut", "notes", "ref", "t2"] and out[1].score == pytest.approx(0.016)
     assert out[1].chunk.metadata["demoted"] == 0.5 and "demoted" not in out[0].chunk.metadata
@@ -128,8 +154,9 @@ def test_demotion_by_path_and_api_stub():
 
 
 def test_corpus_demote_setting_from_toml(tmp_path, monkeypatch):
-    (tmp_path / "esrag.toml").write_text('[corpora.fastapi]\ndemote = {patterns = ["reference/"], weight = 0.25}\n'
-                                         '[corpora.plain]\ndemote = {weight = 1.0}\n')
+    (tmp_path / "esrag.toml").write_text(
+        '[corpora.fastapi]\ndemote = {patterns = ["reference/"], weight = 0.25}\n[corpora.plain]\ndemote = {weight = 1.0}\n'
+    )
     monkeypatch.setenv("ESRAG_CONFIG", str(tmp_path / "esrag.toml"))
     s = load_settings()
     assert s.corpora["fastapi"].demote.patterns == ["reference/"] and s.corpora["fastapi"].demote.weight == 0.25

@@ -35,12 +35,15 @@ def lines(text: str) -> list[str]:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("toml, key, closest", [
-    ("[chunking]\ntau_maxx = 900\n", "chunking.tau_maxx", "chunking.tau_max"),
-    ('embeder = "st:all-MiniLM-L6-v2"\n', "embeder", "embedder"),
-    ("[corpora.laravel]\nkk = 3\n", "corpora.laravel.kk", "corpora.laravel.k"),
-    ("tau_max = 900\n", "tau_max", "chunking.tau_max"),
-])
+@pytest.mark.parametrize(
+    "toml, key, closest",
+    [
+        ("[chunking]\ntau_maxx = 900\n", "chunking.tau_maxx", "chunking.tau_max"),
+        ('embeder = "st:all-MiniLM-L6-v2"\n', "embeder", "embedder"),
+        ("[corpora.laravel]\nkk = 3\n", "corpora.laravel.kk", "corpora.laravel.k"),
+        ("tau_max = 900\n", "tau_max", "chunking.tau_max"),
+    ],
+)
 def test_misspelled_key_is_one_error_line_naming_file_key_and_closest(tmp_path, toml, key, closest):
     (tmp_path / "esrag.toml").write_text(toml)
     proc = run(["status"], tmp_path)
@@ -66,11 +69,11 @@ def test_other_bad_values_say_what_was_expected(tmp_path, monkeypatch):
     for name in [k for k in os.environ if k.startswith("ESRAG_")]:
         monkeypatch.delenv(name)
     cases = {
-        "[search]\nmode = \"fuzzy\"\n": "esrag.toml: search.mode: unknown search mode 'fuzzy'; valid: hybrid, bm25, dense",
+        '[search]\nmode = "fuzzy"\n': "esrag.toml: search.mode: unknown search mode 'fuzzy'; valid: hybrid, bm25, dense",
         "[elasticsearch]\nshards = 0\n": "esrag.toml: elasticsearch.shards: expected a number >= 1, got 0",
-        "[ingest]\ncache_embeddings = \"maybe\"\n": 'esrag.toml: ingest.cache_embeddings: expected true or false, got "maybe"',
-        "[elasticsearch]\nindex_options = \"flat\"\n": "esrag.toml: elasticsearch.index_options: expected one of 'auto', 'hnsw', "
-                                                     "'int8_hnsw', 'int4_hnsw' or 'bbq_hnsw', got \"flat\"",
+        '[ingest]\ncache_embeddings = "maybe"\n': 'esrag.toml: ingest.cache_embeddings: expected true or false, got "maybe"',
+        '[elasticsearch]\nindex_options = "flat"\n': "esrag.toml: elasticsearch.index_options: expected one of 'auto', 'hnsw', "
+        "'int8_hnsw', 'int4_hnsw' or 'bbq_hnsw', got \"flat\"",
         "[chunking\n": "esrag.toml: not valid TOML: Expected ']' at the end of a table declaration (at line 1, column 10)",
     }
     for toml, said in cases.items():
@@ -78,7 +81,7 @@ def test_other_bad_values_say_what_was_expected(tmp_path, monkeypatch):
         with pytest.raises(InvalidSettings) as info:
             load_settings()
         assert str(info.value) == said
-    (tmp_path / "esrag.toml").write_text('es_password = 12345\n')  # a secret's value is never shown
+    (tmp_path / "esrag.toml").write_text("es_password = 12345\n")  # a secret's value is never shown
     with pytest.raises(InvalidSettings) as info:
         load_settings()
     assert str(info.value) == "esrag.toml: es_password: expected a string" and "12345" not in str(info.value)
@@ -98,9 +101,16 @@ def test_esrag_config_naming_a_missing_file_is_an_error(tmp_path):
 
 @pytest.mark.integration
 def test_unknown_environment_variables_warn_once_each_with_the_closest_name(tmp_path):
-    env = {"ESRAG_CHUNKNG__TAU_MAX": "300", "ESRAG_EMBEDER": "st:x", "ESRAG_CORPORA__LV__KK": "3",
-           "ESRAG_SERVE_APIKEY": "k", "ESRAG_CORPORA__LV__K": "3", "ESRAG_SEARCH__WEIGHTS__BM25": "2",
-           **{name: "0" for name in OTHER_ENV if name != "ESRAG_CONFIG"}, "ESRAG_TEST_ANYTHING": "1"}
+    env = {
+        "ESRAG_CHUNKNG__TAU_MAX": "300",
+        "ESRAG_EMBEDER": "st:x",
+        "ESRAG_CORPORA__LV__KK": "3",
+        "ESRAG_SERVE_APIKEY": "k",
+        "ESRAG_CORPORA__LV__K": "3",
+        "ESRAG_SEARCH__WEIGHTS__BM25": "2",
+        **{name: "0" for name in OTHER_ENV if name != "ESRAG_CONFIG"},
+        "ESRAG_TEST_ANYTHING": "1",
+    }
     proc = run(["status", "--json"], tmp_path, env)
     assert proc.returncode == 0, proc.stderr
     warned = [line for line in lines(proc.stderr) if line.startswith("warning:")]
@@ -117,9 +127,12 @@ def test_every_esrag_variable_the_project_names_is_known():
     docker, scripts; this file aside) is a setting or one of OTHER_ENV: none would be warned about."""
     names: set[str] = set()
     for path in ROOT.rglob("*"):
-        if path.is_file() and path.suffix in (".py", ".md", ".toml", ".yml", ".yaml", ".sh", "") \
-                and not {".venv", ".git", "node_modules"} & set(path.relative_to(ROOT).parts) \
-                and path.resolve() != Path(__file__).resolve():  # (this file misspells names on purpose)
+        if (
+            path.is_file()
+            and path.suffix in (".py", ".md", ".toml", ".yml", ".yaml", ".sh", "")
+            and not {".venv", ".git", "node_modules"} & set(path.relative_to(ROOT).parts)
+            and path.resolve() != Path(__file__).resolve()
+        ):  # (this file misspells names on purpose)
             try:
                 names |= set(re.findall(r"\bESRAG_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8")))
             except (UnicodeDecodeError, OSError):
@@ -146,8 +159,10 @@ def test_bad_url_template_fails_once_before_any_file(tmp_path):
         (docs / f"p{i}.md").write_text(f"# Page {i}\n\nText {i}.\n")
     proc = run(["ingest", "docs", "--base-url", "https://x.test/", "--url-template", "{base_url}{nope}"], tmp_path)
     assert proc.returncode == 1
-    assert lines(proc.stderr) == ["Error: --url-template: url_template '{base_url}{nope}': unknown placeholder 'nope'; use {base_url}, "
-                                  "{page}, {path}, {file}, {stem}, {anchor}, {doc_version} (write {{ and }} for braces)"], proc.stderr
+    assert lines(proc.stderr) == [
+        "Error: --url-template: url_template '{base_url}{nope}': unknown placeholder 'nope'; use {base_url}, "
+        "{page}, {path}, {file}, {stem}, {anchor}, {doc_version} (write {{ and }} for braces)"
+    ], proc.stderr
     assert not (tmp_path / ".esrag").exists()  # failed before the store was opened
     (tmp_path / "esrag.toml").write_text('[corpora.docs]\nbase_url = "https://x.test/"\nurl_template = "{page"\n')
     proc = run(["ingest", "docs"], tmp_path)

@@ -57,8 +57,9 @@ def test_flask_docs_sphinx_dirhtml(builds):
 def test_requests_docs_sphinx_html(builds):
     base = "https://requests.readthedocs.io/en/latest/"
     written = site_chunks(CORPORA / "requests-docs", None, base)  # detected: conf.py, html builder
-    out = sphinx_build(CORPORA / "requests-docs" / "docs", builds / "requests", "html",
-                       conf_tail='pygments_style = "default"\nhtml_sidebars = {}')
+    out = sphinx_build(
+        CORPORA / "requests-docs" / "docs", builds / "requests", "html", conf_tail='pygments_style = "default"\nhtml_sidebars = {}'
+    )
     assert_resolves("requests-docs", Build(out, base), written.chunks)
     assert any(c.alt_urls for c in written.chunks)  # labels and autodoc objects
 
@@ -67,9 +68,11 @@ def test_rust_book_mdbook(builds):
     base = "https://doc.rust-lang.org/book/"  # book.toml has no site-url
     written = site_chunks(CORPORA / "rust-book", None, base)
     assert written.skipped == [("src/SUMMARY.md", "SUMMARY.md is mdBook's table of contents, not a page")]
-    out = mdbook_build(CORPORA / "rust-book", builds / "rust-book",
-                       drop=("preprocessor.trpl-note", "preprocessor.trpl-listing", "output.html.additional-css",
-                             "output.html.additional-js"))
+    out = mdbook_build(
+        CORPORA / "rust-book",
+        builds / "rust-book",
+        drop=("preprocessor.trpl-note", "preprocessor.trpl-listing", "output.html.additional-css", "output.html.additional-js"),
+    )
     assert_resolves("rust-book", Build(out, base), written.chunks)
     renamed = [c for c in written.chunks if c.url.endswith("ch08-02-strings.html#bytes-scalar-values-and-grapheme-clusters")]
     assert renamed and renamed[0].alt_urls == [base + "ch08-02-strings.html#bytes-and-scalar-values-and-grapheme-clusters-oh-my"]

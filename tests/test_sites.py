@@ -64,11 +64,22 @@ def test_github_slugger_fixtures():  # github-slugger README / fixtures
 
 def test_hugo_sanitize_anchor_name_vectors():  # hugo markup/goldmark/autoid_test.go
     cases = {
-        "God is good: 神真美好": "god-is-good-神真美好", "Number 32": "number-32", "Question?": "question", "1+2=3": "123",
-        "Special !\"#$%&(parens)=?´* chars": "special-parens-chars", "Resumé": "resumé", "One-Hyphen": "one-hyphen",
-        "Multiple--Hyphens": "multiple--hyphens", "Trailing hyphen-": "trailing-hyphen-", "Many   spaces  here": "many---spaces--here",
-        "Forward/slash": "forwardslash", "Backward\\slash": "backwardslash", "Under_score": "under_score",
-        "Nonbreaking\u00a0Space": "nonbreakingspace", "Tab\tSpace": "tab-space", "Trailing Space ": "trailing-space",
+        "God is good: 神真美好": "god-is-good-神真美好",
+        "Number 32": "number-32",
+        "Question?": "question",
+        "1+2=3": "123",
+        'Special !"#$%&(parens)=?´* chars': "special-parens-chars",
+        "Resumé": "resumé",
+        "One-Hyphen": "one-hyphen",
+        "Multiple--Hyphens": "multiple--hyphens",
+        "Trailing hyphen-": "trailing-hyphen-",
+        "Many   spaces  here": "many---spaces--here",
+        "Forward/slash": "forwardslash",
+        "Backward\\slash": "backwardslash",
+        "Under_score": "under_score",
+        "Nonbreaking\u00a0Space": "nonbreakingspace",
+        "Tab\tSpace": "tab-space",
+        "Trailing Space ": "trailing-space",
     }
     for text, want in cases.items():
         assert hugo_slug(text) == want, text
@@ -82,24 +93,38 @@ def test_header_attribute_lists_leave_the_title():
     assert split_header_attrs("Title {#id}") == ("Title", "id")
     assert split_header_attrs("Title { .only-class }") == ("Title", "")
     assert split_header_attrs("Sets {a, b}") == ("Sets {a, b}", "")
-    text = "Intro {#intro}\n=====\n\ntext\n\n## OpenAPI { #openapi }\n\nbody\n\n<a name=\"x-y\"></a>\n### Routing\n\nmore\n"
+    text = 'Intro {#intro}\n=====\n\ntext\n\n## OpenAPI { #openapi }\n\nbody\n\n<a name="x-y"></a>\n### Routing\n\nmore\n'
     headers = [b for b in parse_blocks(text) if b.kind is BlockKind.HEADER]
     assert [(b.section_path, b.anchor) for b in headers] == [
-        (("Intro",), "intro"), (("Intro", "OpenAPI"), "openapi"), (("Intro", "OpenAPI", "Routing"), "x-y")]
+        (("Intro",), "intro"),
+        (("Intro", "OpenAPI"), "openapi"),
+        (("Intro", "OpenAPI", "Routing"), "x-y"),
+    ]
     chunks = HeaderChunker().chunk(Document("a.md", text))
     assert all("{" not in c.section_path for c in chunks)
     assert any("{ #openapi }" in c.text for c in chunks)  # the chunk text stays the source
 
 
 # -- URL rules -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("site,rel,want", [
-    ("mkdocs", "a/b.md", "a/b/"), ("mkdocs", "a/index.md", "a/"), ("mkdocs", "index.md", ""), ("mdbook", "a/b.md", "a/b.html"),
-    ("mdbook", "a/README.md", "a/index.html"), ("sphinx", "user/quickstart.rst", "user/quickstart.html"),
-    ("sphinx-dirhtml", "user/quickstart.rst", "user/quickstart/"), ("sphinx-dirhtml", "index.rst", ""),
-    ("plain", "a/b.md", "a/b"), ("github", "docs/a.md", "blob/HEAD/docs/a.md"), ("hugo", "Posts/My-Post.md", "posts/my-post/"),
-    ("hugo", "posts/_index.md", "posts/"), ("docusaurus", "guides/01-intro.md", "guides/intro"),
-    ("docusaurus", "guides/index.md", "guides"),
-])
+@pytest.mark.parametrize(
+    "site,rel,want",
+    [
+        ("mkdocs", "a/b.md", "a/b/"),
+        ("mkdocs", "a/index.md", "a/"),
+        ("mkdocs", "index.md", ""),
+        ("mdbook", "a/b.md", "a/b.html"),
+        ("mdbook", "a/README.md", "a/index.html"),
+        ("sphinx", "user/quickstart.rst", "user/quickstart.html"),
+        ("sphinx-dirhtml", "user/quickstart.rst", "user/quickstart/"),
+        ("sphinx-dirhtml", "index.rst", ""),
+        ("plain", "a/b.md", "a/b"),
+        ("github", "docs/a.md", "blob/HEAD/docs/a.md"),
+        ("hugo", "Posts/My-Post.md", "posts/my-post/"),
+        ("hugo", "posts/_index.md", "posts/"),
+        ("docusaurus", "guides/01-intro.md", "guides/intro"),
+        ("docusaurus", "guides/index.md", "guides"),
+    ],
+)
 def test_page_paths(site, rel, want):
     assert site in SITES
     assert page_path(site, rel, {}) == want
@@ -141,15 +166,19 @@ def _chunk_urls(root: Path, rel: str, site=None, base=None, in_tree=False) -> di
 
 def test_pydantic_mkdocs_urls_from_mkdocs_yml():
     where = resolve_site(PYDANTIC)
-    assert (where.site, where.pages_dir.name, where.base_url, where.directory_urls) == ("mkdocs", "docs", "https://docs.pydantic.dev/", True)
+    assert (where.site, where.pages_dir.name, where.base_url, where.directory_urls) == (
+        "mkdocs",
+        "docs",
+        "https://docs.pydantic.dev/",
+        True,
+    )
     base = "https://docs.pydantic.dev/latest/"
     urls = _chunk_urls(PYDANTIC, "docs/concepts/alias.md", base=base)
     assert urls["AliasPath and AliasChoices"] == f"{base}concepts/alias/#aliaspath-and-aliaschoices"  # ## `AliasPath` and `AliasChoices`
     assert urls["Alias Configuration > ConfigDict Settings > Validation"] == f"{base}concepts/alias/#validation"
     assert urls["Alias Configuration > Runtime Settings > Validation"] == f"{base}concepts/alias/#validation_1"  # toc.unique
     urls = _chunk_urls(PYDANTIC, "docs/concepts/config.md", base=base)
-    assert urls["Configuration on the @validate_call decorator"] == \
-        f"{base}concepts/config/#configuration-on-the-validate_call-decorator"
+    assert urls["Configuration on the @validate_call decorator"] == f"{base}concepts/config/#configuration-on-the-validate_call-decorator"
     urls = _chunk_urls(PYDANTIC, "docs/why.md", base=base)  # ## Type hints powering schema validation {#type-hints}
     assert urls["Why use Pydantic Validation? > Type hints powering schema validation"] == f"{base}why/#type-hints"
     urls = _chunk_urls(PYDANTIC, "docs/errors/usage_errors.md", base=base)
@@ -175,11 +204,15 @@ def test_pydantic_cross_reference_headers_read_and_link_as_mkdocs_autorefs_rende
     # "Field()" and toc slugifies that text; documents read inside their tree, as ingest does
     base = "https://docs.pydantic.dev/latest/"
     urls = _chunk_urls(PYDANTIC, "docs/concepts/validation_decorator.md", base=base, in_tree=True)
-    assert urls["Using the Field() function to describe function parameters"] == \
-        f"{base}concepts/validation_decorator/#using-the-field-function-to-describe-function-parameters"
+    assert (
+        urls["Using the Field() function to describe function parameters"]
+        == f"{base}concepts/validation_decorator/#using-the-field-function-to-describe-function-parameters"
+    )
     urls = _chunk_urls(PYDANTIC, "docs/examples/custom_validators.md", base=base, in_tree=True)
-    assert urls["Custom datetime Validator via Annotated Metadata"] == \
-        f"{base}examples/custom_validators/#custom-datetime-validator-via-annotated-metadata"
+    assert (
+        urls["Custom datetime Validator via Annotated Metadata"]
+        == f"{base}examples/custom_validators/#custom-datetime-validator-via-annotated-metadata"
+    )
     urls = _chunk_urls(PYDANTIC, "docs/errors/usage_errors.md", base=base, in_tree=True)  # {#id} still wins
     assert urls["Unpack used without a TypedDict"] == f"{base}errors/usage_errors/#unpack-typed-dict"
     assert not [p for p in urls if "][" in p]
@@ -206,8 +239,10 @@ def test_async_book_mdbook_urls_from_book_toml():
     urls = _chunk_urls(ASYNC_BOOK, "src/02_execution/03_wakeups.md")
     assert urls["Task Wakeups with Waker > Applied: Build a Timer"] == f"{base}02_execution/03_wakeups.html#applied-build-a-timer"
     urls = _chunk_urls(ASYNC_BOOK, "src/02_execution/01_chapter.md")
-    assert urls["Under the Hood: Executing Futures and Tasks"] == \
-        f"{base}02_execution/01_chapter.html#under-the-hood-executing-futures-and-tasks"
+    assert (
+        urls["Under the Hood: Executing Futures and Tasks"]
+        == f"{base}02_execution/01_chapter.html#under-the-hood-executing-futures-and-tasks"
+    )
     assert _chunk_urls(ASYNC_BOOK, "README.md") and set(_chunk_urls(ASYNC_BOOK, "README.md").values()) == {""}  # outside src/
 
 
@@ -229,8 +264,10 @@ def test_laravel_on_github_uses_gfm_slugs_for_headers_without_ids(tmp_path):
     doc = Document("guide.md", (tmp_path / "guide.md").read_text())
     chunks = HeaderChunker().chunk(doc)
     where.apply(doc, chunks)
-    assert [c.url for c in chunks] == ["https://github.com/acme/docs/blob/HEAD/guide.md#via-the-gate-facade",
-                                       "https://github.com/acme/docs/blob/HEAD/guide.md#via-the-gate-facade-1"]
+    assert [c.url for c in chunks] == [
+        "https://github.com/acme/docs/blob/HEAD/guide.md#via-the-gate-facade",
+        "https://github.com/acme/docs/blob/HEAD/guide.md#via-the-gate-facade-1",
+    ]
     where = resolve_site(tmp_path, "github", "https://github.com/acme/docs/tree/12.x/")
     where.apply(doc, chunks)
     assert chunks[0].url == "https://github.com/acme/docs/blob/12.x/guide.md#via-the-gate-facade"
@@ -244,14 +281,20 @@ def test_requests_sphinx_url_rules_and_make_id():
     dirhtml = resolve_site(REQUESTS, "sphinx-dirhtml", "https://requests.readthedocs.io/en/latest/")
     assert dirhtml.page_url(doc) == "https://requests.readthedocs.io/en/latest/user/quickstart/"
     text = doc.text
-    for title, anchor in (("Make a Request", "make-a-request"), ("JSON Response Content", "json-response-content"),
-                          ("Custom Headers", "custom-headers"), ("Errors and Exceptions", "errors-and-exceptions")):
+    for title, anchor in (
+        ("Make a Request", "make-a-request"),
+        ("JSON Response Content", "json-response-content"),
+        ("Custom Headers", "custom-headers"),
+        ("Errors and Exceptions", "errors-and-exceptions"),
+    ):
         assert f"\n{title}\n" in text and docutils_make_id(title) == anchor
 
 
 def test_draft_pages_are_hidden_and_front_matter_title_wins(tmp_path):
-    (tmp_path / "mkdocs.yml").write_text("site_name: x\nsite_url: https://x.example/\ndocs_dir: pages\nuse_directory_urls: false\n"
-                                         "markdown_extensions:\n  - pymdownx.emoji:\n      emoji_index: !!python/name:material.extensions.emoji.twemoji\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: x\nsite_url: https://x.example/\ndocs_dir: pages\nuse_directory_urls: false\n"
+        "markdown_extensions:\n  - pymdownx.emoji:\n      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
+    )
     (tmp_path / "pages").mkdir()
     where = resolve_site(tmp_path / "pages")
     assert (where.site, where.base_url, where.directory_urls) == ("mkdocs", "https://x.example/", False)
@@ -302,8 +345,7 @@ def test_url_template_and_sphinx_dirhtml_hint(tmp_path):
     assert where.page_url(Document("guide/install.rst", "")) == "https://x.example/en/guide/install/"
     body = "Enough words in this paragraph to make it a chunk on its own for the chunker. " * 3
     (tmp_path / "p.md").write_text(f"# Page\n\n{body}\n\n## Install It\n\n{body}\n")
-    where = resolve_site(tmp_path, "plain", "https://kb.example/", "{base_url}view?doc={path}&v={doc_version}#s-{anchor}",
-                         doc_version="2")
+    where = resolve_site(tmp_path, "plain", "https://kb.example/", "{base_url}view?doc={path}&v={doc_version}#s-{anchor}", doc_version="2")
     doc = Document("p.md", (tmp_path / "p.md").read_text())
     chunks = HeaderChunker().chunk(doc)
     where.apply(doc, chunks)
@@ -317,15 +359,23 @@ def test_ask_citations_carry_the_link():
     from esrag.answer import group_sources, match_citations
     from esrag.model import Chunk, Hit
 
-    chunk = Chunk(id="c1", text="t", corpus="laravel", source_path="scheduling.md", section_path="Task Scheduling > Introduction",
-                  url="https://laravel.com/docs/12.x/scheduling#introduction", anchor="introduction")
+    chunk = Chunk(
+        id="c1",
+        text="t",
+        corpus="laravel",
+        source_path="scheduling.md",
+        section_path="Task Scheduling > Introduction",
+        url="https://laravel.com/docs/12.x/scheduling#introduction",
+        anchor="introduction",
+    )
     found, unsupported = match_citations(["Task Scheduling > Introduction"], group_sources([Hit(chunk, 1.0)]))
     assert unsupported == [] and found[0]["url"] == "https://laravel.com/docs/12.x/scheduling#introduction"
 
 
 def test_docusaurus_route_base_path(tmp_path):
-    (tmp_path / "docusaurus.config.js").write_text("module.exports = {url: 'https://d.example', baseUrl: '/proj/',\n"
-                                                   "  presets: [['classic', {docs: {routeBasePath: '/'}}]]};\n")
+    (tmp_path / "docusaurus.config.js").write_text(
+        "module.exports = {url: 'https://d.example', baseUrl: '/proj/',\n  presets: [['classic', {docs: {routeBasePath: '/'}}]]};\n"
+    )
     (tmp_path / "docs").mkdir()
     where = resolve_site(tmp_path)
     assert where.base_url == "https://d.example/proj/"

@@ -16,8 +16,17 @@ from paths import DATA
 from site_builds import Build, check, mkdocs_build, site_chunks
 
 SLUGS = Path(__file__).parent / "data" / "sites" / "mkdocs-slugs"
-TITLES = ["Café Übersicht", "Größe ±♠Ωℑ der Daten", "Testing unicode-slugs_headers ±♠Ωℑ", "  Spaces   and\ttabs  ",
-          "<b>Bold</b> tag & <i>more</i>", "İstanbul ǅemal ﬁne", "日本語 の 見出し", "x -- y __ z", "Ünïcödé Çase FOLD ẞ"]
+TITLES = [
+    "Café Übersicht",
+    "Größe ±♠Ωℑ der Daten",
+    "Testing unicode-slugs_headers ±♠Ωℑ",
+    "  Spaces   and\ttabs  ",
+    "<b>Bold</b> tag & <i>more</i>",
+    "İstanbul ǅemal ﬁne",
+    "日本語 の 見出し",
+    "x -- y __ z",
+    "Ünïcödé Çase FOLD ẞ",
+]
 
 
 def corpus_titles() -> list[str]:
@@ -51,8 +60,10 @@ def test_slug_rules_named_by_tags():
 
 
 def test_mkdocs_yml_tags_inherit_and_unknown_slugify(tmp_path):
-    (tmp_path / "base.yml").write_text("site_url: https://base.example/\nmarkdown_extensions:\n  - toc:\n"
-                                       "      separator: _\n      slugify: !!python/name:pymdownx.slugs.uslugify\n")
+    (tmp_path / "base.yml").write_text(
+        "site_url: https://base.example/\nmarkdown_extensions:\n  - toc:\n"
+        "      separator: _\n      slugify: !!python/name:pymdownx.slugs.uslugify\n"
+    )
     (tmp_path / "mkdocs.yml").write_text("INHERIT: base.yml\ndocs_dir: pages\nextra: !ENV [NOPE, 3]\n")
     cfg = load_yaml(tmp_path / "mkdocs.yml")
     assert cfg["site_url"] == "https://base.example/" and cfg["extra"] == 3
@@ -78,8 +89,12 @@ def test_mkdocs_site_reads_exclusions_and_slugify_and_matches_a_real_build(tmp_p
     ]
     urls = {c.url for c in written.chunks}
     assert base + "guide/orphan/#not-in-the-nav" in urls  # not_in_nav pages are built
-    assert {base + "#größe-ωℑ-der-daten", base + "#größe-ωℑ-der-daten_1", base + "#kept-as-written",
-            base + "guide/#première-étape"} <= urls  # the configured rule, not the ASCII default
+    assert {
+        base + "#größe-ωℑ-der-daten",
+        base + "#größe-ωℑ-der-daten_1",
+        base + "#kept-as-written",
+        base + "guide/#première-étape",
+    } <= urls  # the configured rule, not the ASCII default
     out, left_out = mkdocs_build(SLUGS, "mkdocs.yml", tmp_path / "site")
     assert left_out == []
     report = check(Build(out, base), written.chunks)

@@ -28,14 +28,17 @@ def conf(tmp_path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("source", "want"), [
-    ('source_suffix = ".txt"', {".txt": "restructuredtext"}),
-    ("source_suffix = ['.rst', '.txt']", {".rst": "restructuredtext", ".txt": "restructuredtext"}),
-    ("source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}", {".rst": "restructuredtext", ".md": "markdown"}),
-    ("source_suffix: dict = {'.txt': 'restructuredtext'}", {".txt": "restructuredtext"}),
-    ("", {".rst": "restructuredtext"}),
-    ("source_suffix = SUFFIXES", {".rst": "restructuredtext"}),  # not a literal: Sphinx's default, and said so
-])
+@pytest.mark.parametrize(
+    ("source", "want"),
+    [
+        ('source_suffix = ".txt"', {".txt": "restructuredtext"}),
+        ("source_suffix = ['.rst', '.txt']", {".rst": "restructuredtext", ".txt": "restructuredtext"}),
+        ("source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}", {".rst": "restructuredtext", ".md": "markdown"}),
+        ("source_suffix: dict = {'.txt': 'restructuredtext'}", {".txt": "restructuredtext"}),
+        ("", {".rst": "restructuredtext"}),
+        ("source_suffix = SUFFIXES", {".rst": "restructuredtext"}),  # not a literal: Sphinx's default, and said so
+    ],
+)
 def test_source_suffix_string_list_dict_or_default(tmp_path, source, want):
     got = read_conf(conf(tmp_path, source + "\n"))
     assert got.suffixes == want
@@ -44,7 +47,10 @@ def test_source_suffix_string_list_dict_or_default(tmp_path, source, want):
 
 def test_conf_py_is_read_never_executed(tmp_path):
     marker = tmp_path / "executed"
-    got = read_conf(conf(tmp_path, f"""
+    got = read_conf(
+        conf(
+            tmp_path,
+            f"""
 import pathlib
 pathlib.Path({str(marker)!r}).write_text("ran")
 master_doc = "contents"
@@ -56,7 +62,9 @@ release = version + ".dev"
 def setup(app):
     app.add_object_type("confval", "confval", objname="configuration value")
     app.add_crossref_type(directivename="setting", rolename="setting")
-"""))
+""",
+        )
+    )
     assert not marker.exists()
     assert (got.root_doc, got.base_url, got.file_suffix) == ("start", "https://docs.example.org/en/", ".htm")
     assert got.object_types == {"confval": "confval", "setting": "setting"} and got.crossref_types == ("setting",)
@@ -88,9 +96,13 @@ def test_djangolike_tree_is_read_completely_with_no_setting(tmp_path):
     txt = sorted(p.relative_to(DJANGOLIKE).as_posix() for p in DJANGOLIKE.rglob("*.txt"))
     built = [p for p in txt if not p.startswith("_theme/") and p != "requirements.txt"]
     assert len(built) == 4 and summary["failures"] == [] and summary["chunks_new"] >= len(built)
-    assert sorted(summary["skipped"]) == sorted([
-        "README.rst (suffix not in conf.py source_suffix)", "_theme/notes.txt (excluded by conf.py exclude_patterns)",
-        "requirements.txt (excluded by conf.py exclude_patterns)"])
+    assert sorted(summary["skipped"]) == sorted(
+        [
+            "README.rst (suffix not in conf.py source_suffix)",
+            "_theme/notes.txt (excluded by conf.py exclude_patterns)",
+            "requirements.txt (excluded by conf.py exclude_patterns)",
+        ]
+    )
     pages = {}
     for rel in built:
         pages[rel] = json.loads(run_cli(["page", rel, "--json"], env).stdout)
@@ -101,11 +113,15 @@ def test_djangolike_tree_is_read_completely_with_no_setting(tmp_path):
     assert not any("\\s" in p or "``" in p for s in pages.values() for p in (x["section_path"] for x in s["sections"]))
     assert q["url"] == BASE + "ref/models/querysets/"
     every_alt = {u for p in pages.values() for s in p["sections"] for u in s["alt_urls"]}
-    assert {BASE + "ref/models/querysets/#django.db.models.query.QuerySet",
-            BASE + "ref/models/querysets/#django.db.models.query.QuerySet.ordered",
-            BASE + "ref/models/querysets/#django.db.models.query.QuerySet.filter",  # currentmodule names the class
-            BASE + "ref/settings/#setting-DEBUG", BASE + "ref/settings/#envvar-DJANGO_SETTINGS_MODULE",
-            BASE + "ref/settings/#cmdoption-database", BASE + "topics/db/#django.db.connection.cursor"} <= every_alt
+    assert {
+        BASE + "ref/models/querysets/#django.db.models.query.QuerySet",
+        BASE + "ref/models/querysets/#django.db.models.query.QuerySet.ordered",
+        BASE + "ref/models/querysets/#django.db.models.query.QuerySet.filter",  # currentmodule names the class
+        BASE + "ref/settings/#setting-DEBUG",
+        BASE + "ref/settings/#envvar-DJANGO_SETTINGS_MODULE",
+        BASE + "ref/settings/#cmdoption-database",
+        BASE + "topics/db/#django.db.connection.cursor",
+    } <= every_alt
     # django-admin has a parse_node function in the extension: its id is made in code, so none is claimed
     assert not any("django-admin" in u for u in every_alt)
     text = "\n".join(s["text"] for s in q["sections"])
@@ -167,14 +183,36 @@ Some paragraph with a label.
 """
     parsed = parse_rst(text, "x.rst", None, None, {"object_types": {"confval": "confval"}, "crossref_types": []})
     body = "\n".join(b.text for b in parsed.blocks)
-    for shown in ("class Thing(a, b=1)", "A thing.", "run(*args)", "Runs it.", "size", "exception Oops",
-                  "helper(x) -> int", "Helps.", "-v, --verbose", "Talk more.", "TOOL_HOME", "timeout", "Seconds to wait."):
+    for shown in (
+        "class Thing(a, b=1)",
+        "A thing.",
+        "run(*args)",
+        "Runs it.",
+        "size",
+        "exception Oops",
+        "helper(x) -> int",
+        "Helps.",
+        "-v, --verbose",
+        "Talk more.",
+        "TOOL_HOME",
+        "timeout",
+        "Seconds to wait.",
+    ):
         assert shown in body, shown
     (header,) = [b for b in parsed.blocks if b.level == 1]
     assert header.anchor == "module-pkg"  # Sphinx's MoveModuleTargets: the module's target first
-    assert list(header.alt_anchors) == ["title", "pkg.Thing", "pkg.Thing.run", "pkg.Thing.size", "pkg.Oops",
-                                        "cmdoption-tool-v", "cmdoption-tool-verbose", "envvar-TOOL_HOME",
-                                        "confval-timeout", "extra-label"]
+    assert list(header.alt_anchors) == [
+        "title",
+        "pkg.Thing",
+        "pkg.Thing.run",
+        "pkg.Thing.size",
+        "pkg.Oops",
+        "cmdoption-tool-v",
+        "cmdoption-tool-verbose",
+        "envvar-TOOL_HOME",
+        "confval-timeout",
+        "extra-label",
+    ]
     # conf.py's types are this document's only: another document reads .. confval:: as an unknown directive
     again = parse_rst(".. confval:: timeout\n\n   Seconds.\n", "y.rst", None, None)
     assert "timeout" in "\n".join(b.text for b in again.blocks)

@@ -149,26 +149,36 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def test_docusaurus_versions_locales_and_plugins(tmp_path):
-    _write(tmp_path, {
-        "docusaurus.config.ts": """const config = {url: 'https://d.example', baseUrl: '/b/', trailingSlash: true,
+    _write(
+        tmp_path,
+        {
+            "docusaurus.config.ts": """const config = {url: 'https://d.example', baseUrl: '/b/', trailingSlash: true,
             i18n: {defaultLocale: 'en', locales: ['en', 'fr']},
             presets: [['@docusaurus/preset-classic', {docs: {versions: {'1.0': {path: 'legacy'}}}}]],
             plugins: [['@docusaurus/plugin-content-docs', {id: 'api', path: 'api', routeBasePath: 'reference'}]]};
             export default config;""",
-        "versions.json": '["2.0", "1.0"]',
-        "docs/01-intro.md": "# Intro\n",
-        "docs/_partial.mdx": "Shared text.\n",
-        "versioned_docs/version-2.0/01-intro.md": "# Intro 2\n",
-        "versioned_docs/version-1.0/guide/index.md": "# Guide 1\n",
-        "i18n/fr/docusaurus-plugin-content-docs/current/01-intro.md": "# Intro fr\n",
-        "api/cli.md": "---\nslug: /commands\n---\n# CLI\n",
-        "README.md": "# Repo\n",
-    })
+            "versions.json": '["2.0", "1.0"]',
+            "docs/01-intro.md": "# Intro\n",
+            "docs/_partial.mdx": "Shared text.\n",
+            "versioned_docs/version-2.0/01-intro.md": "# Intro 2\n",
+            "versioned_docs/version-1.0/guide/index.md": "# Guide 1\n",
+            "i18n/fr/docusaurus-plugin-content-docs/current/01-intro.md": "# Intro fr\n",
+            "api/cli.md": "---\nslug: /commands\n---\n# CLI\n",
+            "README.md": "# Repo\n",
+        },
+    )
     site = resolve_site(tmp_path)
     assert site.site == "docusaurus" and site.base_url == "https://d.example/b/"
-    placed = {rel: site.layout.place(tmp_path / rel, {"slug": "/commands"} if rel == "api/cli.md" else {}) for rel in (
-        "docs/01-intro.md", "versioned_docs/version-2.0/01-intro.md", "versioned_docs/version-1.0/guide/index.md",
-        "i18n/fr/docusaurus-plugin-content-docs/current/01-intro.md", "api/cli.md")}
+    placed = {
+        rel: site.layout.place(tmp_path / rel, {"slug": "/commands"} if rel == "api/cli.md" else {})
+        for rel in (
+            "docs/01-intro.md",
+            "versioned_docs/version-2.0/01-intro.md",
+            "versioned_docs/version-1.0/guide/index.md",
+            "i18n/fr/docusaurus-plugin-content-docs/current/01-intro.md",
+            "api/cli.md",
+        )
+    }
     assert {rel: (p.path, p.doc_version, p.language) for rel, p in placed.items()} == {
         "docs/01-intro.md": ("docs/next/intro/", "current", "en"),
         "versioned_docs/version-2.0/01-intro.md": ("docs/intro/", "2.0", "en"),
@@ -224,27 +234,30 @@ def test_docusaurus_whole_site_urls_versions_and_links():
 
 # -- Hugo ----------------------------------------------------------------------------------------
 def test_hugo_config_dirs_mounts_languages_and_front_matter(tmp_path):
-    _write(tmp_path, {
-        "config/_default/hugo.toml": "baseURL = 'https://h.example/'\ndefaultContentLanguage = 'en'\n"
-                                     "defaultContentLanguageInSubdir = true\n",
-        "config/_default/languages.toml": "[en]\nweight = 1\n[fr]\nweight = 2\n[de]\ndisabled = true\n",
-        "config/_default/module.toml": "[[mounts]]\nsource = 'content/english'\ntarget = 'content'\nlang = 'en'\n"
-                                       "[[mounts]]\nsource = 'content/french'\ntarget = 'content'\nlang = 'fr'\n"
-                                       "[[mounts]]\nsource = 'shared'\ntarget = 'content/shared'\nexcludeFiles = '**/skip.md'\n",
-        "content/english/_index.md": "# Home\n",
-        "content/english/Posts/My Post.md": "---\naliases: [/old/, older]\n---\n# P\n",
-        "content/english/posts/bundle/index.md": "# Bundle\n",
-        "content/english/posts/bundle/extra.md": "# A page resource\n",
-        "content/english/posts/slugged.md": "---\nslug: Nice Name\n---\n# S\n",
-        "content/english/posts/fixed.md": "---\nurl: /fixed/Here/\n---\n# F\n",
-        "content/english/posts/draft.md": "---\ndraft: true\n---\n# D\n",
-        "content/english/hidden/_index.md": "---\ncascade:\n  build:\n    render: never\n---\n",
-        "content/english/hidden/part.md": "# Part\n",
-        "content/french/posts/a.fr.md": "# A\n",
-        "shared/s.md": "# S\n",
-        "shared/skip.md": "# skip\n",
-        "notes.md": "# outside\n",
-    })
+    _write(
+        tmp_path,
+        {
+            "config/_default/hugo.toml": "baseURL = 'https://h.example/'\ndefaultContentLanguage = 'en'\n"
+            "defaultContentLanguageInSubdir = true\n",
+            "config/_default/languages.toml": "[en]\nweight = 1\n[fr]\nweight = 2\n[de]\ndisabled = true\n",
+            "config/_default/module.toml": "[[mounts]]\nsource = 'content/english'\ntarget = 'content'\nlang = 'en'\n"
+            "[[mounts]]\nsource = 'content/french'\ntarget = 'content'\nlang = 'fr'\n"
+            "[[mounts]]\nsource = 'shared'\ntarget = 'content/shared'\nexcludeFiles = '**/skip.md'\n",
+            "content/english/_index.md": "# Home\n",
+            "content/english/Posts/My Post.md": "---\naliases: [/old/, older]\n---\n# P\n",
+            "content/english/posts/bundle/index.md": "# Bundle\n",
+            "content/english/posts/bundle/extra.md": "# A page resource\n",
+            "content/english/posts/slugged.md": "---\nslug: Nice Name\n---\n# S\n",
+            "content/english/posts/fixed.md": "---\nurl: /fixed/Here/\n---\n# F\n",
+            "content/english/posts/draft.md": "---\ndraft: true\n---\n# D\n",
+            "content/english/hidden/_index.md": "---\ncascade:\n  build:\n    render: never\n---\n",
+            "content/english/hidden/part.md": "# Part\n",
+            "content/french/posts/a.fr.md": "# A\n",
+            "shared/s.md": "# S\n",
+            "shared/skip.md": "# skip\n",
+            "notes.md": "# outside\n",
+        },
+    )
     layout = read_hugo(tmp_path)
     assert layout is not None and layout.base_url == "https://h.example/" and layout.languages == ["en", "fr"]
 
@@ -272,16 +285,26 @@ def test_hugo_config_dirs_mounts_languages_and_front_matter(tmp_path):
 
 
 def test_hugo_permalinks_and_heading_id_type(tmp_path):
-    _write(tmp_path, {"hugo.yaml": "baseURL: https://p.example/\npermalinks:\n  page:\n    posts: /:year/:month/:slug/\n"
-                                   "  section:\n    posts: /articles/\n"
-                                   "markup:\n  goldmark:\n    parser:\n      autoHeadingIDType: github-ascii\n",
-                      "content/posts/_index.md": "# Posts\n", "content/posts/a.md": "---\ntitle: Hello World\ndate: 2024-03-05\n---\n",
-                      "content/docs/b.md": "# B\n\n## Café Über\n\nText of the section, long enough to be a chunk of its own here.\n"})
+    _write(
+        tmp_path,
+        {
+            "hugo.yaml": "baseURL: https://p.example/\npermalinks:\n  page:\n    posts: /:year/:month/:slug/\n"
+            "  section:\n    posts: /articles/\n"
+            "markup:\n  goldmark:\n    parser:\n      autoHeadingIDType: github-ascii\n",
+            "content/posts/_index.md": "# Posts\n",
+            "content/posts/a.md": "---\ntitle: Hello World\ndate: 2024-03-05\n---\n",
+            "content/docs/b.md": "# B\n\n## Café Über\n\nText of the section, long enough to be a chunk of its own here.\n",
+        },
+    )
     site = resolve_site(tmp_path)  # hugo.yaml found above content/ too (see the detection test)
-    pages = {rel: site.page_url(_prepared(site, tmp_path, rel))
-             for rel in ("content/posts/_index.md", "content/posts/a.md", "content/docs/b.md")}
-    assert pages == {"content/posts/_index.md": "https://p.example/articles/",
-                     "content/posts/a.md": "https://p.example/2024/03/hello-world/", "content/docs/b.md": "https://p.example/docs/b/"}
+    pages = {
+        rel: site.page_url(_prepared(site, tmp_path, rel)) for rel in ("content/posts/_index.md", "content/posts/a.md", "content/docs/b.md")
+    }
+    assert pages == {
+        "content/posts/_index.md": "https://p.example/articles/",
+        "content/posts/a.md": "https://p.example/2024/03/hello-world/",
+        "content/docs/b.md": "https://p.example/docs/b/",
+    }
     doc = _prepared(site, tmp_path, "content/docs/b.md")
     chunks = HeaderChunker().chunk(doc)
     site.apply(doc, chunks)
@@ -296,9 +319,11 @@ def _prepared(site, root: Path, rel: str) -> Document:
 
 def test_hugo_shortcodes_show_what_the_reader_sees(tmp_path):
     _write(tmp_path, {"content/_common/part.md": "---\n_build: {render: never}\n---\n## From the part\n\nIncluded text.\n"})
-    text = ("# T\n\nNew {{< new-in 0.1 >}} text.\n\n{{< code-toggle file=hugo >}}\n# a TOML comment\nx = 1\n"
-            "{{< /code-toggle >}}\n\n{{% note %}}\n**Markdown** inside.\n{{% /note %}}\n\n```\n{{</* example */>}}\n```\n\n"
-            "{{% include \"/_common/part.md\" %}}\n\n{{% include \"/_common/missing.md\" %}}\n\n{{< img\n  src=\"a.png\"\n>}}\nend\n")
+    text = (
+        "# T\n\nNew {{< new-in 0.1 >}} text.\n\n{{< code-toggle file=hugo >}}\n# a TOML comment\nx = 1\n"
+        "{{< /code-toggle >}}\n\n{{% note %}}\n**Markdown** inside.\n{{% /note %}}\n\n```\n{{</* example */>}}\n```\n\n"
+        '{{% include "/_common/part.md" %}}\n\n{{% include "/_common/missing.md" %}}\n\n{{< img\n  src="a.png"\n>}}\nend\n'
+    )
     root = tmp_path / "content"
     got = expand(text, root / "page.md", content_finder([(root.resolve(), "")]))
     joined = "\n".join(got.lines)
@@ -337,8 +362,14 @@ def hugo_build(tmp_path_factory):
             body = "{{ with .Get 0 }}{{ with or ($.Page.GetPage .) (site.GetPage .) }}{{ .RawContent }}{{ end }}{{ end }}"
         (layouts / "shortcodes" / f"{name}.html").write_text(body)
     out = site / "public"
-    proc = subprocess.run(["hugo", "--quiet", "-d", str(out)], cwd=site, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HUGO_ENVIRONMENT": "production"})
+    proc = subprocess.run(
+        ["hugo", "--quiet", "-d", str(out)],
+        cwd=site,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HUGO_ENVIRONMENT": "production"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -382,8 +413,15 @@ def test_hugo_whole_site_every_section_url_is_in_the_build(hugo_build):
 
 # -- detection and the ingest report ---------------------------------------------------------------
 def test_detection_walks_up_to_the_repository_root(tmp_path):
-    _write(tmp_path, {"outer/mkdocs.yml": "site_name: outside the repo\n", "outer/repo/.git/HEAD": "ref: x\n",
-                      "outer/repo/hugo.toml": "baseURL = 'https://r.example/'\n", "outer/repo/content/a/b/c.md": "# C\n"})
+    _write(
+        tmp_path,
+        {
+            "outer/mkdocs.yml": "site_name: outside the repo\n",
+            "outer/repo/.git/HEAD": "ref: x\n",
+            "outer/repo/hugo.toml": "baseURL = 'https://r.example/'\n",
+            "outer/repo/content/a/b/c.md": "# C\n",
+        },
+    )
     found = resolve_site(tmp_path / "outer/repo/content/a/b")
     assert (found.site, found.base_url) == ("hugo", "https://r.example/")
     (tmp_path / "outer/repo/hugo.toml").unlink()
@@ -409,26 +447,40 @@ class _Fake:
 def _ingest(store, root: Path, site=None, allow_delete=False):
     settings = load_settings()
     where = site or resolve_site(root)
-    ing = Ingester(store, "fake:hash", _Fake, HeaderChunker(), ["text"], {"text": 1.0}, site=where,
-                   doc_version=where.doc_version, allow_delete=allow_delete)
+    ing = Ingester(
+        store,
+        "fake:hash",
+        _Fake,
+        HeaderChunker(),
+        ["text"],
+        {"text": 1.0},
+        site=where,
+        doc_version=where.doc_version,
+        allow_delete=allow_delete,
+    )
     return ing.run(root, "c", settings.ingest.include, settings.ingest.exclude)
 
 
 def test_ingest_versions_and_file_report(sqlite_store, tmp_path):
     body = "Words enough to make this paragraph a chunk of its own in the header chunker, surely. " * 3
-    _write(tmp_path, {
-        "docusaurus.config.js": "module.exports = {url: 'https://v.example', baseUrl: '/', presets: [['classic', {}]]};",
-        "versions.json": '["1.0"]',
-        "docs/a.md": f"# A now\n\n{body}\n",
-        "versioned_docs/version-1.0/a.md": f"# A then\n\n{body}\n",
-        "docs/_part.md": "# partial\n",
-        "docs/logo.svg": "<svg/>",
-        "blog/post.md": "# outside the docs plugin\n",
-    })
+    _write(
+        tmp_path,
+        {
+            "docusaurus.config.js": "module.exports = {url: 'https://v.example', baseUrl: '/', presets: [['classic', {}]]};",
+            "versions.json": '["1.0"]',
+            "docs/a.md": f"# A now\n\n{body}\n",
+            "versioned_docs/version-1.0/a.md": f"# A then\n\n{body}\n",
+            "docs/_part.md": "# partial\n",
+            "docs/logo.svg": "<svg/>",
+            "blog/post.md": "# outside the docs plugin\n",
+        },
+    )
     summary = _ingest(sqlite_store, tmp_path)
     chunks = sqlite_store.source_chunks("docs/a.md") + sqlite_store.source_chunks("versioned_docs/version-1.0/a.md")
-    assert {(c.doc_version, c.url) for c in chunks} == {("current", "https://v.example/docs/next/a#a-now"),
-                                                        ("1.0", "https://v.example/docs/a#a-then")}
+    assert {(c.doc_version, c.url) for c in chunks} == {
+        ("current", "https://v.example/docs/next/a#a-now"),
+        ("1.0", "https://v.example/docs/a#a-then"),
+    }
     report = summary.file_report
     assert report["indexed"] == 2 and report["text_files"] == 7
     assert report["skipped"][SUFFIX_NOT_READ]["count"] == 3  # the svg, versions.json and the config
@@ -446,8 +498,14 @@ def test_ingest_versions_and_file_report(sqlite_store, tmp_path):
 
 
 def test_coverage_warning_names_the_largest_skipped_group(sqlite_store, tmp_path):
-    _write(tmp_path, {"conf.py": "project = 'x'\n", **{f"topics/t{i}.txt": f"Topic {i}\n=======\n\nText.\n" for i in range(5)},
-                      "index.rst": "Index\n=====\n\nText.\n"})
+    _write(
+        tmp_path,
+        {
+            "conf.py": "project = 'x'\n",
+            **{f"topics/t{i}.txt": f"Topic {i}\n=======\n\nText.\n" for i in range(5)},
+            "index.rst": "Index\n=====\n\nText.\n",
+        },
+    )
     summary = _ingest(sqlite_store, tmp_path, resolve_site(tmp_path, "sphinx"))
     assert summary.file_report["indexed"] == 1 and summary.file_report["text_files"] == 7
     assert summary.coverage_warning.startswith("only 1 of 7 text files under the docs root")
@@ -457,9 +515,15 @@ def test_coverage_warning_names_the_largest_skipped_group(sqlite_store, tmp_path
 def test_cli_summary_shows_site_and_files(tmp_path):
     from test_cli import run
 
-    _write(tmp_path, {"site/hugo.toml": "baseURL = 'https://c.example/'\n",
-                      "site/content/a.md": "# A\n\nSome text for the page.\n", "site/content/b.md": "---\ndraft: true\n---\n# B\n",
-                      "site/content/data.json": "{}"})
+    _write(
+        tmp_path,
+        {
+            "site/hugo.toml": "baseURL = 'https://c.example/'\n",
+            "site/content/a.md": "# A\n\nSome text for the page.\n",
+            "site/content/b.md": "---\ndraft: true\n---\n# B\n",
+            "site/content/data.json": "{}",
+        },
+    )
     out = json.loads(run(["ingest", "site", "--json"], tmp_path).stdout)
     assert out["site"]["generator"] == "hugo" and out["site"]["base_url"] == "https://c.example/"
     assert out["file_report"]["indexed"] == 1 and out["file_report"]["skipped"]["draft"]["examples"] == ["content/b.md"]
@@ -470,8 +534,13 @@ def test_cli_summary_shows_site_and_files(tmp_path):
 def test_unreadable_generator_configuration_is_a_one_line_error(tmp_path):
     from esrag.errors import ConfigError
 
-    _write(tmp_path, {"a/docusaurus.config.js": "module.exports = {\n  url: 'https://x.example,\n};\n",
-                      "b/hugo.toml": "baseURL = 'https://y.example/'\n[languages\n"})
+    _write(
+        tmp_path,
+        {
+            "a/docusaurus.config.js": "module.exports = {\n  url: 'https://x.example,\n};\n",
+            "b/hugo.toml": "baseURL = 'https://y.example/'\n[languages\n",
+        },
+    )
     with pytest.raises(ConfigError, match=r"docusaurus\.config\.js: line 2: unterminated string"):
         resolve_site(tmp_path / "a")
     with pytest.raises(ConfigError, match=r"hugo\.toml: not valid TOML"):

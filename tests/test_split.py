@@ -126,8 +126,12 @@ def test_real_corpora_respect_the_cap_tables_and_fences(name):
                     assert closed or c.end_line == n_lines, (rel, c.start_line, "unclosed fence")
                     assert b.start_line > 1 or not c.text.startswith("```") or m.group(2) == _FENCE.match(lines[0]).group(2)
                 rows = b.text.split("\n")
-                if b.kind is BlockKind.PARAGRAPH and len(rows) >= 2 and all(r.lstrip().startswith("|") for r in rows) \
-                        and not re.match(r"^\|?\s*:?-{3,}", rows[1].strip()):  # (a malformed separator is the source's)
+                if (
+                    b.kind is BlockKind.PARAGRAPH
+                    and len(rows) >= 2
+                    and all(r.lstrip().startswith("|") for r in rows)
+                    and not re.match(r"^\|?\s*:?-{3,}", rows[1].strip())
+                ):  # (a malformed separator is the source's)
                     raise AssertionError((rel, c.start_line, "table rows without their header row"))
                 if b.kind is BlockKind.TABLE:
                     n_tables += 1

@@ -74,11 +74,13 @@ BM25 = {"text": 1.0, "section_path": 1.0}
 # 403 security_exception with the expired feature in the metadata).
 LICENCE_ERROR = {
     "error": {
-        "root_cause": [{
-            "type": "security_exception",
-            "reason": "current license is non-compliant for [Reciprocal Rank Fusion (RRF)]",
-            "license.expired.feature": "Reciprocal Rank Fusion (RRF)",
-        }],
+        "root_cause": [
+            {
+                "type": "security_exception",
+                "reason": "current license is non-compliant for [Reciprocal Rank Fusion (RRF)]",
+                "license.expired.feature": "Reciprocal Rank Fusion (RRF)",
+            }
+        ],
         "type": "security_exception",
         "reason": "current license is non-compliant for [Reciprocal Rank Fusion (RRF)]",
         "license.expired.feature": "Reciprocal Rank Fusion (RRF)",
@@ -89,7 +91,10 @@ LICENCE_ERROR = {
 UNKNOWN_RRF = {
     "error": {
         "root_cause": [{"type": "parsing_exception", "reason": "unknown retriever [rrf]", "line": 1, "col": 30}],
-        "type": "parsing_exception", "reason": "unknown retriever [rrf]", "line": 1, "col": 30,
+        "type": "parsing_exception",
+        "reason": "unknown retriever [rrf]",
+        "line": 1,
+        "col": 30,
         "caused_by": {"type": "named_object_not_found_exception", "reason": "[1:30] unknown field [rrf]"},
     },
     "status": 400,
@@ -97,15 +102,22 @@ UNKNOWN_RRF = {
 REJECTED = {
     "error": {
         "root_cause": [{"type": "es_rejected_execution_exception", "reason": "rejected execution of coordinating operation"}],
-        "type": "es_rejected_execution_exception", "reason": "rejected execution of coordinating operation",
+        "type": "es_rejected_execution_exception",
+        "reason": "rejected execution of coordinating operation",
     },
     "status": 429,
 }
 UNAUTHORIZED = {
     "error": {
-        "root_cause": [{"type": "security_exception", "reason": "unable to authenticate user [esrag] for REST request [/_cluster/health]",
-                        "header": {"WWW-Authenticate": ['Basic realm="security" charset="UTF-8"', "ApiKey"]}}],
-        "type": "security_exception", "reason": "unable to authenticate user [esrag] for REST request [/_cluster/health]",
+        "root_cause": [
+            {
+                "type": "security_exception",
+                "reason": "unable to authenticate user [esrag] for REST request [/_cluster/health]",
+                "header": {"WWW-Authenticate": ['Basic realm="security" charset="UTF-8"', "ApiKey"]},
+            }
+        ],
+        "type": "security_exception",
+        "reason": "unable to authenticate user [esrag] for REST request [/_cluster/health]",
         "header": {"WWW-Authenticate": ['Basic realm="security" charset="UTF-8"', "ApiKey"]},
     },
     "status": 401,
@@ -235,7 +247,14 @@ FILTER_JSON = [
     {"terms": {"language": ["en"]}},
     {"bool": {"must_not": [{"ids": {"values": ["x1"]}}]}},
 ]
-MULTI_MATCH = {"multi_match": {"query": 'schedule "every" -minute', "fields": ["text^1", "section_path^2.5"], "type": "best_fields", "tie_breaker": 0.3}}
+MULTI_MATCH = {
+    "multi_match": {
+        "query": 'schedule "every" -minute',
+        "fields": ["text^1", "section_path^2.5"],
+        "type": "best_fields",
+        "tie_breaker": 0.3,
+    }
+}
 
 
 def test_fast_serializers_write_what_the_stdlib_client_writes():
@@ -244,8 +263,13 @@ def test_fast_serializers_write_what_the_stdlib_client_writes():
 
     from elasticsearch.serializer import DEFAULT_SERIALIZERS
 
-    body = {"vector": np.asarray([0.25, -1.5], dtype=np.float32), "n": np.int64(3), "price": Decimal("1.5"),
-            "at": datetime(2026, 11, 29, 21, 0, tzinfo=UTC), "text": "Grüße \u2192 schedule"}
+    body = {
+        "vector": np.asarray([0.25, -1.5], dtype=np.float32),
+        "n": np.int64(3),
+        "price": Decimal("1.5"),
+        "at": datetime(2026, 11, 29, 21, 0, tzinfo=UTC),
+        "text": "Grüße \u2192 schedule",
+    }
     fast = fast_serializers()
     for mimetype in ("application/json", "application/vnd.elasticsearch+json"):
         mine, theirs = fast[mimetype], DEFAULT_SERIALIZERS[mimetype]
@@ -258,7 +282,9 @@ def test_fast_serializers_write_what_the_stdlib_client_writes():
     with pytest.raises(Exception, match="Unable to serialize"):
         fast["application/json"].dumps({"x": object()})
     store = ElasticStore("http://127.0.0.1:1", "esrag-unit")
-    assert {m: type(s) for m, s in store._es.transport.serializers.serializers.items() if m in fast} == {m: type(s) for m, s in fast.items()}
+    assert {m: type(s) for m, s in store._es.transport.serializers.serializers.items() if m in fast} == {
+        m: type(s) for m, s in fast.items()
+    }
 
 
 def test_filter_clauses_exact():
@@ -271,8 +297,16 @@ def test_native_rrf_body_matches_documented_syntax():
     # rank_constant}; knn retriever {field, query_vector, k, num_candidates, filter}
     # (https://www.elastic.co/guide/en/elasticsearch/reference/8.x/retriever.html#rrf-retriever,
     #  https://www.elastic.co/docs/reference/elasticsearch/rest-apis/retrievers/rrf-retriever).
-    body = rrf_body('schedule "every" -minute', [0.5, -0.25], k=10, filters=F, fields={"text": 1.0, "section_path": 2.5, "title": 0},
-                    rank_window_size=50, num_candidates=100, rrf_k=60)
+    body = rrf_body(
+        'schedule "every" -minute',
+        [0.5, -0.25],
+        k=10,
+        filters=F,
+        fields={"text": 1.0, "section_path": 2.5, "title": 0},
+        rank_window_size=50,
+        num_candidates=100,
+        rrf_k=60,
+    )
     assert body == {
         "size": 10,
         "_source": False,
@@ -303,30 +337,50 @@ def test_rrf_body_window_at_least_size_and_candidates_at_least_k():
 
 def test_bm25_and_knn_bodies_exact():
     assert bm25_body('schedule "every" -minute', 7, F, {"text": 1.0, "section_path": 2.5}) == {
-        "size": 7, "_source": False, "track_total_hits": False,
+        "size": 7,
+        "_source": False,
+        "track_total_hits": False,
         "query": {"bool": {"must": [MULTI_MATCH], "filter": FILTER_JSON}},
     }
     assert knn_body(np.array([1, 0], dtype=np.float32), 5, Filters(corpora=["c"]), 3) == {
-        "size": 5, "_source": False, "track_total_hits": False,
+        "size": 5,
+        "_source": False,
+        "track_total_hits": False,
         "knn": {"field": "vector", "query_vector": [1.0, 0.0], "k": 5, "num_candidates": 5, "filter": [{"terms": {"corpus": ["c"]}}]},
     }
     assert msearch_body("q", [1.0], 20, Filters(), {"text": 1.0}, 100) == [
-        {}, bm25_body("q", 20, Filters(), {"text": 1.0}), {}, knn_body([1.0], 20, Filters(), 100),
+        {},
+        bm25_body("q", 20, Filters(), {"text": 1.0}),
+        {},
+        knn_body([1.0], 20, Filters(), 100),
     ]
 
 
 def test_templates_from_shipped_assets():
     names = IndexNames("docs-prod")
-    m = mappings_component_body(IndexMeta("st:e5", 768, ["text"], {"text": 1.0}, "0.1.0", "2026-01-01T00:00:00+00:00"), rebuild_of="docs-prod-000001")
+    m = mappings_component_body(
+        IndexMeta("st:e5", 768, ["text"], {"text": 1.0}, "0.1.0", "2026-01-01T00:00:00+00:00"), rebuild_of="docs-prod-000001"
+    )
     mappings = m["template"]["mappings"]
     assert mappings["_source"] == {"excludes": ["vector", "vector_bin"]}
     assert mappings["properties"]["vector"] == {
-        "type": "dense_vector", "dims": 768, "index": True, "similarity": "cosine",
+        "type": "dense_vector",
+        "dims": 768,
+        "index": True,
+        "similarity": "cosine",
         "index_options": {"type": "int8_hnsw", "m": 16, "ef_construction": 100},
     }
-    assert mappings["_meta"] == {"managed_by": "esrag", "embedder": "st:e5", "dims": 768, "embed_fields": ["text"],
-                                 "bm25_fields": {"text": 1.0}, "esrag_version": "0.1.0", "created_at": "2026-01-01T00:00:00+00:00",
-                                 "analyzer": "english", "rebuild_of": "docs-prod-000001"}
+    assert mappings["_meta"] == {
+        "managed_by": "esrag",
+        "embedder": "st:e5",
+        "dims": 768,
+        "embed_fields": ["text"],
+        "bm25_fields": {"text": 1.0},
+        "esrag_version": "0.1.0",
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "analyzer": "english",
+        "rebuild_of": "docs-prod-000001",
+    }
     props = mappings["properties"]
     # the analyzer the text fields name is defined in the same component (validated on its own)
     assert m["template"]["settings"]["analysis"]["analyzer"]["esrag_text"]["filter"] == ["lowercase", "esrag_stop", "porter_stem"]
@@ -336,8 +390,24 @@ def test_templates_from_shipped_assets():
     assert props["section_path"]["type"] == "text" and props["section_path"]["fields"]["keyword"]["type"] == "keyword"
     for slot in ("title", "summary", "keywords", "questions", "entities", "key", "related_keys", "context"):
         assert slot in props
-    for meta_field in ("corpus", "source_path", "doc_title", "position", "start_line", "end_line", "tokens", "content_hash",
-                       "parent_id", "language", "authority", "effective_date", "superseded_by", "enrich_model", "prompt_sha256", "indexed_at"):
+    for meta_field in (
+        "corpus",
+        "source_path",
+        "doc_title",
+        "position",
+        "start_line",
+        "end_line",
+        "tokens",
+        "content_hash",
+        "parent_id",
+        "language",
+        "authority",
+        "effective_date",
+        "superseded_by",
+        "enrich_model",
+        "prompt_sha256",
+        "indexed_at",
+    ):
         assert meta_field in props
     assert settings_component_body("docs-prod-chunks")["template"]["settings"]["index"]["default_pipeline"] == "docs-prod-chunks"
     assert "default_pipeline" not in settings_component_body(None)["template"]["settings"]["index"]
@@ -394,8 +464,11 @@ def test_bulk_stream_retries_then_reports():
         calls.append(len(lines))
         if len(calls) == 1:
             return 429, REJECTED
-        return 200, {"took": 1, "errors": False,
-                     "items": [{"index": {"_id": line["index"]["_id"], "status": 201, "result": "created"}} for line in lines if "index" in line]}
+        return 200, {
+            "took": 1,
+            "errors": False,
+            "items": [{"index": {"_id": line["index"]["_id"], "status": 201, "result": "created"}} for line in lines if "index" in line],
+        }
 
     actions = [Action("index", "i", str(n), {"a": n}) for n in range(5)]
     with StandIn(rule=rule) as standin:
@@ -537,7 +610,23 @@ def tls_files(tmp_path_factory):
     run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=esrag test CA")
     run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
     (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
-    run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf")
+    run(
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+    )
     return d
 
 
@@ -616,8 +705,18 @@ def test_rrf_detection_falls_back_on_unknown_retriever_live(store):
     assert not available and "unknown retriever [rrf]" in why
     assert store.retriever_support("linear")[0] is False
     _hybrid_corpus(store)
-    fused, how = hybrid(store, "schedule task every minute", unit(0), k=3, filters=Filters(), fields=FIELDS,
-                       rank_window_size=10, num_candidates=20, rrf_k=60, weights={"bm25": 1.0, "dense": 1.0})
+    fused, how = hybrid(
+        store,
+        "schedule task every minute",
+        unit(0),
+        k=3,
+        filters=Filters(),
+        fields=FIELDS,
+        rank_window_size=10,
+        num_candidates=20,
+        rrf_k=60,
+        weights={"bm25": 1.0, "dense": 1.0},
+    )
     assert how.startswith("rrf (client-side over one _msearch; native rrf unavailable") and "unknown retriever [rrf]" in how
     assert fused[0].id == "docs-a.md-0"
 
@@ -643,8 +742,18 @@ def test_client_side_hybrid_equals_rrf_of_the_two_legs(store):
 @pytest.mark.integration
 def test_hybrid_filters_inside_both_legs_and_weights_go_client_side(store):
     _hybrid_corpus(store)
-    fused, how = hybrid(store, "templates views", unit(0, 2), k=5, filters=Filters(corpora=["other"]), fields=FIELDS,
-                              rank_window_size=10, num_candidates=20, rrf_k=60, weights={"bm25": 2.0, "dense": 1.0})
+    fused, how = hybrid(
+        store,
+        "templates views",
+        unit(0, 2),
+        k=5,
+        filters=Filters(corpora=["other"]),
+        fields=FIELDS,
+        rank_window_size=10,
+        num_candidates=20,
+        rrf_k=60,
+        weights={"bm25": 2.0, "dense": 1.0},
+    )
     assert [f.id for f in fused] == ["other-b.md-2"]
     assert "per-leg weights" in how
 
@@ -660,8 +769,17 @@ def test_rrf_detection_on_a_licence_refusal_then_client_path(store, es_url):
         s = ElasticStore(standin.url, store.alias)
         available, why = s.retriever_support("rrf")
         assert not available and "licence" in why and "Reciprocal Rank Fusion (RRF)" in why
-        fused, how = hybrid(s, "schedule task every minute", unit(0), k=3, filters=Filters(), fields=FIELDS,
-                              rank_window_size=10, num_candidates=20, rrf_k=60)
+        fused, how = hybrid(
+            s,
+            "schedule task every minute",
+            unit(0),
+            k=3,
+            filters=Filters(),
+            fields=FIELDS,
+            rank_window_size=10,
+            num_candidates=20,
+            rrf_k=60,
+        )
         assert "client-side" in how and "licence" in how and fused[0].id == "docs-a.md-0" and fused[0].legs
         probes = [r for r in standin.requests if b'"rrf"' in r[2]]
         assert len(probes) == 1  # detected once per connection
@@ -673,8 +791,15 @@ def test_rrf_detection_on_a_licence_refusal_then_client_path(store, es_url):
 @pytest.mark.integration
 def test_native_rrf_sends_one_request_when_available(store, es_url):
     _hybrid_corpus(store)
-    canned = {"took": 2, "timed_out": False, "hits": {"total": {"value": 2, "relation": "eq"}, "max_score": 0.03,
-              "hits": [{"_index": "i", "_id": "docs-a.md-0", "_score": 0.0328}, {"_index": "i", "_id": "docs-a.md-3", "_score": 0.0161}]}}
+    canned = {
+        "took": 2,
+        "timed_out": False,
+        "hits": {
+            "total": {"value": 2, "relation": "eq"},
+            "max_score": 0.03,
+            "hits": [{"_index": "i", "_id": "docs-a.md-0", "_score": 0.0328}, {"_index": "i", "_id": "docs-a.md-3", "_score": 0.0161}],
+        },
+    }
 
     def rule(method, path, body):  # a cluster with an Enterprise licence: the rrf retriever parses
         return (200, canned) if "/_search" in path and b'"rrf"' in body else None
@@ -682,8 +807,17 @@ def test_native_rrf_sends_one_request_when_available(store, es_url):
     with StandIn(es_url, rule=rule) as standin:
         s = ElasticStore(standin.url, store.alias)
         s.retriever_support("rrf")  # the cluster gained the retriever since the index learned it had none
-        fused, how = hybrid(s, "schedule task", unit(0), k=2, filters=Filters(corpora=["docs"]), fields=FIELDS,
-                              rank_window_size=10, num_candidates=20, rrf_k=30)
+        fused, how = hybrid(
+            s,
+            "schedule task",
+            unit(0),
+            k=2,
+            filters=Filters(corpora=["docs"]),
+            fields=FIELDS,
+            rank_window_size=10,
+            num_candidates=20,
+            rrf_k=30,
+        )
         assert how == "rrf (native Elasticsearch retriever)"
         assert [(f.id, f.score) for f in fused] == [("docs-a.md-0", 0.0328), ("docs-a.md-3", 0.0161)]
         searches = [json.loads(b) for m, p, b in standin.requests if "/_search" in p or "/_msearch" in p]
@@ -702,8 +836,17 @@ def test_hybrid_hits_are_read_from_the_legs_without_an_mget(store, es_url):
     _hybrid_corpus(store)
     with StandIn(es_url) as standin:
         s = ElasticStore(standin.url, store.alias)
-        answer = hybrid(s, "schedule task every minute", unit(0), k=3, filters=Filters(), fields=FIELDS,
-                          rank_window_size=10, num_candidates=20, rrf_k=60)
+        answer = hybrid(
+            s,
+            "schedule task every minute",
+            unit(0),
+            k=3,
+            filters=Filters(),
+            fields=FIELDS,
+            rank_window_size=10,
+            num_candidates=20,
+            rrf_k=60,
+        )
         fused, how = answer
         assert "client-side" in how
         ids = [f.id for f in fused]
@@ -712,8 +855,9 @@ def test_hybrid_hits_are_read_from_the_legs_without_an_mget(store, es_url):
         assert list(got) == ids and [got[i] for i in ids] == store.get(ids)  # the same chunks as an mget reads
         again = s.get(ids)  # the store kept nothing: a read goes to the cluster
         assert again == [got[i] for i in ids] and len([p for m, p, b in standin.requests if "_mget" in p]) == 1
-        other = hybrid(s, "templates views", unit(2), k=3, filters=Filters(), fields=FIELDS,
-                         rank_window_size=10, num_candidates=20, rrf_k=60)
+        other = hybrid(
+            s, "templates views", unit(2), k=3, filters=Filters(), fields=FIELDS, rank_window_size=10, num_candidates=20, rrf_k=60
+        )
         assert answer.chunks(ids) == got  # a later search leaves an earlier result as it was
         assert other.fused[0].id != fused[0].id and other.chunks([other.fused[0].id])
         assert isinstance(answer.took_ms, int) and answer.round_trip_ms >= answer.took_ms
@@ -769,9 +913,12 @@ def test_rebuild_fills_a_new_index_and_swaps_the_alias_when_complete(make_store,
     assert done == {"swapped": True, "index": s.names.index(2), "previous": s.names.index(1), "deleted_previous": True}
     fresh = ElasticStore(s.url, s.alias)
     assert fresh.meta().embedder == new_emb.spec and fresh.meta().dims == 32
+
     def counts(corpora: dict) -> dict:  # chunks and sources per corpus and version; indexed_at is the rebuild's own
-        return {name: {**c, "versions": {v: {k: n for k, n in d.items() if k != "indexed_at"} for v, d in c["versions"].items()}}
-                for name, c in corpora.items()}
+        return {
+            name: {**c, "versions": {v: {k: n for k, n in d.items() if k != "indexed_at"} for v, d in c["versions"].items()}}
+            for name, c in corpora.items()
+        }
 
     assert counts(fresh.stats()["corpora"]) == counts(before["corpora"])
     assert not fresh._es.indices.exists(index=s.names.index(1))
@@ -818,14 +965,20 @@ def test_laravel_end_to_end(make_store, minilm, vector_memo, tmp_path):
         warnings.simplefilter("ignore", ClusterWarning)
         first = Ingester(s, emb.spec, lambda: emb, HeaderChunker(), EMBED, BM25).run(tree, "laravel", ["*.md"], [])
     assert first.chunks_new > 50 and not first.failures and s.stats()["sources"] == 5
-    versions = {h["_id"]: h["_version"] for h in s._es.search(index=s.alias, body={"size": 1000, "version": True, "_source": False}).body["hits"]["hits"]}
+    versions = {
+        h["_id"]: h["_version"]
+        for h in s._es.search(index=s.alias, body={"size": 1000, "version": True, "_source": False}).body["hits"]["hits"]
+    }
     assert set(versions.values()) == {1}
 
     emb2 = MemoEmbedder(minilm, vector_memo)
     second = Ingester(s, emb2.spec, lambda: emb2, HeaderChunker(), EMBED, BM25).run(tree, "laravel", ["*.md"], [])
     assert (second.chunks_new, second.chunks_changed, second.chunks_deleted, second.chunks_moved) == (0, 0, 0, 0)
     assert second.embeddings_computed == 0 and emb2.texts == 0
-    after = {h["_id"]: h["_version"] for h in s._es.search(index=s.alias, body={"size": 1000, "version": True, "_source": False}).body["hits"]["hits"]}
+    after = {
+        h["_id"]: h["_version"]
+        for h in s._es.search(index=s.alias, body={"size": 1000, "version": True, "_source": False}).body["hits"]["hits"]
+    }
     assert after == versions  # nothing was written
 
     searcher = Searcher(s, lambda: emb, SearchSettings(), BM25)
@@ -864,8 +1017,7 @@ def test_cli_ingest_rebuild_and_search(es_url, tmp_path):
 
     tree = _tree(tmp_path, ["scheduling.md", "cache.md"])
     alias = fresh_alias()
-    env = {"ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias, "ESRAG_DB": None,
-           "ESRAG_EMBEDDING_CACHE": str(tmp_path / "embedding_cache.db")}
+    env = {"ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias, "ESRAG_DB": None, "ESRAG_EMBEDDING_CACHE": str(tmp_path / "embedding_cache.db")}
     runner = CliRunner()
     try:
         with pytest.warns(ClusterWarning, match="no ingest processors"):  # the one warning, not a crash
@@ -912,7 +1064,12 @@ def test_cli_setup_installs_everything_for_the_configured_embedder(es_url):
             done = CliRunner().invoke(main, ["setup", "--json"], env=env)
         assert done.exit_code == 0, done.output
         report = json.loads(done.stdout)
-        assert (report["status"], report["index"], report["embedder"], report["dims"]) == ("created", f"{alias}-000001", "st:all-MiniLM-L6-v2", 384)
+        assert (report["status"], report["index"], report["embedder"], report["dims"]) == (
+            "created",
+            f"{alias}-000001",
+            "st:all-MiniLM-L6-v2",
+            384,
+        )
         state = ElasticStore(es_url, alias).assets()
         assert state["index_template"] and all(state["component_templates"].values()) and state["index"] == f"{alias}-000001"
     finally:
@@ -939,7 +1096,9 @@ def test_mget_of_a_shard_not_yet_active_waits_then_names_the_error(make_store):
         assert "retried" not in str(err.value)
 
         t0 = time.monotonic()
-        with pytest.raises(StoreError, match=r"chunk a: no_shard_available_action_exception: .*\(retried for 3 s, \[elasticsearch\] retry_seconds\)$"):
+        with pytest.raises(
+            StoreError, match=r"chunk a: no_shard_available_action_exception: .*\(retried for 3 s, \[elasticsearch\] retry_seconds\)$"
+        ):
             s._mget_waiting("read chunks with their vectors", 3, s._es.mget, index=red, ids=["a"])
         assert 3 <= time.monotonic() - t0 < 15
 
@@ -947,6 +1106,7 @@ def test_mget_of_a_shard_not_yet_active_waits_then_names_the_error(make_store):
         def allow() -> None:
             time.sleep(1.5)
             s._es.indices.put_settings(index=red, settings={"index.routing.allocation.require._name": None})
+
         helper = threading.Thread(target=allow)
         helper.start()
         t0 = time.monotonic()

@@ -52,8 +52,12 @@ def test_ingest_and_hybrid_search_request_counts(es_url, alias, tmp_path, monkey
     for name in ("scheduling.md", "cache.md"):
         shutil.copy(LARAVEL / name, tree / name)
     with StandIn(es_url) as standin:
-        env = {"ESRAG_ES_URL": standin.url, "ESRAG_INDEX": alias, "ESRAG_DB": None,
-               "ESRAG_EMBEDDING_CACHE": str(tmp_path / "embedding_cache.db")}
+        env = {
+            "ESRAG_ES_URL": standin.url,
+            "ESRAG_INDEX": alias,
+            "ESRAG_DB": None,
+            "ESRAG_EMBEDDING_CACHE": str(tmp_path / "embedding_cache.db"),
+        }
         runner = CliRunner()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClusterWarning)
@@ -113,20 +117,34 @@ def test_a_refused_native_rrf_falls_back_and_is_learned(make_store, es_url):  # 
 
     with StandIn(es_url, rule=rule) as standin:
         s = ElasticStore(standin.url, store.alias)
-        fused, how = hybrid(s, "schedule task every minute", unit(0), k=3, filters=Filters(), fields=FIELDS,
-                            rank_window_size=10, num_candidates=20, rrf_k=60)
+        fused, how = hybrid(
+            s,
+            "schedule task every minute",
+            unit(0),
+            k=3,
+            filters=Filters(),
+            fields=FIELDS,
+            rank_window_size=10,
+            num_candidates=20,
+            rrf_k=60,
+        )
         assert "client-side over one _msearch; native rrf unavailable" in how and fused[0].id == "docs-a.md-0"
         first = _paths(standin)
-        assert first == [f"GET /{store.alias}/_mapping", f"POST /{store.alias}/_search", f"PUT /{store.alias}/_mapping",
-                         f"POST /{store.alias}/_msearch"]
+        assert first == [
+            f"GET /{store.alias}/_mapping",
+            f"POST /{store.alias}/_search",
+            f"PUT /{store.alias}/_mapping",
+            f"POST /{store.alias}/_msearch",
+        ]
         mark = len(standin.requests)
         hybrid(s, "queues", unit(1), k=3, filters=Filters(), fields=FIELDS, rank_window_size=10, num_candidates=20, rrf_k=60)
         assert _paths(standin, mark) == [f"POST /{store.alias}/_msearch"]
         s.close()
         fresh = ElasticStore(standin.url, store.alias)
         mark = len(standin.requests)
-        fused, how = hybrid(fresh, "queues", unit(1), k=3, filters=Filters(), fields=FIELDS, rank_window_size=10,
-                            num_candidates=20, rrf_k=60)
+        fused, how = hybrid(
+            fresh, "queues", unit(1), k=3, filters=Filters(), fields=FIELDS, rank_window_size=10, num_candidates=20, rrf_k=60
+        )
         assert _paths(standin, mark) == [f"GET /{store.alias}/_mapping", f"POST /{store.alias}/_msearch"]
         assert "unknown retriever [rrf]" in how
         fresh.close()
@@ -140,12 +158,15 @@ def test_one_store_answers_concurrent_searches_each_with_its_own_result(make_sto
     store = make_store()
     ensure_quietly(store, meta())
     _hybrid_corpus(store)
-    asks = [("schedule task every minute", unit(0)), ("queues workers", unit(1)), ("templates views", unit(0, 2)),
-            ("cache drivers", unit(4))] * 4
+    asks = [
+        ("schedule task every minute", unit(0)),
+        ("queues workers", unit(1)),
+        ("templates views", unit(0, 2)),
+        ("cache drivers", unit(4)),
+    ] * 4
 
     def run(ask):
-        answer = hybrid(store, ask[0], ask[1], k=3, filters=Filters(), fields=FIELDS, rank_window_size=10,
-                        num_candidates=20, rrf_k=60)
+        answer = hybrid(store, ask[0], ask[1], k=3, filters=Filters(), fields=FIELDS, rank_window_size=10, num_candidates=20, rrf_k=60)
         ids = [f.id for f in answer.fused]
         return ids, answer.chunks(ids), answer.took_ms
 

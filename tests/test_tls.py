@@ -43,14 +43,31 @@ def _name(cn: str) -> x509.Name:
 
 def _sign(subject: str, issuer: str, key, issuer_key, ca: bool) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
-    builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer)).public_key(key.public_key())
-               .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-               .not_valid_after(now + datetime.timedelta(days=2))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(subject))
+        .issuer_name(_name(issuer))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
     if ca:
-        builder = builder.add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                                                      key_encipherment=False, data_encipherment=False, key_agreement=False,
-                                                      encipher_only=False, decipher_only=False), critical=True)
+        builder = builder.add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
         builder = builder.add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
     else:
         builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
@@ -64,7 +81,7 @@ def _pem(cert: x509.Certificate) -> bytes:
 
 def _sha256(cert: x509.Certificate, colons: bool = False) -> str:
     digest = hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).hexdigest()
-    return ":".join(digest[i:i + 2] for i in range(0, 64, 2)).upper() if colons else digest
+    return ":".join(digest[i : i + 2] for i in range(0, 64, 2)).upper() if colons else digest
 
 
 @pytest.fixture(scope="module")
@@ -77,10 +94,17 @@ def tls(tmp_path_factory) -> dict[str, object]:
     server = _sign("127.0.0.1", "esrag test CA", server_key, ca_key, ca=False)
     (d / "ca.pem").write_bytes(_pem(ca))
     (d / "chain.pem").write_bytes(_pem(server) + _pem(ca))
-    (d / "server.key").write_bytes(server_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                            serialization.NoEncryption()))
-    return {"dir": d, "ca": d / "ca.pem", "chain": d / "chain.pem", "key": d / "server.key",
-            "ca_sha256": _sha256(ca, colons=True), "server_sha256": _sha256(server)}
+    (d / "server.key").write_bytes(
+        server_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return {
+        "dir": d,
+        "ca": d / "ca.pem",
+        "chain": d / "chain.pem",
+        "key": d / "server.key",
+        "ca_sha256": _sha256(ca, colons=True),
+        "server_sha256": _sha256(server),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -145,8 +169,11 @@ def test_tls_faults_fail_with_one_line_naming_the_setting(es_url, tls, tmp_path)
         rows = {r["name"]: r for r in json.loads(off.stdout)}
         assert rows["tls"]["status"] == "warn" and "WITHOUT certificate verification" in rows["tls"]["detail"]
         assert rows["connectivity"]["status"] == "ok"
-    tls_to_plain = one_error_line(run_cli(["status"], {**base, "ESRAG_ES_URL": es_url.replace("http://", "https://"),
-                                                       "ESRAG_ES_CA_CERTS": str(tls["ca"])}, check=False))
+    tls_to_plain = one_error_line(
+        run_cli(
+            ["status"], {**base, "ESRAG_ES_URL": es_url.replace("http://", "https://"), "ESRAG_ES_CA_CERTS": str(tls["ca"])}, check=False
+        )
+    )
     assert "does not speak TLS" in tls_to_plain and "use http:// in ESRAG_ES_URL" in tls_to_plain
 
 

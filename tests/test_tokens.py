@@ -20,9 +20,57 @@ from esrag.model import Document
 from esrag.tokens import _CUT, LineTokens, TokenCounter, _bpe_count, _quicktok_count, _stem, _valid_count, count_tokens, fast_count
 from paths import DATA
 
-ATOMS = ["a", "Z", "9", "12", "333", " ", "  ", "\t", "\n", "\n\n", ".", ":", ")", "`", "'s", "'", '"', "}", "{", "-",
-         "_", "é", "中", "…", "’", "\u00a0", "\x0b", "\x0c", "\r", "\r\n", "\u2028", "\x1c", "\x85", "\u3000", "٣", "²",
-         "!", "?", "...", " .", "word", " word", "x\n", " \n", ".\n", "\x01", "#", "|", "<a>"]
+ATOMS = [
+    "a",
+    "Z",
+    "9",
+    "12",
+    "333",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\n\n",
+    ".",
+    ":",
+    ")",
+    "`",
+    "'s",
+    "'",
+    '"',
+    "}",
+    "{",
+    "-",
+    "_",
+    "é",
+    "中",
+    "…",
+    "’",
+    "\u00a0",
+    "\x0b",
+    "\x0c",
+    "\r",
+    "\r\n",
+    "\u2028",
+    "\x1c",
+    "\x85",
+    "\u3000",
+    "٣",
+    "²",
+    "!",
+    "?",
+    "...",
+    " .",
+    "word",
+    " word",
+    "x\n",
+    " \n",
+    ".\n",
+    "\x01",
+    "#",
+    "|",
+    "<a>",
+]
 
 
 def _random_texts(seed: int, n: int, size: int = 14) -> list[str]:
@@ -44,8 +92,12 @@ def test_line_breaks_swap_in_the_last_pretoken():
         checked += 1
         for t in ("\n", "\n\n"):
             for s in ("", "\n", "\n\n"):
-                assert count_tokens(text + s) == count_tokens(text + t) - count_tokens(stem + t) + count_tokens(stem + s), \
-                    (text, stem, t, s)
+                assert count_tokens(text + s) == count_tokens(text + t) - count_tokens(stem + t) + count_tokens(stem + s), (
+                    text,
+                    stem,
+                    t,
+                    s,
+                )
     assert checked > 5000
 
 
@@ -165,8 +217,9 @@ def test_line_tokens_spliced_falls_back_on_edits_that_do_not_fit():
     for edits in ([], [(1, 2, 1, 2)], [(0, 5, 0, 1)], [(2, 3, 3, 4)]):  # none, not a cut line, out of range, shifted
         later = ["a", "", "b", "c", "d"]
         lt = earlier.spliced(later, edits, marks=[0, 2])
-        assert [lt.span(a, b) for a in range(5) for b in range(a, 6)] == \
-            [count_tokens("\n".join(later[a:b])) for a in range(5) for b in range(a, 6)]
+        assert [lt.span(a, b) for a in range(5) for b in range(a, 6)] == [
+            count_tokens("\n".join(later[a:b])) for a in range(5) for b in range(a, 6)
+        ]
 
 
 CORPORA = ["laravel-docs", "pydantic-docs", "async-book", "requests-docs"]
@@ -220,9 +273,11 @@ def test_fast_count_is_tiktoken_on_every_file_line_and_piece_of_the_corpora(corp
 def test_fast_count_is_tiktoken_on_every_chunk_text(corpus, backend):
     chunker = make_chunker(Settings(db=None, es_url=None))
     root = DATA / "corpora" / corpus
-    texts = [c.text for path in sorted(p for p in root.rglob("*") if p.suffix in (".md", ".rst"))
-             for c in chunker.chunk(Document(str(path.relative_to(root)), path.read_text(encoding="utf-8"),
-                                             source=str(path), root=str(root)))]
+    texts = [
+        c.text
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".md", ".rst"))
+        for c in chunker.chunk(Document(str(path.relative_to(root)), path.read_text(encoding="utf-8"), source=str(path), root=str(root)))
+    ]
     assert len(texts) > 100
     assert [fast_count(t) for t in texts] == [count_tokens(t) for t in texts]
 
@@ -243,9 +298,11 @@ def test_without_fast_counters_tiktoken_counts_the_same(monkeypatch):
 def test_bpe_openai_loads_without_its_package_init_and_the_package_still_imports_after():
     """The compiled module alone (the package's __init__ reads three vocabularies at start-up);
     a later ``import bpe_openai`` uses the same module (a PyO3 module loads once per process)."""
-    code = ("import sys; from esrag.tokens import _bpe_count, count_tokens; n = _bpe_count()('Hello, world!'); "
-            "assert 'bpe_openai' not in sys.modules and 'bpe_openai._bindings' in sys.modules; "
-            "import bpe_openai; assert bpe_openai.get_encoding('cl100k_base').encode('Hello, world!') == "
-            "[9906, 11, 1917, 0]; print(n, count_tokens('Hello, world!'))")
+    code = (
+        "import sys; from esrag.tokens import _bpe_count, count_tokens; n = _bpe_count()('Hello, world!'); "
+        "assert 'bpe_openai' not in sys.modules and 'bpe_openai._bindings' in sys.modules; "
+        "import bpe_openai; assert bpe_openai.get_encoding('cl100k_base').encode('Hello, world!') == "
+        "[9906, 11, 1917, 0]; print(n, count_tokens('Hello, world!'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["4", "4"]

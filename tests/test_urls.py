@@ -17,13 +17,16 @@ from esrag.serve.http import error
 from esrag.urls import redact_url, scrub_credentials
 
 
-@pytest.mark.parametrize("text, want", [
-    ("ollama:q at http://u:OLPW@127.0.0.1:9: cannot connect", "ollama:q at http://127.0.0.1:9: cannot connect"),
-    ("two: https://a:b@x.io/v1 and http://tok@y:8/z", "two: https://x.io/v1 and http://y:8/z"),
-    ("no credentials http://host:9200/path?q=a@b", "no credentials http://host:9200/path?q=a@b"),
-    ("mail me at someone@example.com", "mail me at someone@example.com"),
-    ("git@github.com:org/repo.git", "git@github.com:org/repo.git"),
-])
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("ollama:q at http://u:OLPW@127.0.0.1:9: cannot connect", "ollama:q at http://127.0.0.1:9: cannot connect"),
+        ("two: https://a:b@x.io/v1 and http://tok@y:8/z", "two: https://x.io/v1 and http://y:8/z"),
+        ("no credentials http://host:9200/path?q=a@b", "no credentials http://host:9200/path?q=a@b"),
+        ("mail me at someone@example.com", "mail me at someone@example.com"),
+        ("git@github.com:org/repo.git", "git@github.com:org/repo.git"),
+    ],
+)
 def test_scrub_credentials(text, want):
     assert scrub_credentials(text) == want
 
@@ -36,8 +39,11 @@ def test_redact_url_still_serves_the_elasticsearch_store():
 
 
 def test_every_esrag_error_hides_credentials():
-    for exc in (EsragError("at http://u:SECRET@h:1: down"), LLMError("x http://k:SECRET@h/v1 y", 500),
-                RerankError("reranker http:http://u:SECRET@h/rerank: HTTP 500")):
+    for exc in (
+        EsragError("at http://u:SECRET@h:1: down"),
+        LLMError("x http://k:SECRET@h/v1 y", 500),
+        RerankError("reranker http:http://u:SECRET@h/rerank: HTTP 500"),
+    ):
         assert "SECRET" not in str(exc) and "http://h" in str(exc)
 
 
@@ -65,8 +71,10 @@ def test_unreachable_remote_models_name_their_server_without_credentials():
     with pytest.raises(RerankError) as info:
         reranker.rerank("q", ["a"])
     assert "RRPW" not in str(info.value) and "127.0.0.1:9" in str(info.value)
-    for make in (lambda: OllamaEmbedder("m", url="http://u:EMBPW@127.0.0.1:9", timeout=2),
-                 lambda: OpenAIEmbedder("m", url="http://u:EMBPW@127.0.0.1:9/v1", timeout=2)):
+    for make in (
+        lambda: OllamaEmbedder("m", url="http://u:EMBPW@127.0.0.1:9", timeout=2),
+        lambda: OpenAIEmbedder("m", url="http://u:EMBPW@127.0.0.1:9/v1", timeout=2),
+    ):
         with pytest.raises(ModelLoadError) as info:  # the client asks the server for the dimensions at once
             make().embed_documents(["a"])
         assert "EMBPW" not in str(info.value) and "127.0.0.1:9" in str(info.value), str(info.value)

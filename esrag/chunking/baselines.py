@@ -146,9 +146,7 @@ class TokenWindowChunker:
 
     def __init__(self, size: int = 256, overlap: int = F256T_OVERLAP, name: str = "f256t") -> None:
         if size < 1 or not 0 <= overlap < size:
-            raise ValueError(
-                f"need size >= 1 and 0 <= overlap < size (cl100k tokens), got size={size}, overlap={overlap}"
-            )
+            raise ValueError(f"need size >= 1 and 0 <= overlap < size (cl100k tokens), got size={size}, overlap={overlap}")
         self.size = size
         self.overlap = overlap
         self.name = name

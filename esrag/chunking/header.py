@@ -57,8 +57,13 @@ class HeaderChunker:
 
     name = "header"
 
-    def __init__(self, tau_max: int = TAU_MAX, tau_min: int = TAU_MIN, max_block_tokens: int = MAX_BLOCK_TOKENS,
-                 rst_suffixes: tuple[str, ...] = RST_SUFFIXES) -> None:
+    def __init__(
+        self,
+        tau_max: int = TAU_MAX,
+        tau_min: int = TAU_MIN,
+        max_block_tokens: int = MAX_BLOCK_TOKENS,
+        rst_suffixes: tuple[str, ...] = RST_SUFFIXES,
+    ) -> None:
         if tau_min < 0 or tau_max <= 0 or tau_min > tau_max:
             raise ValueError(f"need 0 <= tau_min <= tau_max and tau_max > 0, got tau_min={tau_min}, tau_max={tau_max}")
         if max_block_tokens < 0:
@@ -72,8 +77,12 @@ class HeaderChunker:
     def from_settings(cls, chunking) -> HeaderChunker:
         """A chunker with ``tau_max``/``tau_min``/``max_block_tokens``/``rst_suffixes`` from
         ``ChunkingSettings``."""
-        return cls(tau_max=chunking.tau_max, tau_min=chunking.tau_min, max_block_tokens=chunking.max_block_tokens,
-                   rst_suffixes=tuple(chunking.rst_suffixes))
+        return cls(
+            tau_max=chunking.tau_max,
+            tau_min=chunking.tau_min,
+            max_block_tokens=chunking.max_block_tokens,
+            rst_suffixes=tuple(chunking.rst_suffixes),
+        )
 
     def chunk(self, doc: Document) -> list[Chunk]:
         """Chunks of ``doc`` in document order; sets ``doc.title`` if it is unset,
@@ -87,9 +96,9 @@ class HeaderChunker:
         doc.headers = headings(parsed.blocks, parsed.line_map)
         tokens = LineTokens(parsed.lines, marks=_marks(parsed.blocks))  # the document counted once, block by block
         edits: list[tuple[int, int, int, int]] = []
-        lines, line_map, end_map, blocks = split_oversize(parsed.lines, parsed.line_map, parsed.blocks,
-                                                          self.max_block_tokens, parsed.end_map, tokens.text, tokens,
-                                                          edits)
+        lines, line_map, end_map, blocks = split_oversize(
+            parsed.lines, parsed.line_map, parsed.blocks, self.max_block_tokens, parsed.end_map, tokens.text, tokens, edits
+        )
         if lines is not parsed.lines:  # oversize blocks were split: the same lines but for the split blocks
             tokens = tokens.spliced(lines, edits, _marks(blocks))
         pieces = self.merge_small(self.group(blocks, lines, tokens), tokens)
@@ -122,11 +131,16 @@ class HeaderChunker:
                 if body >= 0 and start >= 0:
                     close(i - 1)
             elif is_body:
-                if start >= 0 and body >= 0 and (offsets[block.end_line] - offsets[blocks[start].start_line - 1] - 1 > tau_max
-                                                 or over_cap(blocks[start], block, tokens)):
+                if (
+                    start >= 0
+                    and body >= 0
+                    and (
+                        offsets[block.end_line] - offsets[blocks[start].start_line - 1] - 1 > tau_max
+                        or over_cap(blocks[start], block, tokens)
+                    )
+                ):
                     close(i - 1)
-            elif start < 0 and groups and block.text.lstrip().startswith("</") \
-                    and not over_cap(blocks[groups[-1][0]], block, tokens):
+            elif start < 0 and groups and block.text.lstrip().startswith("</") and not over_cap(blocks[groups[-1][0]], block, tokens):
                 first, _, path = groups[-1]
                 groups[-1] = (first, i, path)  # rides with the chunk just closed
                 continue
@@ -153,13 +167,21 @@ class HeaderChunker:
         cap = 2 * self.tau_max
         out: list[list[Piece]] = []
         for piece in pieces:
-            if out and _joined_len(out[-1]) < self.tau_min and _joined_len(out[-1]) + 2 + len(piece.text) <= cap \
-                    and self._fits(out[-1] + [piece], tokens):
+            if (
+                out
+                and _joined_len(out[-1]) < self.tau_min
+                and _joined_len(out[-1]) + 2 + len(piece.text) <= cap
+                and self._fits(out[-1] + [piece], tokens)
+            ):
                 out[-1].append(piece)
             else:
                 out.append([piece])
-        if len(out) >= 2 and _joined_len(out[-1]) < self.tau_min and _joined_len(out[-2]) + 2 + _joined_len(out[-1]) <= cap \
-                and self._fits(out[-2] + out[-1], tokens):
+        if (
+            len(out) >= 2
+            and _joined_len(out[-1]) < self.tau_min
+            and _joined_len(out[-2]) + 2 + _joined_len(out[-1]) <= cap
+            and self._fits(out[-2] + out[-1], tokens)
+        ):
             out[-2].extend(out.pop())
         return [_join(parts, tokens) for parts in out]
 
@@ -235,8 +257,7 @@ def headings(blocks: list[Block], line_map: list[int] | None = None) -> list[Hea
         if b.kind is BlockKind.HEADER:
             title = b.section_path[-1] if b.section_path else ""
             line = line_map[min(b.start_line, len(line_map)) - 1] if line_map else b.start_line
-            out.append(Heading(b.level, title, b.anchor, line, SECTION_SEPARATOR.join(b.section_path), b.alt_anchors,
-                               b.html_anchor))
+            out.append(Heading(b.level, title, b.anchor, line, SECTION_SEPARATOR.join(b.section_path), b.alt_anchors, b.html_anchor))
     return out
 
 

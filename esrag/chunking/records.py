@@ -84,8 +84,7 @@ def _jsonl_records(text: str, problems: list[str]) -> list[tuple[dict[str, Any],
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            problems.append(f"line {n}: not JSON ({exc.msg} at column {exc.colno}); JSONL needs one JSON object per line; "
-                            "record skipped")
+            problems.append(f"line {n}: not JSON ({exc.msg} at column {exc.colno}); JSONL needs one JSON object per line; record skipped")
             continue
         if not isinstance(obj, dict):
             problems.append(f"line {n}: a JSON {type(obj).__name__}, not an object; record skipped")
@@ -175,8 +174,12 @@ class RecordsChunker:
             title = str(_value(record, f.title) or "")
             text = f"{title}\n\n{body}" if title else str(body)
             meta: dict[str, Any] = {"record_id": rid}
-            for key, name in (("effective_date", f.date), ("authority", f.authority), ("superseded_by", f.superseded_by),
-                              ("language", f.language)):
+            for key, name in (
+                ("effective_date", f.date),
+                ("authority", f.authority),
+                ("superseded_by", f.superseded_by),
+                ("language", f.language),
+            ):
                 value = _value(record, name)
                 if value is not None:
                     meta[key] = str(value)
@@ -191,8 +194,11 @@ class RecordsChunker:
             titles.append(title)
         if records and not pieces:
             seen = sorted({k for r, _, _ in records for k in r})
-            raise SourceError(doc.path, f"no record has the text field {f.text!r}; fields seen: {', '.join(seen)} "
-                                        f"(set [corpora.NAME.records] text = \"...\" in esrag.toml)")
+            raise SourceError(
+                doc.path,
+                f"no record has the text field {f.text!r}; fields seen: {', '.join(seen)} "
+                f'(set [corpora.NAME.records] text = "..." in esrag.toml)',
+            )
         doc.title = doc.title or ""
         chunks = finalize(doc, pieces)
         for chunk, meta, title in zip(chunks, metas, titles):
@@ -201,8 +207,9 @@ class RecordsChunker:
         return chunks
 
 
-def _latest_by_id(records: list[tuple[dict[str, Any], int, int]], f: RecordFields,
-                  problems: list[str]) -> list[tuple[tuple[dict[str, Any], int, int], str]]:
+def _latest_by_id(
+    records: list[tuple[dict[str, Any], int, int]], f: RecordFields, problems: list[str]
+) -> list[tuple[tuple[dict[str, Any], int, int], str]]:
     """The records that have text, each with its id (the id field, else ``line-N``), in file
     order; of several with one id only the last is kept. Records without text and duplicate
     ids are reported in ``problems``."""
@@ -220,8 +227,10 @@ def _latest_by_id(records: list[tuple[dict[str, Any], int, int]], f: RecordField
         lines.setdefault(rid, []).append(start)
     for rid, at in lines.items():
         if len(at) > 1:
-            problems.append(f"line {at[-1]}: duplicate id {rid!r} (also on line{'s' if len(at) > 2 else ''} "
-                            f"{', '.join(map(str, at[:-1]))}); the last record is kept")
+            problems.append(
+                f"line {at[-1]}: duplicate id {rid!r} (also on line{'s' if len(at) > 2 else ''} "
+                f"{', '.join(map(str, at[:-1]))}); the last record is kept"
+            )
     return [(item, rid) for item, rid in with_text if item[1] == lines[rid][-1]]
 
 

@@ -33,10 +33,16 @@ _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=\S)")
 Line = tuple[str, tuple[int, int]]  # (text, (first, last) source line)
 
 
-def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], cap: int,
-                   end_map: list[int] | None = None, count: Callable[[str], int] = count_tokens,
-                   tokens: LineTokens | None = None, edits: list[tuple[int, int, int, int]] | None = None
-                   ) -> tuple[list[str], list[int], list[int], list[Block]]:
+def split_oversize(
+    lines: list[str],
+    line_map: list[int],
+    blocks: list[Block],
+    cap: int,
+    end_map: list[int] | None = None,
+    count: Callable[[str], int] = count_tokens,
+    tokens: LineTokens | None = None,
+    edits: list[tuple[int, int, int, int]] | None = None,
+) -> tuple[list[str], list[int], list[int], list[Block]]:
     """Lines, line map and blocks with every oversize block replaced by its pieces.
 
     Args:
@@ -62,8 +68,14 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
         return lines, line_map, end_map, blocks
     tokens = tokens if tokens is not None and tokens.lines is lines else None
     budgets = _budgets(blocks, cap, count, tokens)
-    todo = {i for i, budget in enumerate(budgets) if budget >= 0 and (blk := blocks[i]).kind is not BlockKind.FRONT_MATTER
-            and (blk.is_body or blk.kind is BlockKind.HTML) and _block_tokens(blk, lines, count, tokens) > budget}
+    todo = {
+        i
+        for i, budget in enumerate(budgets)
+        if budget >= 0
+        and (blk := blocks[i]).kind is not BlockKind.FRONT_MATTER
+        and (blk.is_body or blk.kind is BlockKind.HTML)
+        and _block_tokens(blk, lines, count, tokens) > budget
+    }
     if not todo:
         return lines, line_map, end_map, blocks
     spans = list(zip(line_map, end_map))
@@ -82,8 +94,17 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
             if same and not shift:
                 out_blocks.append(block)
             else:
-                out_blocks.append(Block(block.kind, block.text if same else "\n".join(lines[a:b]), a + 1 + shift,
-                                        b + shift, block.section_path, block.level, block.anchor))
+                out_blocks.append(
+                    Block(
+                        block.kind,
+                        block.text if same else "\n".join(lines[a:b]),
+                        a + 1 + shift,
+                        b + shift,
+                        block.section_path,
+                        block.level,
+                        block.anchor,
+                    )
+                )
             continue
         out_lines.extend(lines[pos : block.start_line - 1])
         out_spans.extend(spans[pos : block.start_line - 1])
@@ -95,8 +116,9 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
             start = len(out_lines) + 1
             out_lines.extend(t for t, _ in piece)
             out_spans.extend(s for _, s in piece)
-            out_blocks.append(Block(block.kind, "\n".join(t for t, _ in piece), start, len(out_lines),
-                                    block.section_path, block.level, block.anchor))
+            out_blocks.append(
+                Block(block.kind, "\n".join(t for t, _ in piece), start, len(out_lines), block.section_path, block.level, block.anchor)
+            )
         if edits is not None:
             edits.append((block.start_line - 1, block.end_line, block.start_line - 1 + shift, len(out_lines)))
         pos = block.end_line
@@ -109,14 +131,12 @@ def split_oversize(lines: list[str], line_map: list[int], blocks: list[Block], c
 def _block_tokens(block: Block, lines: list[str], count: Callable[[str], int], tokens: LineTokens | None) -> int:
     """cl100k tokens of a block's text: by its line span when it is its lines joined."""
     a, b = block.start_line - 1, block.end_line
-    if tokens is not None and tokens.lines is lines and tokens.chars(a, b) == len(block.text) \
-            and tokens.string(a, b) == block.text:
+    if tokens is not None and tokens.lines is lines and tokens.chars(a, b) == len(block.text) and tokens.string(a, b) == block.text:
         return tokens.span(a, b)
     return count(block.text)
 
 
-def _budgets(blocks: list[Block], cap: int, count: Callable[[str], int] = count_tokens,
-             tokens: LineTokens | None = None) -> list[int]:
+def _budgets(blocks: list[Block], cap: int, count: Callable[[str], int] = count_tokens, tokens: LineTokens | None = None) -> list[int]:
     """Per block: the cap less the tokens of the non-body blocks (headers, anchors) right
     before it, which join its first piece's chunk; at least a quarter of the cap. -1 for a
     block whose UTF-8 bytes are within that budget (a token is at least one byte, so it is not
@@ -145,14 +165,16 @@ def _budgets(blocks: list[Block], cap: int, count: Callable[[str], int] = count_
 
 
 def _lead_tokens(lead: list[Block], count: Callable[[str], int], tokens: LineTokens | None) -> int:
-    if tokens is not None and all(tokens.chars(b.start_line - 1, b.end_line) == len(b.text)
-                                  and tokens.string(b.start_line - 1, b.end_line) == b.text for b in lead):
+    if tokens is not None and all(
+        tokens.chars(b.start_line - 1, b.end_line) == len(b.text) and tokens.string(b.start_line - 1, b.end_line) == b.text for b in lead
+    ):
         return tokens.joined([(b.start_line - 1, b.end_line) for b in lead])
     return count("\n\n".join(b.text for b in lead))
 
 
-def split_block(kind: BlockKind, lines: list[Line], first_budget: int, budget: int | None = None,
-                count: Callable[[str], int] = count_tokens) -> list[list[Line]]:
+def split_block(
+    kind: BlockKind, lines: list[Line], first_budget: int, budget: int | None = None, count: Callable[[str], int] = count_tokens
+) -> list[list[Line]]:
     """Pieces of one block's lines (see the module docstring); the first piece fits
     ``first_budget`` tokens, the others ``budget`` (default: the same), as ``count`` counts
     (default :func:`esrag.tokens.count_tokens`)."""
@@ -163,8 +185,7 @@ def split_block(kind: BlockKind, lines: list[Line], first_budget: int, budget: i
         m = _FENCE_OPEN.match(lines[0][0])
         if m:
             fence = m.group(2)
-            closed = len(lines) > 1 and lines[-1][0].strip().startswith(fence[0] * len(fence)) and \
-                not lines[-1][0].strip().strip(fence[0])
+            closed = len(lines) > 1 and lines[-1][0].strip().startswith(fence[0] * len(fence)) and not lines[-1][0].strip().strip(fence[0])
             body = lines[1:-1] if closed else lines[1:]
             close = (m.group(1) + fence, (lines[-1] if closed else lines[0])[1])
             return _pack([[ln] for ln in body], first_budget, budget, count, prefix=[lines[0]], suffix=[close])
@@ -234,8 +255,15 @@ def _sentences(lines: list[Line]) -> list[list[Line]]:
     return [u for u in units if u]
 
 
-def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, count: Callable[[str], int], prefix: Sequence[Line] = (),
-          suffix: Sequence[Line] = (), cut_lines: bool = True) -> list[list[Line]]:
+def _pack(
+    units: Sequence[list[Line]],
+    first_budget: int,
+    budget: int,
+    count: Callable[[str], int],
+    prefix: Sequence[Line] = (),
+    suffix: Sequence[Line] = (),
+    cut_lines: bool = True,
+) -> list[list[Line]]:
     r"""Greedy packing of units (lists of lines) into pieces ``prefix + units + suffix`` of at
     most the budget; a unit too large alone is packed by its lines, a line too large alone is
     cut inside (sentence ends, then spaces) unless ``cut_lines`` is False.
@@ -299,8 +327,14 @@ def _pack(units: Sequence[list[Line]], first_budget: int, budget: int, count: Ca
                 add([(part, ln[1])])
     close()
     last = len(pieces) - 1
-    return [[*(prefix if k == 0 else [(t, body[0][1]) for t, _ in prefix]), *body,
-             *(suffix if k == last else [(t, body[-1][1]) for t, _ in suffix])] for k, body in enumerate(pieces)]
+    return [
+        [
+            *(prefix if k == 0 else [(t, body[0][1]) for t, _ in prefix]),
+            *body,
+            *(suffix if k == last else [(t, body[-1][1]) for t, _ in suffix]),
+        ]
+        for k, body in enumerate(pieces)
+    ]
 
 
 def _cut_line(text: str, budget: int, count: Callable[[str], int] = count_tokens) -> list[str]:

@@ -36,9 +36,23 @@ def main() -> None:
     store; ESRAG_ES_URL selects Elasticsearch)."""
 
 
-for _command in (admin.setup, ingest.ingest, search.search, search.ask, search.page, serve.serve, serve.mcp,
-                 admin.status, ingest.chunk, admin.plugins_cmd, admin.doctor, evaluation.eval_cmd, evaluation.diagnose,
-                 admin.remove, admin.drop):
+for _command in (
+    admin.setup,
+    ingest.ingest,
+    search.search,
+    search.ask,
+    search.page,
+    serve.serve,
+    serve.mcp,
+    admin.status,
+    ingest.chunk,
+    admin.plugins_cmd,
+    admin.doctor,
+    evaluation.eval_cmd,
+    evaluation.diagnose,
+    admin.remove,
+    admin.drop,
+):
     main.add_command(_command)
 
 

@@ -103,7 +103,6 @@ def plugins_cmd(as_json: bool) -> None:
     out.print(table)
 
 
-
 def confirm(yes: bool, question: str, command: str) -> None:
     """Go on when ``yes`` (``--yes``); on a terminal ask ``question`` (no = abort, exit 1);
     otherwise stop with a one-line error naming ``--yes``.
@@ -165,4 +164,3 @@ def _where_report(report: dict) -> str:
     if "alias" in report:
         return f"{report['alias']!r} ({len(report['indices'])} indices, {len(report['templates'])} templates, {len(report['pipelines'])} pipelines)"
     return f"{report.get('path')} ({report.get('corpora', 0)} corpora)"
-

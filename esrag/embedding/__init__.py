@@ -35,11 +35,29 @@ from esrag.embedding.local import (
 )
 
 __all__ = [
-    "DEFAULT_MODEL", "CachedEmbedder", "Embedder", "EmbeddingCache", "Progress", "Prompts",
-    "SentenceTransformerEmbedder", "choose_backend", "choose_precision", "cpu_features", "cpu_has_fast_bf16",
-    "cpu_has_vnni", "hub_reachable", "l2_normalise",
-    "embedder_factory", "make_embedder", "normalize_spec", "parse_spec", "prompt_flags", "prompts_for",
-    "passage_cache_spec", "release_freed_memory", "resolve_model_path",
+    "DEFAULT_MODEL",
+    "CachedEmbedder",
+    "Embedder",
+    "EmbeddingCache",
+    "Progress",
+    "Prompts",
+    "SentenceTransformerEmbedder",
+    "choose_backend",
+    "choose_precision",
+    "cpu_features",
+    "cpu_has_fast_bf16",
+    "cpu_has_vnni",
+    "hub_reachable",
+    "l2_normalise",
+    "embedder_factory",
+    "make_embedder",
+    "normalize_spec",
+    "parse_spec",
+    "prompt_flags",
+    "prompts_for",
+    "passage_cache_spec",
+    "release_freed_memory",
+    "resolve_model_path",
 ]
 
 

@@ -35,9 +35,7 @@ class EmbeddingCache:
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), 500):
             part = keys[start : start + 500]
-            rows = self._db.execute(
-                f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(part))})", part
-            ).fetchall()
+            rows = self._db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
             found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
         return found
 
@@ -53,8 +51,11 @@ class EmbeddingCache:
         except sqlite3.Error as exc:
             if not self._warned:
                 self._warned = True
-                warnings.warn(f"the embedding cache at {self.path} could not be written ({exc}); this ingest goes on "
-                              "without caching, and the vectors are computed again next time", stacklevel=2)
+                warnings.warn(
+                    f"the embedding cache at {self.path} could not be written ({exc}); this ingest goes on "
+                    "without caching, and the vectors are computed again next time",
+                    stacklevel=2,
+                )
 
     def close(self) -> None:
         self._db.close()
@@ -95,5 +96,3 @@ class CachedEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.inner.embed_query(text)
-
-

@@ -102,8 +102,11 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self.prompts = prompts_for(model, query_prefix, passage_prefix)
         table = prompts_for(model)
-        self.cache_tag = "" if (self.prompts.query, self.prompts.passage) == (table.query, table.passage) else \
-            f"|q={self.prompts.query!r}|p={self.prompts.passage!r}"
+        self.cache_tag = (
+            ""
+            if (self.prompts.query, self.prompts.passage) == (table.query, table.passage)
+            else f"|q={self.prompts.query!r}|p={self.prompts.passage!r}"
+        )
         self.device = device or "cpu"
         self.backend = choose_backend(backend, model, self.device)
         self.precision = choose_precision(precision, self.backend, self.device)
@@ -151,8 +154,13 @@ class SentenceTransformerEmbedder:
     def from_settings(cls, model: str, settings, **options) -> SentenceTransformerEmbedder:
         """An embedder for ``model`` with batch size and precision from ``Settings``; ``options``
         (``query_prefix``, ``passage_prefix``) are passed on."""
-        return cls(model, batch_size=settings.ingest.embed_batch_size, precision=settings.embedder_precision,
-                   backend=getattr(settings, "embedder_backend", "auto"), **options)
+        return cls(
+            model,
+            batch_size=settings.ingest.embed_batch_size,
+            precision=settings.embedder_precision,
+            backend=getattr(settings, "embedder_backend", "auto"),
+            **options,
+        )
 
     def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         """See :class:`Embedder`."""
@@ -185,15 +193,19 @@ class SentenceTransformerEmbedder:
         else:
             order = sorted(range(len(unique)), key=lambda i: len(unique[i]))
         step = self.batch_size * 4
-        with self._lock, (self._precision() if autocast else contextlib.nullcontext()):
+        with self._lock, self._precision() if autocast else contextlib.nullcontext():
             for start in range(0, len(order), step):
                 idx = order[start : start + step]
                 if self._ov is not None:
-                    out[idx] = np.concatenate(self._ov.encode_batches([[ids[i] for i in idx[b : b + self.batch_size]]
-                                                                       for b in range(0, len(idx), self.batch_size)]))
+                    out[idx] = np.concatenate(
+                        self._ov.encode_batches(
+                            [[ids[i] for i in idx[b : b + self.batch_size]] for b in range(0, len(idx), self.batch_size)]
+                        )
+                    )
                 else:
-                    out[idx] = self._st.encode([unique[i] for i in idx], batch_size=self.batch_size, convert_to_numpy=True,
-                                               show_progress_bar=False)
+                    out[idx] = self._st.encode(
+                        [unique[i] for i in idx], batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+                    )
                 release_freed_memory()
                 if progress:
                     progress(len(idx))
@@ -339,8 +351,10 @@ def choose_precision(precision: str, backend: str, device: str = "cpu") -> str:
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision == "int8" and backend != "openvino":
-        raise ModelLoadError("embedder precision int8 runs on the openvino backend only, not on "
-                             f"{backend}; use embedder_backend = \"openvino\" or another precision")
+        raise ModelLoadError(
+            "embedder precision int8 runs on the openvino backend only, not on "
+            f'{backend}; use embedder_backend = "openvino" or another precision'
+        )
     if precision != "auto":
         return precision
     if device != "cpu":
@@ -383,7 +397,7 @@ def choose_backend(backend: str, model: str, device: str = "cpu") -> str:
     if not reason:
         return "openvino"
     if backend == "openvino":
-        raise ModelLoadError(f"embedder backend openvino cannot run {model!r}: {reason}; use embedder_backend = \"torch\"")
+        raise ModelLoadError(f'embedder backend openvino cannot run {model!r}: {reason}; use embedder_backend = "torch"')
     return "torch"
 
 
@@ -412,8 +426,9 @@ def _load_openvino(model: str, precision: str, threads: int | None, int8: bool =
             ir = quantized_model(path)
         return OpenVINOEncoder(path, precision=precision, threads=threads, int8=int8, ir=ir)
     except Exception as exc:  # export (torch) or compile (OpenVINO) failures
-        raise ModelLoadError(f"cannot run {model!r} on OpenVINO ({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); "
-                             "use embedder_backend = \"torch\"") from exc
+        raise ModelLoadError(
+            f'cannot run {model!r} on OpenVINO ({type(exc).__name__}: {" ".join(str(exc).split())[:300]}); use embedder_backend = "torch"'
+        ) from exc
 
 
 @functools.cache
@@ -431,9 +446,11 @@ def _load_sentence_transformer(model: str, device: str):
         return SentenceTransformer(path, device=device, local_files_only=offline)
     except Exception as exc:  # sentence-transformers raises OSError, ValueError, HTTP errors…
         where = (
-            "from its local files" if local else
-            "from the local Hugging Face cache: the hub (huggingface.co) is unreachable from here" if offline else
-            "from the Hugging Face hub"
+            "from its local files"
+            if local
+            else "from the local Hugging Face cache: the hub (huggingface.co) is unreachable from here"
+            if offline
+            else "from the Hugging Face hub"
         )
         raise ModelLoadError(
             f"cannot load sentence-transformers model {model!r} {where} ({' '.join(str(exc).split()).rstrip('.')}). "
@@ -454,5 +471,3 @@ def hub_reachable(timeout: float = 3.0) -> bool:
             return True
     except OSError:
         return False
-
-

@@ -41,8 +41,15 @@ import numpy as np
 
 # bump when the exported graph changes (inputs, pooling), so old exports are not reused
 EXPORT_FORMAT = "1"
-_MODEL_FILES = ("config.json", "modules.json", "tokenizer.json", "model.safetensors", "pytorch_model.bin",
-                "sentence_bert_config.json", "1_Pooling/config.json")
+_MODEL_FILES = (
+    "config.json",
+    "modules.json",
+    "tokenizer.json",
+    "model.safetensors",
+    "pytorch_model.bin",
+    "sentence_bert_config.json",
+    "1_Pooling/config.json",
+)
 _LIBRARIES = ("torch", "transformers", "openvino")
 
 
@@ -191,9 +198,16 @@ def _export(model_dir: Path, out: Path) -> None:
     # (tests/test_embed_backends.py checks the vectors against torch at many lengths)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(Pooled(model), inputs, str(onnx_path), input_names=names, output_names=["sentence_embedding"],
-                          dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, "sentence_embedding": {0: "batch"}},
-                          opset_version=17, dynamo=False)
+        torch.onnx.export(
+            Pooled(model),
+            inputs,
+            str(onnx_path),
+            input_names=names,
+            output_names=["sentence_embedding"],
+            dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, "sentence_embedding": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,
+        )
     ov.save_model(ov.convert_model(str(onnx_path)), str(out / "model.xml"), compress_to_fp16=False)
     onnx_path.unlink()
 
@@ -220,8 +234,15 @@ class OpenVINOEncoder:
     to the model's window (``max_seq_length`` wordpieces) by the tokenizer, before padding.
     """
 
-    def __init__(self, model_dir: Path, precision: str = "f32", threads: int | None = None, int8: bool = False,
-                 hint: str | None = None, ir: Path | None = None) -> None:
+    def __init__(
+        self,
+        model_dir: Path,
+        precision: str = "f32",
+        threads: int | None = None,
+        int8: bool = False,
+        hint: str | None = None,
+        ir: Path | None = None,
+    ) -> None:
         import openvino as ov
         from tokenizers import Tokenizer
 
@@ -235,8 +256,11 @@ class OpenVINOEncoder:
         self._tokenizer.no_padding()
         self._core = ov.Core()
         self.hint = hint or ("LATENCY" if threads else "THROUGHPUT")
-        config: dict[str, Any] = {"INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": self.hint,
-                                  "CACHE_DIR": str(self.xml.parent / "compiled")}
+        config: dict[str, Any] = {
+            "INFERENCE_PRECISION_HINT": precision,
+            "PERFORMANCE_HINT": self.hint,
+            "CACHE_DIR": str(self.xml.parent / "compiled"),
+        }
         if threads:
             config["INFERENCE_NUM_THREADS"] = threads
         self._compiled = self._core.compile_model(str(self.xml), "CPU", config)
@@ -263,7 +287,6 @@ class OpenVINOEncoder:
         the longest of the batch: one forward pass."""
         result = self._request.infer(model_inputs(batch))
         return np.asarray(result[self._compiled.output(0)], dtype=np.float32)
-
 
     def encode_batches(self, batches: list[list[list[int]]]) -> list[np.ndarray]:
         """:meth:`encode_ids` of each batch, with up to ``in_flight`` batches running at once

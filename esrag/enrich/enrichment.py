@@ -74,8 +74,10 @@ ENRICH_FIELDS = ("title", "summary", "keywords", "questions", "entities", "key",
 #: ``context`` is empty for E chunks; it carries the [Section:]/[Previous:]/[Next:] lines that
 #: key-based merging gives short keyless chunks.
 ARM_INDEX_TEXT: dict[str, tuple[list[str], dict[str, float]]] = {
-    "e": (["title", "summary", "keywords", "questions", "context", "text"],
-          {"title": 1.0, "summary": 1.0, "keywords": 1.0, "questions": 1.0, "context": 1.0, "text": 1.0}),
+    "e": (
+        ["title", "summary", "keywords", "questions", "context", "text"],
+        {"title": 1.0, "summary": 1.0, "keywords": 1.0, "questions": 1.0, "context": 1.0, "text": 1.0},
+    ),
     "cr": (["context", "text"], {"context": 1.0, "text": 1.0}),
 }
 ARM_INDEX_TEXT["e-k"] = ARM_INDEX_TEXT["pf"] = ARM_INDEX_TEXT["e"]
@@ -128,7 +130,7 @@ class KeyDictionary:
             entry.last = position
         if len(self.entries) > self.max_keys:
             ranked = sorted(self.entries.items(), key=lambda kv: kv[1].last, reverse=True)
-            self.evicted.extend(k for k, _ in ranked[self.max_keys:])
+            self.evicted.extend(k for k, _ in ranked[self.max_keys :])
             self.entries = dict(ranked[: self.max_keys])
 
     def keys(self) -> list[str]:
@@ -249,8 +251,7 @@ def validate_enrichment(obj: dict[str, Any], known_keys: Collection[str]) -> tup
     title = _as_text("title", obj.get("title"), TITLE_MAX_CHARS, notes)
     summary = _as_text("summary", obj.get("summary"), SUMMARY_MAX_CHARS, notes)
     keywords = _counted("keywords", _as_list("keywords", obj.get("keywords"), ITEM_MAX_CHARS, notes), *KEYWORDS_RANGE, notes)
-    questions = _counted("questions", _as_list("questions", obj.get("questions"), QUESTION_MAX_CHARS, notes),
-                         *QUESTIONS_RANGE, notes)
+    questions = _counted("questions", _as_list("questions", obj.get("questions"), QUESTION_MAX_CHARS, notes), *QUESTIONS_RANGE, notes)
     entities = _as_list("entities", obj.get("entities"), ITEM_MAX_CHARS, notes)[:MAX_ENTITIES]
     key = normalize_key(_as_text("key", obj.get("key"), 10 * KEY_MAX_CHARS, notes))
     related: list[str] = []
@@ -271,8 +272,9 @@ def _usable(fields: Collection[str]) -> Callable[[dict[str, Any]], bool]:
 
 
 # -- calls (the one retry loop: esrag.llm.json_reply) -----------------------------------------
-def call_json(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str,
-              usable: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+def call_json(
+    llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str, usable: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any] | None:
     """One JSON call through :func:`esrag.llm.json_reply.ask_json` (seeds 0, 1–3; failures in
     the ledger): the first reply that parses to a JSON object ``usable`` accepts, or None."""
     return ask_json(llm, prompt_text, prompt_sha256, options, task, usable).value
@@ -281,8 +283,7 @@ def call_json(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLM
 def call_text(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str) -> str:
     """One plain-text call through :func:`esrag.llm.json_reply.ask`: the first non-empty
     reply, cut to ``CONTEXT_MAX_CHARS`` characters, or '' (the failure is in the ledger)."""
-    return ask(llm, prompt_text, prompt_sha256, options, task, lambda t: t.strip()[:CONTEXT_MAX_CHARS] or None,
-               "empty reply").value or ""
+    return ask(llm, prompt_text, prompt_sha256, options, task, lambda t: t.strip()[:CONTEXT_MAX_CHARS] or None, "empty reply").value or ""
 
 
 # -- E and E−K --------------------------------------------------------------------------------
@@ -296,8 +297,14 @@ def previous_summary(position: int, previous: Enrichment | None) -> str:
 
 def render_enrich_prompt(prompt: Prompt, chunk: Chunk, position: int, total: int, previous: str, dictionary: str) -> str:
     """The E prompt for one chunk (``dictionary`` already rendered, or ``(not provided)``)."""
-    return prompt.render(section_path=chunk.section_path or NO_SECTION, position=position, total=total,
-                         previous_summary=previous, chunk_text=chunk.text, key_dictionary=dictionary)
+    return prompt.render(
+        section_path=chunk.section_path or NO_SECTION,
+        position=position,
+        total=total,
+        previous_summary=previous,
+        chunk_text=chunk.text,
+        key_dictionary=dictionary,
+    )
 
 
 @dataclass
@@ -309,9 +316,16 @@ class DictionaryStats:
     evicted: int = 0
 
 
-def enrich_chunks(chunks: list[Chunk], llm: CachedLLM, *, show_keys: bool = True, prompt: Prompt | None = None,
-                  options: LLMOptions | None = None, max_keys: int = MAX_KEYS,
-                  stats: DictionaryStats | None = None) -> list[Enrichment]:
+def enrich_chunks(
+    chunks: list[Chunk],
+    llm: CachedLLM,
+    *,
+    show_keys: bool = True,
+    prompt: Prompt | None = None,
+    options: LLMOptions | None = None,
+    max_keys: int = MAX_KEYS,
+    stats: DictionaryStats | None = None,
+) -> list[Enrichment]:
     """Arm E (``show_keys=True``) or E−K (False) over one document's ``chunks`` in order.
 
     Returns:
@@ -325,8 +339,9 @@ def enrich_chunks(chunks: list[Chunk], llm: CachedLLM, *, show_keys: bool = True
     previous: Enrichment | None = None
     for i, chunk in enumerate(chunks, start=1):
         known = set(keys.entries)
-        text = render_enrich_prompt(prompt, chunk, i, len(chunks), previous_summary(i, previous),
-                                    keys.render() if show_keys else NOT_PROVIDED)
+        text = render_enrich_prompt(
+            prompt, chunk, i, len(chunks), previous_summary(i, previous), keys.render() if show_keys else NOT_PROVIDED
+        )
         obj = call_json(llm, text, prompt.sha256, options, "enrich", _usable(ENRICH_FIELDS))
         e = validate_enrichment(obj, known)[0] if obj is not None else Enrichment()
         e.model, e.prompt_sha256 = llm.spec, prompt.sha256
@@ -342,14 +357,14 @@ def enrich_chunks(chunks: list[Chunk], llm: CachedLLM, *, show_keys: bool = True
 
 
 # -- CR ---------------------------------------------------------------------------------------
-def contextualize_chunks(document: str, chunks: list[Chunk], llm: CachedLLM, *, prompt: Prompt | None = None,
-                         options: LLMOptions | None = None) -> list[str]:
+def contextualize_chunks(
+    document: str, chunks: list[Chunk], llm: CachedLLM, *, prompt: Prompt | None = None, options: LLMOptions | None = None
+) -> list[str]:
     """Arm CR: for each chunk, the whole ``document`` then the chunk -> a short situating
     context ('' where the call failed). Plain text, ≤ ``options.max_tokens`` (120) tokens."""
     prompt = prompt or load_prompt(CONTEXT)
     options = options or LLMOptions(max_tokens=120, json=False)
-    return [call_text(llm, prompt.render(document=document, chunk_text=c.text), prompt.sha256, options, "context")
-            for c in chunks]
+    return [call_text(llm, prompt.render(document=document, chunk_text=c.text), prompt.sha256, options, "context") for c in chunks]
 
 
 # -- PF ---------------------------------------------------------------------------------------
@@ -365,8 +380,9 @@ def combined_sha256(prompts: dict[str, Prompt]) -> str:
     return sha256("\n".join(f"{name}:{p.sha256}" for name, p in sorted(prompts.items())))
 
 
-def per_field_chunks(chunks: list[Chunk], llm: CachedLLM, *, prompts: dict[str, Prompt] | None = None,
-                     options: LLMOptions | None = None) -> list[Enrichment]:
+def per_field_chunks(
+    chunks: list[Chunk], llm: CachedLLM, *, prompts: dict[str, Prompt] | None = None, options: LLMOptions | None = None
+) -> list[Enrichment]:
     """Arm PF: four calls per chunk, one per indexed field, each with that field's instruction
     and E's context (section path, position, previous summary — from the previous chunk's
     summary call — and chunk text). Key fields stay empty. A failed field is counted
@@ -377,8 +393,13 @@ def per_field_chunks(chunks: list[Chunk], llm: CachedLLM, *, prompts: dict[str, 
     out: list[Enrichment] = []
     previous: Enrichment | None = None
     for i, chunk in enumerate(chunks, start=1):
-        values = {"section_path": chunk.section_path or NO_SECTION, "position": i, "total": len(chunks),
-                  "previous_summary": previous_summary(i, previous), "chunk_text": chunk.text}
+        values = {
+            "section_path": chunk.section_path or NO_SECTION,
+            "position": i,
+            "total": len(chunks),
+            "previous_summary": previous_summary(i, previous),
+            "chunk_text": chunk.text,
+        }
         parts: dict[str, Any] = {}
         for name, prompt in prompts.items():
             obj = call_json(llm, prompt.render(**values), prompt.sha256, options, f"field:{name}", _usable((name,)))
@@ -395,8 +416,10 @@ def per_field_chunks(chunks: list[Chunk], llm: CachedLLM, *, prompts: dict[str, 
 def enrichment_fingerprint(chunk: Chunk) -> str:
     """JSON of everything the LLM put on ``chunk`` (fields, model, prompt hash, context)."""
     e = chunk.enrichment or Enrichment()
-    return json.dumps([e.title, e.summary, e.keywords, e.questions, e.entities, e.key, e.related_keys, e.model,
-                       e.prompt_sha256, chunk.context], ensure_ascii=False)
+    return json.dumps(
+        [e.title, e.summary, e.keywords, e.questions, e.entities, e.key, e.related_keys, e.model, e.prompt_sha256, chunk.context],
+        ensure_ascii=False,
+    )
 
 
 @dataclass
@@ -431,8 +454,13 @@ class Enricher:
         self.mode = check_mode(self.mode)
         self.concurrency = self.concurrency or self.llm.concurrency
         if not self.prompts:
-            self.prompts = ({"context": load_prompt(CONTEXT)} if self.mode == "cr" else
-                            field_prompts() if self.mode == "pf" else {"enrich": load_prompt(ENRICH)})
+            self.prompts = (
+                {"context": load_prompt(CONTEXT)}
+                if self.mode == "cr"
+                else field_prompts()
+                if self.mode == "pf"
+                else {"enrich": load_prompt(ENRICH)}
+            )
 
     @property
     def index_text(self) -> tuple[list[str], dict[str, float]]:
@@ -458,8 +486,15 @@ class Enricher:
                 c.enrichment = e
         else:
             stats = DictionaryStats()
-            found = enrich_chunks(chunks, self.llm, show_keys=self.mode == "e", prompt=self.prompts["enrich"],
-                                  options=opts, max_keys=self.max_keys, stats=stats)
+            found = enrich_chunks(
+                chunks,
+                self.llm,
+                show_keys=self.mode == "e",
+                prompt=self.prompts["enrich"],
+                options=opts,
+                max_keys=self.max_keys,
+                stats=stats,
+            )
             for c, e in zip(chunks, found):
                 c.enrichment = e
             self._add_key_stats(stats)
@@ -473,6 +508,7 @@ class Enricher:
             Per item, None or the exception its enrichment raised (a bug or a plugin's
             failure; LLM failures never raise), so one document never stops the others.
         """
+
         def one(item: tuple[Document, list[Chunk]]) -> Exception | None:
             try:
                 self.enrich(*item)
@@ -513,6 +549,11 @@ def make_enricher(settings: Any, mode: str, llm_spec: str | None = None, cache_p
     mode = check_mode(mode)
     llm = make_llm(llm_spec or settings.llm, settings)
     path = Path(cache_path or settings.llm_cache_path)
-    return Enricher(CachedLLM(llm, LLMCache(path)), mode, max_tokens=settings.llm_max_tokens,
-                    context_max_tokens=settings.llm_context_max_tokens, num_ctx=settings.llm_num_ctx,
-                    json_mode=settings.llm_json)
+    return Enricher(
+        CachedLLM(llm, LLMCache(path)),
+        mode,
+        max_tokens=settings.llm_max_tokens,
+        context_max_tokens=settings.llm_context_max_tokens,
+        num_ctx=settings.llm_num_ctx,
+        json_mode=settings.llm_json,
+    )

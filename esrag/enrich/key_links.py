@@ -85,8 +85,7 @@ class _Packer:
         return True
 
 
-def expand_related(ranked: list[Chunk], docs: Mapping[DocKey, list[Chunk]],
-                   budget_tokens: int | None = None) -> list[Chunk]:
+def expand_related(ranked: list[Chunk], docs: Mapping[DocKey, list[Chunk]], budget_tokens: int | None = None) -> list[Chunk]:
     """E+KX: ``ranked`` (best first) with each hit followed by its linked chunks.
 
     Args:
@@ -104,8 +103,7 @@ def related_counts(ranked: list[Chunk], docs: Mapping[DocKey, list[Chunk]]) -> l
     return counts
 
 
-def _expand(ranked: list[Chunk], docs: Mapping[DocKey, list[Chunk]], budget_tokens: int | None,
-            counts: list[int] | None) -> list[Chunk]:
+def _expand(ranked: list[Chunk], docs: Mapping[DocKey, list[Chunk]], budget_tokens: int | None, counts: list[int] | None) -> list[Chunk]:
     pack = _Packer(budget_tokens)
     for hit in ranked:
         if pack.full:
@@ -117,8 +115,9 @@ def _expand(ranked: list[Chunk], docs: Mapping[DocKey, list[Chunk]], budget_toke
     return pack.out
 
 
-def expand_adjacent(ranked: list[Chunk], docs: Mapping[DocKey, list[Chunk]], budget_tokens: int | None = None,
-                    counts: list[int] | None = None) -> list[Chunk]:
+def expand_adjacent(
+    ranked: list[Chunk], docs: Mapping[DocKey, list[Chunk]], budget_tokens: int | None = None, counts: list[int] | None = None
+) -> list[Chunk]:
     """E+AX: ``ranked`` with each hit followed by up to ``counts[i]`` of its nearest
     not-yet-included neighbours (next first, then previous, then two away…).
 

@@ -65,14 +65,24 @@ def combine(fragments: list[Chunk]) -> Chunk:
     es = [f.enrichment or Enrichment() for f in fragments]
     e0 = es[0]
     enrichment = Enrichment(
-        title=e0.title, summary=e0.summary, keywords=_union([e.keywords for e in es]),
-        questions=_union([e.questions for e in es]), entities=_union([e.entities for e in es]), key=e0.key,
-        related_keys=_union([e.related_keys for e in es]), model=e0.model, prompt_sha256=e0.prompt_sha256,
+        title=e0.title,
+        summary=e0.summary,
+        keywords=_union([e.keywords for e in es]),
+        questions=_union([e.questions for e in es]),
+        entities=_union([e.entities for e in es]),
+        key=e0.key,
+        related_keys=_union([e.related_keys for e in es]),
+        model=e0.model,
+        prompt_sha256=e0.prompt_sha256,
     )
     text = SEPARATOR.join(f.text for f in fragments)
     return replace(
-        first, text=text, end_line=max(f.end_line for f in fragments), tokens=count_tokens(text),
-        content_hash=content_hash(*(f.content_hash for f in fragments)), enrichment=enrichment,
+        first,
+        text=text,
+        end_line=max(f.end_line for f in fragments),
+        tokens=count_tokens(text),
+        content_hash=content_hash(*(f.content_hash for f in fragments)),
+        enrichment=enrichment,
         metadata={**first.metadata, "merged_from": [f.id for f in fragments]},
     )
 
@@ -194,8 +204,7 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b) / (na * nb) if na > 0 and nb > 0 else 0.0
 
 
-def consolidate_keys(keys: list[str], llm: CachedLLM, *, prompt: Prompt | None = None,
-                     options: LLMOptions | None = None) -> dict[str, str]:
+def consolidate_keys(keys: list[str], llm: CachedLLM, *, prompt: Prompt | None = None, options: LLMOptions | None = None) -> dict[str, str]:
     """One call mapping a document's keys to canonical keys from the same list (TopicGPT's
     merge pass, Pham et al. 2024). With fewer than two distinct keys no call is made.
 
@@ -210,8 +219,9 @@ def consolidate_keys(keys: list[str], llm: CachedLLM, *, prompt: Prompt | None =
         return identity
     prompt = prompt or load_prompt(CONSOLIDATE)
     options = options or LLMOptions(max_tokens=1000)
-    obj = call_json(llm, prompt.render(keys="\n".join(distinct)), prompt.sha256, options, "consolidate",
-                    lambda o: isinstance(o.get("mapping"), dict))
+    obj = call_json(
+        llm, prompt.render(keys="\n".join(distinct)), prompt.sha256, options, "consolidate", lambda o: isinstance(o.get("mapping"), dict)
+    )
     if obj is None:
         return identity
     mapping: dict[str, Any] = obj["mapping"]

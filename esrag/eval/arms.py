@@ -54,8 +54,21 @@ from esrag.indexed_text import EMBED_FIELDS
 from esrag.model import Document
 from esrag.search.rerank import Reranker
 
-__all__ = ["ARMS", "ARM_NAMES", "CHUNKERS", "SECTION_AND_TEXT", "SEED_SEARCH", "TEXT_ONLY", "Arm", "Enricher", "Retriever",
-           "default_arm", "make_arm", "make_retriever"]
+__all__ = [
+    "ARMS",
+    "ARM_NAMES",
+    "CHUNKERS",
+    "SECTION_AND_TEXT",
+    "SEED_SEARCH",
+    "TEXT_ONLY",
+    "Arm",
+    "Enricher",
+    "Retriever",
+    "default_arm",
+    "make_arm",
+    "make_retriever",
+]
+
 
 def _fl(documents: Sequence[Document]) -> Chunker:
     header = HeaderChunker()
@@ -120,10 +133,17 @@ def default_arm(settings: Settings) -> Arm:
     embed, bm25 = tuple(ingester.embed_fields), dict(ingester.bm25_fields)
     context = f", section context {t.section_context:g} (depth {t.section_context_depth})" if t.section_context else ""
     return Arm(
-        "default", build, embed, bm25, settings.search, None,
+        "default",
+        build,
+        embed,
+        bm25,
+        settings.search,
+        None,
         f"esrag defaults: chunker {c.chunker} (tau {c.tau_max}/{c.tau_min}), embed {list(embed)}, bm25 {bm25}, "
         f"analyzer {t.analyzer}{context}",
-        analyzer=t.analyzer, section_context=t.section_context, section_context_depth=t.section_context_depth,
+        analyzer=t.analyzer,
+        section_context=t.section_context,
+        section_context_depth=t.section_context_depth,
     )
 
 
@@ -161,10 +181,19 @@ def make_arm(name: str, settings: Settings, custom: Mapping[str, Mapping[str, An
         analyzer = check_analyzer(str(spec.get("analyzer", "standard")))
         alpha, depth = float(spec.get("section_context", 0.0)), int(spec.get("section_context_depth", 2))
         if alpha < 0 or depth < 1:
-            raise ConfigError(f"arm {name!r}: section_context must be >= 0 and section_context_depth >= 1, "
-                              f"got {alpha} and {depth}")
-        return Arm(name, chunker, embed, bm25, SearchSettings(**search.model_dump()), None, str(spec.get("description", "")),
-                   analyzer=analyzer, section_context=alpha, section_context_depth=depth)
+            raise ConfigError(f"arm {name!r}: section_context must be >= 0 and section_context_depth >= 1, got {alpha} and {depth}")
+        return Arm(
+            name,
+            chunker,
+            embed,
+            bm25,
+            SearchSettings(**search.model_dump()),
+            None,
+            str(spec.get("description", "")),
+            analyzer=analyzer,
+            section_context=alpha,
+            section_context_depth=depth,
+        )
     if name == "default":
         return default_arm(settings)
     if name in LLM_ARM_NAMES:
@@ -185,13 +214,17 @@ def _from_default(name: str, spec: Mapping[str, Any], settings: Settings) -> Arm
     the ``search`` table ``[search]`` values, so the arm is exactly the defaults with one lever
     changed (the levers of issue 29). Raises ConfigError for an unknown field or a bad value."""
     try:
-        chosen = settings.model_copy(update={
-            "chunking": settings.chunking.model_validate({**settings.chunking.model_dump(),
-                                                          **{k: spec[k] for k in _CHUNKING_KEYS if k in spec}}),
-            "index_text": settings.index_text.model_validate({**settings.index_text.model_dump(),
-                                                              **{k: spec[k] for k in _INDEX_TEXT_KEYS if k in spec}}),
-            "search": settings.search.model_validate({**settings.search.model_dump(), **dict(spec.get("search", {}))}),
-        })
+        chosen = settings.model_copy(
+            update={
+                "chunking": settings.chunking.model_validate(
+                    {**settings.chunking.model_dump(), **{k: spec[k] for k in _CHUNKING_KEYS if k in spec}}
+                ),
+                "index_text": settings.index_text.model_validate(
+                    {**settings.index_text.model_dump(), **{k: spec[k] for k in _INDEX_TEXT_KEYS if k in spec}}
+                ),
+                "search": settings.search.model_validate({**settings.search.model_dump(), **dict(spec.get("search", {}))}),
+            }
+        )
     except ValueError as exc:
         raise ConfigError(f"arm {name!r}: {exc}") from None
     arm = default_arm(chosen)
@@ -214,11 +247,13 @@ def _check_fields(arm: str, embed: Sequence[str], bm25: Mapping[str, float]) -> 
 
     bad = [f for f in embed if f not in EMBED_FIELDS] + [f for f in bm25 if f not in TEXT_FIELDS]
     if bad:
-        raise ConfigError(f"arm {arm!r} names unknown fields {bad}; embed_fields: {', '.join(EMBED_FIELDS)}; "
-                          f"bm25_fields: {', '.join(TEXT_FIELDS)}")
+        raise ConfigError(
+            f"arm {arm!r} names unknown fields {bad}; embed_fields: {', '.join(EMBED_FIELDS)}; bm25_fields: {', '.join(TEXT_FIELDS)}"
+        )
 
 
 # -- retrievers ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Retriever:
@@ -242,8 +277,9 @@ class Retriever:
     reformulate: Callable[[str], list[str]] | None = None
 
 
-def make_retriever(name: str, rerank: Rerank | Reranker | None = None, depth: int = 30,
-                   reformulate: Callable[[str], list[str]] | None = None) -> Retriever:
+def make_retriever(
+    name: str, rerank: Rerank | Reranker | None = None, depth: int = 30, reformulate: Callable[[str], list[str]] | None = None
+) -> Retriever:
     """``bm25``, ``dense``, ``hybrid``, or ``MODE+rerank`` (needs ``rerank``),
     ``MODE+reformulate`` (needs ``reformulate``) or ``MODE+reformulate+rerank``.
 
@@ -252,11 +288,12 @@ def make_retriever(name: str, rerank: Rerank | Reranker | None = None, depth: in
     """
     mode, *suffixes = name.split("+")
     if mode not in SEARCH_MODES or any(s not in ("rerank", "reformulate") for s in suffixes) or len(set(suffixes)) < len(suffixes):
-        raise ConfigError(f"unknown retriever {name!r}; valid: {', '.join(SEARCH_MODES)}, or MODE+rerank with a reranker, "
-                          "MODE+reformulate, MODE+reformulate+rerank")
+        raise ConfigError(
+            f"unknown retriever {name!r}; valid: {', '.join(SEARCH_MODES)}, or MODE+rerank with a reranker, "
+            "MODE+reformulate, MODE+reformulate+rerank"
+        )
     if "rerank" in suffixes and rerank is None:
-        raise ConfigError(f"retriever {name!r} needs a reranker: set reranker = \"module:function\" in the eval config")
+        raise ConfigError(f'retriever {name!r} needs a reranker: set reranker = "module:function" in the eval config')
     if "reformulate" in suffixes and reformulate is None:
         raise ConfigError(f"retriever {name!r} needs a reformulator (the LLM of ESRAG_LLM)")
-    return Retriever(name, mode, rerank if "rerank" in suffixes else None, depth,
-                     reformulate if "reformulate" in suffixes else None)
+    return Retriever(name, mode, rerank if "rerank" in suffixes else None, depth, reformulate if "reformulate" in suffixes else None)

@@ -17,8 +17,9 @@ from esrag.model import Chunk, Document, Hit
 
 #: The seed's retrieval protocol for named arms: RRF (k = 60, untuned, equal weights) over the
 #: whole ranked pool (a window of 10,000 chunks covers every pool of the datasets here).
-SEED_SEARCH = SearchSettings(k=10, mode="hybrid", rrf_k=60, rank_window_size=10_000, num_candidates=10_000,
-                             weights={"bm25": 1.0, "dense": 1.0})
+SEED_SEARCH = SearchSettings(
+    k=10, mode="hybrid", rrf_k=60, rank_window_size=10_000, num_candidates=10_000, weights={"bm25": 1.0, "dense": 1.0}
+)
 
 TEXT_ONLY = ("text",)
 SECTION_AND_TEXT = ("section_path", "text")
@@ -88,7 +89,6 @@ class EnrichedChunker:
         return self.enricher.enrich(doc, self.inner.chunk(doc))
 
 
-
 def default_cache_path() -> Path:
     """``$XDG_CACHE_HOME/esrag/embeddings.sqlite`` (``~/.cache`` when unset): the evaluation's
     embedding cache (passages and queries), shared by every run."""
@@ -101,6 +101,5 @@ def pipeline_settings(settings: Settings, search: SearchSettings) -> Settings:
     :class:`~esrag.search.pipeline.Pipeline` off (budget, expansion, rerank, reformulation,
     fan-out, ``[corpora.NAME]`` tables): what an evaluation retriever asks for is passed per call,
     never picked up from the user's esrag.toml or ``ESRAG_SEARCH_*``."""
-    off = search.model_copy(update={"budget": None, "expand": None, "rerank": None, "reformulate": 0, "corpora": [],
-                                    "router": False})
+    off = search.model_copy(update={"budget": None, "expand": None, "rerank": None, "reformulate": 0, "corpora": [], "router": False})
     return settings.model_copy(update={"search": off, "corpora": {}})

@@ -126,8 +126,8 @@ class EvalConfig:
                 raise ConfigError(f"contrast {c.label}: budget {c.budget} is not among {self.budgets}")
 
 
-
 # -- the file ------------------------------------------------------------------------------------
+
 
 class Table(BaseModel):
     """A TOML table of an eval config: unknown keys are errors."""
@@ -226,7 +226,8 @@ def one_line(path: Path | str, exc: ValidationError, model: type[BaseModel], pre
     tags = {"str", "RerankerTable", "list[str]", "dict[str,any]"}  # union branches pydantic names in a loc
     found: list[tuple[tuple[str | int, ...], str, str, bool]] = [  # (loc, type, msg, under the str branch)
         (tuple(p for p in e["loc"] if p not in tags), e["type"], e["msg"], [p for p in e["loc"] if p in tags] == ["str"])
-        for e in exc.errors()]
+        for e in exc.errors()
+    ]
     errors = [e for e in found if not e[3]] or found  # a table given: report the table's error
     extra = [e for e in errors if e[1] == "extra_forbidden"]
     if extra:
@@ -239,8 +240,10 @@ def one_line(path: Path | str, exc: ValidationError, model: type[BaseModel], pre
             sub = f.annotation if f is not None else None
             inner = sub if isinstance(sub, type) and issubclass(sub, BaseModel) else _TABLE_OF.get(str(part), inner)
         where = f"[{table}] " if table else ""
-        return ConfigError(f"{path}: unknown {where}key(s) {', '.join(names)}; valid: {', '.join(inner.model_fields)} "
-                           "(top-level keys must come before the first [table])")
+        return ConfigError(
+            f"{path}: unknown {where}key(s) {', '.join(names)}; valid: {', '.join(inner.model_fields)} "
+            "(top-level keys must come before the first [table])"
+        )
     loc, _, msg, _ = errors[0]
     where = ".".join(str(p) for p in (*([prefix] if prefix else []), *loc))
     return ConfigError(f"{path}: {where}: {msg.removeprefix('Value error, ')}")
@@ -287,21 +290,38 @@ def load_config(path: Path) -> EvalConfig:
     rr = f.reranker
     try:
         return EvalConfig(
-            kind=f.dataset.kind, path=base / f.dataset.path if f.dataset.path else None, limit=f.dataset.limit,
-            split=f.dataset.split, root=base / f.dataset.root if f.dataset.root else None, arms=list(arms), retrievers=list(f.retrievers or DEFAULT_RETRIEVERS),
-            budgets=list(f.budgets or DEFAULT_BUDGETS), contrasts=[c.to_spec() for c in f.contrasts], custom_arms=custom,
+            kind=f.dataset.kind,
+            path=base / f.dataset.path if f.dataset.path else None,
+            limit=f.dataset.limit,
+            split=f.dataset.split,
+            root=base / f.dataset.root if f.dataset.root else None,
+            arms=list(arms),
+            retrievers=list(f.retrievers or DEFAULT_RETRIEVERS),
+            budgets=list(f.budgets or DEFAULT_BUDGETS),
+            contrasts=[c.to_spec() for c in f.contrasts],
+            custom_arms=custom,
             reranker=rr.target if isinstance(rr, RerankerTable) else rr,
-            rerank_depth=rr.depth if isinstance(rr, RerankerTable) else 30, reformulations=f.reformulations,
-            embedder=f.embedder, cache=base / f.cache if f.cache else None, out=base / f.out if f.out else None,
-            seed=f.seed, resamples=f.resamples,
+            rerank_depth=rr.depth if isinstance(rr, RerankerTable) else 30,
+            reformulations=f.reformulations,
+            embedder=f.embedder,
+            cache=base / f.cache if f.cache else None,
+            out=base / f.out if f.out else None,
+            seed=f.seed,
+            resamples=f.resamples,
         )
     except ValidationError as exc:
         raise one_line(path, exc, EvalFile) from None
 
 
-def apply_overrides(cfg: EvalConfig, dataset: tuple[str, str] | None = None, arms: Sequence[str] | None = None,
-                    retrievers: Sequence[str] | None = None, budgets: Sequence[int] | None = None,
-                    out: Path | None = None, limit: int | None = None) -> EvalConfig:
+def apply_overrides(
+    cfg: EvalConfig,
+    dataset: tuple[str, str] | None = None,
+    arms: Sequence[str] | None = None,
+    retrievers: Sequence[str] | None = None,
+    budgets: Sequence[int] | None = None,
+    out: Path | None = None,
+    limit: int | None = None,
+) -> EvalConfig:
     """``cfg`` with command-line flags applied (flags win over the config file). Contrasts whose
     arms or retrievers are no longer in the grid are dropped."""
     if dataset:
@@ -316,7 +336,10 @@ def apply_overrides(cfg: EvalConfig, dataset: tuple[str, str] | None = None, arm
         cfg = replace(cfg, budgets=list(budgets))
     if out:
         cfg = replace(cfg, out=out)
-    keep = [c for c in cfg.contrasts if all(
-        s.partition("/")[0] in cfg.arms and s.partition("/")[2] in cfg.retrievers for s in (c.a, c.b)
-    ) and (c.budget is None or c.budget in cfg.budgets)]
+    keep = [
+        c
+        for c in cfg.contrasts
+        if all(s.partition("/")[0] in cfg.arms and s.partition("/")[2] in cfg.retrievers for s in (c.a, c.b))
+        and (c.budget is None or c.budget in cfg.budgets)
+    ]
     return replace(cfg, contrasts=keep)

@@ -132,6 +132,7 @@ class EvalDataset:
 
 # -- dispatch ------------------------------------------------------------------------------
 
+
 def parse_dataset_arg(value: str) -> tuple[str, str]:
     """``"qasper:PATH"`` -> ``("qasper", "PATH")``.
 
@@ -160,7 +161,12 @@ def load_dataset(kind: str, path: str | Path, limit: int | None = None, split: s
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"dataset path {path} does not exist; give KIND:PATH to an existing file or folder")
-    loaders: dict[str, Callable[[Path, int | None], EvalDataset]] = {"qasper": load_qasper, "beir": lambda p, n: load_beir(p, n, split), "squad": load_squad, "spans": load_spans}
+    loaders: dict[str, Callable[[Path, int | None], EvalDataset]] = {
+        "qasper": load_qasper,
+        "beir": lambda p, n: load_beir(p, n, split),
+        "squad": load_squad,
+        "spans": load_spans,
+    }
     if kind == "docs":
         raise ConfigError("docs datasets are loaded by esrag.eval.docs.load_docs (they need the corpora root)")
     if kind not in loaders:
@@ -229,9 +235,7 @@ def _paths_for(ids: list[str]) -> list[str]:
 
 # -- Qasper --------------------------------------------------------------------------------
 
-_BLOCK_START = re.compile(
-    r"^(?:#{1,6}(?:\s|$)|[-+*](?:\s|$)|\d{1,9}[.)](?:\s|$)|>|`{3,}|~{3,}|<|([-*_])(?:\s*\1){2,}\s*$|=+\s*$)"
-)
+_BLOCK_START = re.compile(r"^(?:#{1,6}(?:\s|$)|[-+*](?:\s|$)|\d{1,9}[.)](?:\s|$)|>|`{3,}|~{3,}|<|([-*_])(?:\s*\1){2,}\s*$|=+\s*$)")
 
 
 def markdown_paragraph(text: str) -> str:
@@ -244,7 +248,7 @@ def markdown_paragraph(text: str) -> str:
         return line
     ordered = re.match(r"^(\d{1,9})([.)])", line)
     if ordered:
-        return f"{ordered.group(1)}\\{line[len(ordered.group(1)):]}"
+        return f"{ordered.group(1)}\\{line[len(ordered.group(1)) :]}"
     return "\\" + line
 
 
@@ -318,6 +322,7 @@ def load_qasper(path: Path, limit: int | None = None) -> EvalDataset:
 
 # -- BEIR ----------------------------------------------------------------------------------
 
+
 def beir_markdown(title: str, text: str) -> str:
     """A BEIR document as Markdown: ``# title`` (when there is one), a blank line, the text."""
     title = " ".join((title or "").split())
@@ -370,6 +375,7 @@ def load_beir(path: Path, limit: int | None = None, split: str = "test") -> Eval
 
 # -- SQuAD ---------------------------------------------------------------------------------
 
+
 def load_squad(path: Path, limit: int | None = None) -> EvalDataset:
     """Load SQuAD v1.1 JSON; each paragraph is a document (id ``"Title#n"``), pooled."""
     data = _read_json(path)
@@ -391,6 +397,7 @@ def load_squad(path: Path, limit: int | None = None) -> EvalDataset:
 
 
 # -- spans ---------------------------------------------------------------------------------
+
 
 def _spans_layout(path: Path) -> tuple[Path, Path]:
     if path.is_dir():
@@ -437,8 +444,10 @@ def _span_text(texts: dict[str, str], span: dict[str, Any], where: str) -> str:
         raise ConfigError(f"{where}: gold file {file!r} is not a Markdown file of the tree")
     text = texts[file]
     if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
-        raise ConfigError(f"{where}: span [{start}, {end}) is outside {file} ({len(text)} characters); "
-                          "offsets must count characters of the decoded text, not bytes")
+        raise ConfigError(
+            f"{where}: span [{start}, {end}) is outside {file} ({len(text)} characters); "
+            "offsets must count characters of the decoded text, not bytes"
+        )
     got = text[start:end]
     if "text" in span and span["text"] != got:
         raise ConfigError(

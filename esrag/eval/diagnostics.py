@@ -121,9 +121,18 @@ def contrast(a: QueryDiagnostics, b: QueryDiagnostics, resamples: int = RESAMPLE
             continue
         diffs = {q: [a.values[m][q] - b.values[m][q]] for q in common}
         c = compare(diffs, None, resamples, seed)
-        rows.append({"metric": m, "a": a.name, "b": b.name, "estimate": round(c.estimate, 4),
-                     "ci_low": round(c.ci95[0], 4), "ci_high": round(c.ci95[1], 4), "p_perm": round(c.p_perm, 6),
-                     "n": c.n_obs})
+        rows.append(
+            {
+                "metric": m,
+                "a": a.name,
+                "b": b.name,
+                "estimate": round(c.estimate, 4),
+                "ci_low": round(c.ci95[0], 4),
+                "ci_high": round(c.ci95[1], 4),
+                "p_perm": round(c.p_perm, 6),
+                "n": c.n_obs,
+            }
+        )
     return rows
 
 
@@ -154,8 +163,7 @@ def self_retrieval(vectors: np.ndarray, k: int = 5, sample: int | None = None, s
         gaps.append(1.0 - others[:, 0])
     top = np.concatenate(tops)
     gap = np.concatenate(gaps)
-    return {f"top{k}": round(float(top.mean()), 4), "gap": round(float(gap.mean()), 4),
-            "n_queries": int(len(rows)), "n_chunks": int(n)}
+    return {f"top{k}": round(float(top.mean()), 4), "gap": round(float(gap.mean()), 4), "n_queries": int(len(rows)), "n_chunks": int(n)}
 
 
 def read_queries(path: Path) -> dict[str, str]:
@@ -195,10 +203,19 @@ def sample_ids(ids: Sequence[str], sample: int | None, seed: int = 0) -> list[st
     return sorted(random.Random(seed).sample(ids, sample))
 
 
-def run_store_diagnostics(settings: Any, store: Any, queries: Mapping[str, str], modes: Sequence[str],
-                          scorer_spec: str | None = None, depth: int = 10, self_sample: int | None = 2000,
-                          filters: Any = None, resamples: int = RESAMPLES, seed: int = 0,
-                          self_retrieval_too: bool = True) -> dict[str, Any]:
+def run_store_diagnostics(
+    settings: Any,
+    store: Any,
+    queries: Mapping[str, str],
+    modes: Sequence[str],
+    scorer_spec: str | None = None,
+    depth: int = 10,
+    self_sample: int | None = 2000,
+    filters: Any = None,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    self_retrieval_too: bool = True,
+) -> dict[str, Any]:
     """``esrag diagnose``: Sim@1/Sim@5/gap of each search mode over ``store`` (candidates re-scored
     by ``scorer_spec``, default the index's embedder), the contrast of the first two modes, and
     the scorer's self-retrieval Sim@5 over (a sample of) the indexed chunks.
@@ -239,10 +256,12 @@ def run_store_diagnostics(settings: Any, store: Any, queries: Mapping[str, str],
 
     results = []
     for mode in modes:
-        retrieve = (lambda m: (lambda q: [h.chunk for h in searcher.search(q, k=depth, mode=m, filters=filters).hits]))(mode)
+        retrieve = (lambda m: lambda q: [h.chunk for h in searcher.search(q, k=depth, mode=m, filters=filters).hits])(mode)
         results.append(diagnose_queries(mode, queries, retrieve, embed_query, embed_candidates, depth))
     report: dict[str, Any] = {
-        "scorer": scorer_spec, "index_embedder": meta.embedder if meta else None, "depth": depth,
+        "scorer": scorer_spec,
+        "index_embedder": meta.embedder if meta else None,
+        "depth": depth,
         "configs": [r.summary(resamples, seed) for r in results],
         "contrasts": contrast(results[0], results[1], resamples, seed) if len(results) == 2 else [],
     }

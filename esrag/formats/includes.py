@@ -84,8 +84,7 @@ def context_for(file: Path, root: Path) -> IncludeContext:
         allowed = book.parent
     found = find_mkdocs(file.parent)
     if found is None:  # a Hugo project's include shortcodes, outside an mdBook
-        return IncludeContext(file, allowed, mdbook=book is not None,
-                              hugo=_hugo_finder(file.parent, allowed) if book is None else None)
+        return IncludeContext(file, allowed, mdbook=book is not None, hugo=_hugo_finder(file.parent, allowed) if book is None else None)
     cfg = read_mkdocs(found)
     ext = cfg.extensions
     bases: tuple[Path, ...] = ()
@@ -94,10 +93,17 @@ def context_for(file: Path, root: Path) -> IncludeContext:
     mdx: Path | None = None
     if "mdx_include" in ext:
         mdx = (cfg.root / (_str_list(ext["mdx_include"].get("base_path")) or ["."])[0]).resolve()
-    return IncludeContext(file, allowed, mdbook=book is not None, snippet_bases=bases,
-                          autorefs=bool({"autorefs", "mkdocstrings"} & set(cfg.plugins)),
-                          icons="pymdownx.emoji" in ext, mdx_include_base=mdx,
-                          include_variants="markdown_include_variants" in ext, mkdocs=cfg.path)
+    return IncludeContext(
+        file,
+        allowed,
+        mdbook=book is not None,
+        snippet_bases=bases,
+        autorefs=bool({"autorefs", "mkdocstrings"} & set(cfg.plugins)),
+        icons="pymdownx.emoji" in ext,
+        mdx_include_base=mdx,
+        include_variants="markdown_include_variants" in ext,
+        mkdocs=cfg.path,
+    )
 
 
 def _hugo_finder(start: Path, allowed: Path) -> Finder | None:
@@ -189,8 +195,7 @@ _LOOKALIKES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("mdBook", "book.toml", re.compile(r"(?<!\\)\{\{\s*#(?:include|rustdoc_include|playground|playpen)\s+[^\s}]+[^}]*\}\}")),
     ("pymdownx.snippets", "pymdownx.snippets", re.compile(r"""^[ \t]*-+8<-+[ \t]+(?:"[^"\s]+"|'[^'\s]+')[ \t]*$""")),
     ("mdx_include", "mdx_include", re.compile(r"^\s*\{![+-]?>?\s*[^\s!\]|\[]+(?:\s*\[ln:[\d.,e-]+\])?\s*!\}\s*$")),
-    ("markdown_include_variants", "markdown_include_variants",
-     re.compile(r"^\{\*\s*[^\s*]+\.[A-Za-z0-9]+(?:\s+\w+\[[^\]]*\])*\s*\*\}$")),
+    ("markdown_include_variants", "markdown_include_variants", re.compile(r"^\{\*\s*[^\s*]+\.[A-Za-z0-9]+(?:\s+\w+\[[^\]]*\])*\s*\*\}$")),
 )
 
 
@@ -211,8 +216,13 @@ def unresolved_lookalikes(lines: list[str], line_map: list[int], ctx: IncludeCon
         for form, extension, pattern in _LOOKALIKES:
             if enabled[form] or not pattern.search(line):
                 continue
-            found.append((n, f"line {n}: {line.strip()[:120]}: looks like a {form} include, but {_why_off(form, extension, ctx)}"
-                             f" ({UNRESOLVED}; indexed as text)"))
+            found.append(
+                (
+                    n,
+                    f"line {n}: {line.strip()[:120]}: looks like a {form} include, but {_why_off(form, extension, ctx)}"
+                    f" ({UNRESOLVED}; indexed as text)",
+                )
+            )
             break
     return found
 
@@ -313,12 +323,15 @@ def _longest_backtick_run(lines: list[str]) -> int:
 # --- mdx_include ----------------------------------------------------------------------------
 
 # mdx_include's default syntax (``IncludeExtension.compiled_re`` with its default ``syntax_*``)
-_MDX = re.compile(r"(?P<escape>\\)?\{!(?P<recursive>[+-])?(?P<apply_indent>>?)?\s*(?P<path>[^]|[]+?)"
-                  r"(\s*\[ln:(?P<lines>[\d.,-]+)\])?\s*(\|\s*(?P<encoding>.+?)\s*)?!\}")
+_MDX = re.compile(
+    r"(?P<escape>\\)?\{!(?P<recursive>[+-])?(?P<apply_indent>>?)?\s*(?P<path>[^]|[]+?)"
+    r"(\s*\[ln:(?P<lines>[\d.,-]+)\])?\s*(\|\s*(?P<encoding>.+?)\s*)?!\}"
+)
 
 
-def _mdx_include(lines: list[str], src: list[int], ctx: IncludeContext, parent: Path, stack: tuple[Path, ...],
-                 out: Resolved, depth: int) -> tuple[list[str], list[int]]:
+def _mdx_include(
+    lines: list[str], src: list[int], ctx: IncludeContext, parent: Path, stack: tuple[Path, ...], out: Resolved, depth: int
+) -> tuple[list[str], list[int]]:
     """mdx_include 1.4 (``mdx_include.py``, ``mdx_include_get_processed_lines``) with its default
     options: ``{!path!}`` anywhere on a line is replaced by the file's lines (``\\{!…!}`` shows
     without the backslash); ``{!> path!}`` prefixes every included line with the text before
@@ -340,8 +353,7 @@ def _mdx_include(lines: list[str], src: list[int], ctx: IncludeContext, parent: 
     return new, new_src
 
 
-def _mdx_line(line: str, n: int, ctx: IncludeContext, parent: Path, stack: tuple[Path, ...], out: Resolved,
-              depth: int) -> list[str]:
+def _mdx_line(line: str, n: int, ctx: IncludeContext, parent: Path, stack: tuple[Path, ...], out: Resolved, depth: int) -> list[str]:
     resll: list[str] = []
     c = 0
     for m in _MDX.finditer(line):
@@ -419,14 +431,12 @@ def _row_slice(lines: list[str], spec: str) -> list[str]:
 # --- mdBook -------------------------------------------------------------------------------
 
 
-def _mdbook_line(line: str, base: Path, ctx: IncludeContext, stack: tuple[Path, ...], depth: int,
-                 out: Resolved, n: int) -> list[str]:
+def _mdbook_line(line: str, base: Path, ctx: IncludeContext, stack: tuple[Path, ...], depth: int, out: Resolved, n: int) -> list[str]:
     """``line`` with its mdBook links replaced (as mdBook's ``replace_all``), split into lines."""
     return _mdbook_text(line, base, ctx, stack, depth, out, n).split("\n")
 
 
-def _mdbook_text(s: str, base: Path, ctx: IncludeContext, stack: tuple[Path, ...], depth: int,
-                 out: Resolved, n: int) -> str:
+def _mdbook_text(s: str, base: Path, ctx: IncludeContext, stack: tuple[Path, ...], depth: int, out: Resolved, n: int) -> str:
     parts: list[str] = []
     prev = 0
     for m in _MDBOOK_LINK.finditer(s):
@@ -526,8 +536,9 @@ def _rust_hidden(line: str) -> bool:
 # --- pymdownx.snippets --------------------------------------------------------------------
 
 
-def _snippets(lines: list[str], src: list[int], ctx: IncludeContext, file: Path, stack: tuple[Path, ...],
-              out: Resolved, is_section: bool = False) -> tuple[list[str], list[int]]:
+def _snippets(
+    lines: list[str], src: list[int], ctx: IncludeContext, file: Path, stack: tuple[Path, ...], out: Resolved, is_section: bool = False
+) -> tuple[list[str], list[int]]:
     """pymdownx.snippets' ``parse_snippets`` over ``lines`` (with their source lines ``src``):
     outside a section include (``is_section``), section marker lines (``--8<-- [start:x]``,
     ``<!-- --8<-- [end:x] -->``) are removed and an escaped one (``;--8<-- [start:x]``) is
@@ -553,8 +564,13 @@ def _snippets(lines: list[str], src: list[int], ctx: IncludeContext, file: Path,
         elif not block:
             marker = None if is_section else _SNIPPET_SECTION.match(line)
             if marker is not None and marker.group("escape"):
-                line = (marker.group("pre") + marker.group("escape").replace(";", "", 1) + marker.group("inline")
-                        + marker.group("section") + marker.group("post"))
+                line = (
+                    marker.group("pre")
+                    + marker.group("escape").replace(";", "", 1)
+                    + marker.group("inline")
+                    + marker.group("section")
+                    + marker.group("post")
+                )
             elif marker is not None:
                 continue  # a section marker: not on the page
             new.append(line)

@@ -110,8 +110,7 @@ def header_title(inline_source: str, env: dict | None = None, autorefs: bool = F
     """
     refs = (env or {}).get("references") or {}
     if autorefs and "[" in inline_source:
-        inline_source = _UNDEFINED_REF.sub(
-            lambda m: m.group(0) if normalizeReference(m.group(2)) in refs else m.group(1), inline_source)
+        inline_source = _UNDEFINED_REF.sub(lambda m: m.group(0) if normalizeReference(m.group(2)) in refs else m.group(1), inline_source)
     if icons:
         inline_source = _ICON.sub("", inline_source)
     if not _INLINE_SYNTAX.search(inline_source):

@@ -54,8 +54,21 @@ from markdown_it.rules_block.table import MAX_AUTOCOMPLETED_CELLS, escapedSplit
 #: paragraph payload its inline source, else None. Lines are 0-based, end exclusive.
 RawBlock = tuple[str, int, int, Any]
 
-_KEPT = frozenset({"front_matter", "fence", "code_block", "heading_open", "table_open", "bullet_list_open",
-                   "ordered_list_open", "blockquote_open", "hr", "paragraph_open", "html_block"})
+_KEPT = frozenset(
+    {
+        "front_matter",
+        "fence",
+        "code_block",
+        "heading_open",
+        "table_open",
+        "bullet_list_open",
+        "ordered_list_open",
+        "blockquote_open",
+        "hr",
+        "paragraph_open",
+        "html_block",
+    }
+)
 
 # Characters that may start a fast-path paragraph at column 0: anything no other block starts with.
 _UNSAFE_START = frozenset(" \t>-+*_[<`~#=0123456789")
@@ -71,9 +84,11 @@ _CODE_LINE = re.compile(r"(?: {4}| {0,3}\t)[ \t]*[^ \t]")
 # markdown-it's HTML block openers in one pattern, in their order: the name of the group that
 # matched is the index of the first that matches (each starts with ^; the case-insensitive ones
 # keep their flag in a scoped group).
-_HTML_OPEN = re.compile("|".join(
-    f"(?P<h{k}>{f'(?i:{seq[0].pattern})' if seq[0].flags & re.IGNORECASE else seq[0].pattern})"
-    for k, seq in enumerate(HTML_SEQUENCES)))
+_HTML_OPEN = re.compile(
+    "|".join(
+        f"(?P<h{k}>{f'(?i:{seq[0].pattern})' if seq[0].flags & re.IGNORECASE else seq[0].pattern})" for k, seq in enumerate(HTML_SEQUENCES)
+    )
+)
 # A cell of a table's delimiter row, trimmed (markdown-it ``table``'s headerLineRe).
 _DELIM_CELL = re.compile(r"^:?-+:?$")
 
@@ -103,8 +118,9 @@ def markdown_it_blocks(md: MarkdownIt, text: str, env: dict, offset: int = 0) ->
     return out
 
 
-def top_level_blocks(md: MarkdownIt, text: str, env: dict, region_md: MarkdownIt | None = None,
-                     lines: list[str] | None = None) -> list[RawBlock]:
+def top_level_blocks(
+    md: MarkdownIt, text: str, env: dict, region_md: MarkdownIt | None = None, lines: list[str] | None = None
+) -> list[RawBlock]:
     """Exactly :func:`markdown_it_blocks` of ``text`` (see the module docstring for how).
 
     Args:
@@ -335,8 +351,7 @@ class _Scanner:
         if _indent(delim) >= 4:
             return 0
         d = delim.lstrip(" \t")
-        if len(d) < 2 or d[0] not in "|-:" or d[1] not in "|-: \t" or (d[0] == "-" and d[1] in " \t") \
-                or d.strip("|-: \t"):
+        if len(d) < 2 or d[0] not in "|-:" or d[1] not in "|-: \t" or (d[0] == "-" and d[1] in " \t") or d.strip("|-: \t"):
             return 0
         cells = d.split("|")
         aligns = 0

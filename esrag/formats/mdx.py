@@ -36,7 +36,7 @@ def blank_code_lines(text: str) -> str:
         line = lines[i]
         m = _FENCE.match(line)
         if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)):].strip():
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)) :].strip():
                 fence = None
             i += 1
             continue
@@ -138,7 +138,7 @@ def _inline(spec: str, indent: str, n: int, file: Path, allowed: Path, depth: in
         out.problems.append(f"line {n}: MDX partial {spec}: cannot read: {exc}; left out")
         return
     lines = body.split("\n")
-    body = "\n".join(lines[_front_matter_end(lines):]).strip("\n")
+    body = "\n".join(lines[_front_matter_end(lines) :]).strip("\n")
     sub = expand_partials(body, target, allowed, depth + 1, (*stack, file))
     out.dependencies.add(target)
     out.dependencies |= sub.dependencies
@@ -150,7 +150,7 @@ def _inline(spec: str, indent: str, n: int, file: Path, allowed: Path, depth: in
 def _fence_state(line: str, fence: str | None) -> str | None:
     m = _FENCE.match(line)
     if fence is not None:
-        if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)):].strip():
+        if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)) :].strip():
             return None
         return fence
     return m.group(1) if m else None

@@ -83,8 +83,7 @@ def _read_cached(path: Path, mtime_ns: int, size: int) -> MkDocsConfig:
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return MkDocsConfig(path.resolve(), error=f"{path.name} not read: {first}")
-    return MkDocsConfig(path.resolve(), _named(data.get("markdown_extensions")),
-                        tuple(_named(data.get("plugins"))))
+    return MkDocsConfig(path.resolve(), _named(data.get("markdown_extensions")), tuple(_named(data.get("plugins"))))
 
 
 def _load(path: Path, depth: int) -> dict[str, Any]:

@@ -63,14 +63,24 @@ SPHINX_SETTINGS = {
     "smart_quotes": False,
 }
 _LABELS = {
-    "versionadded": "Added in version", "versionchanged": "Changed in version",
-    "deprecated": "Deprecated since version", "versionremoved": "Removed in version", "seealso": "See also",
+    "versionadded": "Added in version",
+    "versionchanged": "Changed in version",
+    "deprecated": "Deprecated since version",
+    "versionremoved": "Removed in version",
+    "seealso": "See also",
 }
 _DIRECTIVE_NAME = re.compile(r"^\s*\.\.\s+([\w][\w:.+-]*)::", re.MULTILINE)
 _ROLE_NAME = re.compile(r":([\w][\w:.+-]*):`")
-_SKIP = (nodes.comment, nodes.target, nodes.substitution_definition, nodes.system_message, nodes.pending,
-         nodes.raw, nodes.meta if hasattr(nodes, "meta") else nodes.comment, nodes.footnote_reference)
-
+_SKIP = (
+    nodes.comment,
+    nodes.target,
+    nodes.substitution_definition,
+    nodes.system_message,
+    nodes.pending,
+    nodes.raw,
+    nodes.meta if hasattr(nodes, "meta") else nodes.comment,
+    nodes.footnote_reference,
+)
 
 
 class _Fallback(Directive):
@@ -147,7 +157,6 @@ class _Module(Directive):
         return ([] if "no-index-entry" in self.options else [nodes.comment()]) + [target]
 
 
-
 def section_anchor(section: nodes.section) -> str:
     """The id Sphinx's HTML writer puts on ``<section id=…>`` (and the title's ``¶`` link) for a
     docutils section, or "" when it has none.
@@ -186,7 +195,6 @@ class _CodeBlock(Directive):
         return [node]
 
 
-
 def _abs(source: str | None) -> str | None:
     """A docutils node or state-machine source as an absolute path: docutils' ``include`` names
     the included file relative to the working directory (``utils.relative_path``) whenever the
@@ -218,8 +226,8 @@ def _left_out(directive: Directive, problem: str) -> list[nodes.Node]:
     _, state = _context(directive)
     line = _main_line(directive)
     state.setdefault("problems", []).append(
-        f"line {line}: .. {directive.name}:: {' '.join(directive.arguments)}: {problem}"
-        f" ({UNRESOLVED}; left out of the indexed text)")
+        f"line {line}: .. {directive.name}:: {' '.join(directive.arguments)}: {problem} ({UNRESOLVED}; left out of the indexed text)"
+    )
     return []
 
 
@@ -306,8 +314,26 @@ def _fallback_role(name, rawtext, text, lineno, inliner, options=None, content=N
     return [nodes.literal(rawtext, shown) if name.split(":")[-1] in _CODE_ROLES else nodes.Text(shown)], []
 
 
-_CODE_ROLES = {"class", "func", "meth", "attr", "exc", "obj", "data", "const", "mod", "function", "method", "envvar",
-               "option", "command", "file", "program", "samp", "kbd"}
+_CODE_ROLES = {
+    "class",
+    "func",
+    "meth",
+    "attr",
+    "exc",
+    "obj",
+    "data",
+    "const",
+    "mod",
+    "function",
+    "method",
+    "envvar",
+    "option",
+    "command",
+    "file",
+    "program",
+    "samp",
+    "kbd",
+}
 _REGISTERED: set[str] = set()
 
 
@@ -386,8 +412,7 @@ def _parse_rst(text: str, rel: str, file: Path | None, root: Path | None, option
     stream = io.StringIO()
     messages: list[tuple[int, int, str]] = []
     source_path = str(file.resolve()) if file is not None else rel
-    overrides = dict(SPHINX_SETTINGS, warning_stream=stream, esrag_state=state,
-                     esrag_allowed=root.resolve() if root is not None else None)
+    overrides = dict(SPHINX_SETTINGS, warning_stream=stream, esrag_state=state, esrag_allowed=root.resolve() if root is not None else None)
     doctree = publish_doctree(text, source_path=source_path, settings_overrides=overrides)
     for msg in doctree.findall(nodes.system_message):
         if msg["level"] >= 3:
@@ -454,7 +479,9 @@ class _Renderer:
                     self.items.append((BlockKind.PARAGRAPH, lit.astext().rstrip("\n").split("\n"), self._line(child), path, 0, ""))
             elif isinstance(child, nodes.title) or isinstance(child, _SKIP) or isinstance(child, nodes.Invisible):
                 continue
-            elif isinstance(child, (nodes.container, nodes.compound, nodes.topic, nodes.sidebar)) and not isinstance(child, nodes.Admonition):
+            elif isinstance(child, (nodes.container, nodes.compound, nodes.topic, nodes.sidebar)) and not isinstance(
+                child, nodes.Admonition
+            ):
                 self.walk(child, depth, path)
             else:
                 kind, lines = self.render(child)
@@ -521,8 +548,11 @@ class _Renderer:
         rows: list[list[str]] = []
         n_head = 0
         for part in node.findall(lambda n: isinstance(n, (nodes.thead, nodes.tbody))):
-            part_rows = [[" ".join(e.astext().split()).replace("|", "\\|") for e in row.children]
-                         for row in part.children if isinstance(row, nodes.row)]
+            part_rows = [
+                [" ".join(e.astext().split()).replace("|", "\\|") for e in row.children]
+                for row in part.children
+                if isinstance(row, nodes.row)
+            ]
             if isinstance(part, nodes.thead):
                 n_head += len(part_rows)
             rows.extend(part_rows)

@@ -32,11 +32,9 @@ class _AnyOptions(dict):
         return directives.unchanged
 
 
-
 def _context(directive: Directive) -> tuple[Path | None, dict]:
     settings = directive.state.document.settings
     return getattr(settings, "esrag_allowed", None), getattr(settings, "esrag_state", {})
-
 
 
 _SPHINX_NON_ID = re.compile(r"[^a-zA-Z0-9._]+")  # sphinx.util.nodes._non_id_chars
@@ -62,12 +60,22 @@ def sphinx_make_id(term: str, prefix: str = "") -> str:
 
 #: Python-domain object directives (``sphinx/domains/python``) -> the word Sphinx shows before
 #: the signature ('' = none); the ``py:`` forms too.
-PY_OBJECTS = {"function": "", "class": "class", "exception": "exception", "method": "", "classmethod": "classmethod",
-              "staticmethod": "staticmethod", "attribute": "", "property": "property", "data": "", "decorator": "@",
-              "decoratormethod": "@", "type": "type"}
+PY_OBJECTS = {
+    "function": "",
+    "class": "class",
+    "exception": "exception",
+    "method": "",
+    "classmethod": "classmethod",
+    "staticmethod": "staticmethod",
+    "attribute": "",
+    "property": "property",
+    "data": "",
+    "decorator": "@",
+    "decoratormethod": "@",
+    "type": "type",
+}
 #: autodoc directives: their argument names a Python object (ids as the Python domain's).
-AUTODOC = ("autoclass", "autofunction", "automethod", "autoattribute", "autodata", "autoexception", "autodecorator",
-           "autoproperty")
+AUTODOC = ("autoclass", "autofunction", "automethod", "autoattribute", "autodata", "autoexception", "autodecorator", "autoproperty")
 #: standard-domain object directives (``sphinx/domains/std``): id prefix per directive.
 STD_OBJECTS = {"option": "cmdoption", "envvar": "envvar", "describe": "", "object": ""}
 _PY_SIG = re.compile(r"^([\w.]*\.)?(\w+)\s*(?:\[\s*(.*)\s*])?(?:\(\s*(.*)\s*\)(?:\s*->\s*(.*))?)?$")  # py_sig_re
@@ -241,4 +249,3 @@ class _Context(Directive):
         else:
             state["py_module"] = "" if value in ("", "None") else value
         return []
-

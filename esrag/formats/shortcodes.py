@@ -168,8 +168,21 @@ def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def _emit(text: str, tags: list[_Tag], lo: int, hi: int, start: int, stop: int, out: _Out, result: Expanded,
-          file: Path | None, finder: Finder | None, depth: int, stack: tuple[Path, ...], fixed_line: int | None) -> None:
+def _emit(
+    text: str,
+    tags: list[_Tag],
+    lo: int,
+    hi: int,
+    start: int,
+    stop: int,
+    out: _Out,
+    result: Expanded,
+    file: Path | None,
+    finder: Finder | None,
+    depth: int,
+    stack: tuple[Path, ...],
+    fixed_line: int | None,
+) -> None:
     """Write ``text[start:stop]`` (holding ``tags[lo:hi]``) to ``out`` with shortcodes expanded."""
     pos, i = start, lo
 
@@ -224,8 +237,9 @@ def _keep_newlines(out: _Out, text: str, t: _Tag, line: int, fixed_line: int | N
         out.add("\n" * n, line, fixed_line is not None)
 
 
-def _include(t: _Tag, line: int, out: _Out, result: Expanded, file: Path | None, finder: Finder | None, depth: int,
-             stack: tuple[Path, ...]) -> None:
+def _include(
+    t: _Tag, line: int, out: _Out, result: Expanded, file: Path | None, finder: Finder | None, depth: int, stack: tuple[Path, ...]
+) -> None:
     """Write the page an include-style shortcode ``t`` names (nothing for other shortcodes)."""
     positional = [a for a in t.args if "=" not in a or a.startswith(("/", "."))]
     named = dict(a.split("=", 1) for a in t.args if "=" in a and not a.startswith(("/", ".")))
@@ -237,8 +251,9 @@ def _include(t: _Tag, line: int, out: _Out, result: Expanded, file: Path | None,
     if target is None:
         if is_include:
             what = f"{{{{{t.kind} {t.name} {path!r} {'>' if t.kind == '<' else '%'}}}}}"
-            result.problems.append(f"line {line}: {what}: " + (f"no page {path} in the content tree; left out"
-                                                                if path else "no path given; left out"))
+            result.problems.append(
+                f"line {line}: {what}: " + (f"no page {path} in the content tree; left out" if path else "no path given; left out")
+            )
         return
     if target in stack or (file is not None and target == file):
         result.problems.append(f"line {line}: include cycle ({' -> '.join(p.name for p in (*stack, target))}); left out")
@@ -271,7 +286,7 @@ def content_finder(roots: list[tuple[Path, str]]) -> Finder:
             if target:
                 if not (logical + "/").startswith(target + "/"):
                     continue
-                rel = logical[len(target):].lstrip("/")
+                rel = logical[len(target) :].lstrip("/")
             base = source / rel
             out += [base] + [base.with_name(base.name + s) for s in MARKDOWN_SUFFIXES]
             out += [base / f"{n}{s}" for n in ("index", "_index") for s in MARKDOWN_SUFFIXES]

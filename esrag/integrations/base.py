@@ -20,8 +20,20 @@ from esrag.service import SearchRequest, SearchService, hit_json
 
 #: the metadata every retriever puts on a document, from the hit's ``--json`` form (missing
 #: values are None, as there): where the chunk is in its source and on the published site
-METADATA_FIELDS = ("source_path", "section_path", "url", "anchor", "start_line", "end_line", "corpus",
-                   "doc_version", "doc_title", "tokens", "authority", "score")
+METADATA_FIELDS = (
+    "source_path",
+    "section_path",
+    "url",
+    "anchor",
+    "start_line",
+    "end_line",
+    "corpus",
+    "doc_version",
+    "doc_title",
+    "tokens",
+    "authority",
+    "score",
+)
 
 SEARCH_MODES = ("hybrid", "bm25", "dense")
 
@@ -75,8 +87,16 @@ class RetrievalOptions:
 
     def request(self, query: str) -> SearchRequest:
         """The :class:`~esrag.service.SearchRequest` for ``query`` with these options."""
-        return SearchRequest(query, k=self.k, mode=self.mode, corpora=list(self.corpora), path_prefix=self.path_prefix,
-                             languages=list(self.languages), doc_version=self.doc_version, budget=self.budget)
+        return SearchRequest(
+            query,
+            k=self.k,
+            mode=self.mode,
+            corpora=list(self.corpora),
+            path_prefix=self.path_prefix,
+            languages=list(self.languages),
+            doc_version=self.doc_version,
+            budget=self.budget,
+        )
 
 
 class EsragSearch:
@@ -93,8 +113,7 @@ class EsragSearch:
             retriever then never closes it.
     """
 
-    def __init__(self, settings: Settings | None = None, embedder: str | None = None,
-                 service: SearchService | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, embedder: str | None = None, service: SearchService | None = None) -> None:
         self._settings = settings
         self._embedder = embedder
         self._service = service

@@ -62,8 +62,10 @@ def _comparisons(node: Any, where: str) -> list[dict[str, Any]]:
     if "conditions" in node:
         op = node.get("operator")
         if op != "AND":
-            raise UnsupportedFilter(f"filters{where}: logical operator {op!r} is not supported; esrag combines "
-                                    "corpus, doc_version and language filters with AND only")
+            raise UnsupportedFilter(
+                f"filters{where}: logical operator {op!r} is not supported; esrag combines "
+                "corpus, doc_version and language filters with AND only"
+            )
         conditions = node["conditions"]
         if not isinstance(conditions, list):
             raise UnsupportedFilter(f"filters{where}.conditions: expected a list")
@@ -89,15 +91,19 @@ def filters_to_options(filters: dict[str, Any] | None) -> dict[str, Any]:
         where, field, op, value = cond["where"], str(cond["field"]), cond["operator"], cond["value"]
         name = field.removeprefix("meta.")
         if name not in FILTER_FIELDS:
-            raise UnsupportedFilter(f"filters{where}: field {field!r} is not supported; filter on corpus, doc_version or "
-                                    "language (for a source path prefix use the path_prefix argument)")
+            raise UnsupportedFilter(
+                f"filters{where}: field {field!r} is not supported; filter on corpus, doc_version or "
+                "language (for a source path prefix use the path_prefix argument)"
+            )
         if op == "==":
             values = [value]
         elif op == "in" and isinstance(value, list) and value:
             values = value
         else:
-            raise UnsupportedFilter(f"filters{where}: operator {op!r} with value {value!r} on {field!r} is not supported; "
-                                    "use '==' with one value or 'in' with a non-empty list")
+            raise UnsupportedFilter(
+                f"filters{where}: operator {op!r} with value {value!r} on {field!r} is not supported; "
+                "use '==' with one value or 'in' with a non-empty list"
+            )
         key = FILTER_FIELDS[name]
         if key in out:
             raise UnsupportedFilter(f"filters{where}: {field!r} is filtered twice; give its values once with 'in'")
@@ -146,28 +152,47 @@ class EsragRetriever:
         ConfigError: a secret in ``settings``, a bad option; UnsupportedFilter: a bad filter.
     """
 
-    def __init__(self, *, settings: dict[str, Any] | None = None, filters: dict[str, Any] | None = None,
-                 top_k: int | None = None, path_prefix: str | None = None, budget: int | None = None,
-                 mode: str | None = None, embedder: str | None = None,
-                 filter_policy: FilterPolicy | str = FilterPolicy.REPLACE) -> None:
+    def __init__(
+        self,
+        *,
+        settings: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        path_prefix: str | None = None,
+        budget: int | None = None,
+        mode: str | None = None,
+        embedder: str | None = None,
+        filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
+    ) -> None:
         secrets = sorted(set(settings or {}) & set(SECRET_SETTINGS))
         if secrets:
-            raise ConfigError(f"settings[{secrets[0]!r}]: a secret would be written into the pipeline's YAML; set it as "
-                              f"ESRAG_{secrets[0].upper()} instead")
+            raise ConfigError(
+                f"settings[{secrets[0]!r}]: a secret would be written into the pipeline's YAML; set it as "
+                f"ESRAG_{secrets[0].upper()} instead"
+            )
         self.settings = dict(settings or {})
         self.filters = filters or {}
         self.top_k = top_k
         self.path_prefix, self.budget, self.mode, self.embedder = path_prefix, budget, mode, embedder
         self.filter_policy = filter_policy if isinstance(filter_policy, FilterPolicy) else FilterPolicy.from_str(filter_policy)
         self._options = RetrievalOptions(top_k, path_prefix=path_prefix, budget=budget, mode=mode).merged(
-            **filters_to_options(self.filters))
+            **filters_to_options(self.filters)
+        )
         self._search = EsragSearch(load_settings(**self.settings), embedder)
 
     def to_dict(self) -> dict[str, Any]:
         """The component as Haystack serialises it (``default_to_dict``: type + init parameters)."""
-        return default_to_dict(self, settings=self.settings, filters=self.filters, top_k=self.top_k,
-                               path_prefix=self.path_prefix, budget=self.budget, mode=self.mode, embedder=self.embedder,
-                               filter_policy=self.filter_policy.value)
+        return default_to_dict(
+            self,
+            settings=self.settings,
+            filters=self.filters,
+            top_k=self.top_k,
+            path_prefix=self.path_prefix,
+            budget=self.budget,
+            mode=self.mode,
+            embedder=self.embedder,
+            filter_policy=self.filter_policy.value,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EsragRetriever:
@@ -200,8 +225,7 @@ class EsragRetriever:
         return {"documents": [to_document(h) for h in self._search.search(request)]}
 
     @component.output_types(documents=list[Document])
-    async def run_async(self, query: str, filters: dict[str, Any] | None = None,
-                        top_k: int | None = None) -> dict[str, list[Document]]:
+    async def run_async(self, query: str, filters: dict[str, Any] | None = None, top_k: int | None = None) -> dict[str, list[Document]]:
         """:meth:`run` without blocking the event loop (the search runs in a worker thread)."""
         request = self._request_options(filters, top_k).request(query)
         hits = await asyncio.to_thread(self._search.search, request)

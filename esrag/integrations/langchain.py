@@ -81,16 +81,18 @@ class EsragRetriever(BaseRetriever):
         self._search = EsragSearch(self.settings, self.embedder)
 
     def _options(self, **overrides: Any) -> RetrievalOptions:
-        base = RetrievalOptions(self.k, list(self.corpora), self.doc_version, self.path_prefix, self.budget, self.mode,
-                                list(self.languages))
+        base = RetrievalOptions(
+            self.k, list(self.corpora), self.doc_version, self.path_prefix, self.budget, self.mode, list(self.languages)
+        )
         return base.merged(**overrides) if overrides else base
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any) -> list[Document]:
         hits = self._search.search(self._options(**kwargs).request(query))
         return [to_document(h) for h in hits]
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       **kwargs: Any) -> list[Document]:
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
         request = self._options(**kwargs).request(query)
         hits = await asyncio.to_thread(self._search.search, request)
         return [to_document(h) for h in hits]

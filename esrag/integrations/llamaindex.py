@@ -43,9 +43,14 @@ def to_node(hit: Hit) -> NodeWithScore:
     metadata=hit_metadata(hit))`` scored with the fused score; its ``SOURCE`` relation names the
     page (``corpus:source_path``), so ``node.ref_doc_id`` groups the chunks of one page."""
     c = hit.chunk
-    node = TextNode(id_=c.id, text=c.text, metadata=hit_metadata(hit),
-                    excluded_llm_metadata_keys=list(LLM_EXCLUDED), excluded_embed_metadata_keys=list(LLM_EXCLUDED),
-                    relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=f"{c.corpus}:{c.source_path}")})
+    node = TextNode(
+        id_=c.id,
+        text=c.text,
+        metadata=hit_metadata(hit),
+        excluded_llm_metadata_keys=list(LLM_EXCLUDED),
+        excluded_embed_metadata_keys=list(LLM_EXCLUDED),
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=f"{c.corpus}:{c.source_path}")},
+    )
     return NodeWithScore(node=node, score=hit.score)
 
 
@@ -69,10 +74,21 @@ class EsragRetriever(BaseRetriever):
         ConfigError: a bad option (at construction), an unknown corpus (at retrieval).
     """
 
-    def __init__(self, settings: Settings | None = None, *, k: int | None = None, corpora: Sequence[str] = (),
-                 doc_version: str | None = None, path_prefix: str | None = None, budget: int | None = None,
-                 mode: str | None = None, languages: Sequence[str] = (), embedder: str | None = None,
-                 callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        k: int | None = None,
+        corpora: Sequence[str] = (),
+        doc_version: str | None = None,
+        path_prefix: str | None = None,
+        budget: int | None = None,
+        mode: str | None = None,
+        languages: Sequence[str] = (),
+        embedder: str | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
         self.options = RetrievalOptions(k, list(corpora), doc_version, path_prefix, budget, mode, list(languages))
         self._search = EsragSearch(settings, embedder)
         super().__init__(callback_manager=callback_manager, verbose=verbose)

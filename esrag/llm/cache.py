@@ -87,18 +87,30 @@ class LLMCache:
         """The cached reply for ``key`` (``cached=True``), or None."""
         with self._lock:
             db = self._reader()
-            row = db.execute("SELECT text, tokens_in, tokens_out, seconds, model FROM llm_cache WHERE key=?",
-                             (key,)).fetchone() if db is not None else None
+            row = (
+                db.execute("SELECT text, tokens_in, tokens_out, seconds, model FROM llm_cache WHERE key=?", (key,)).fetchone()
+                if db is not None
+                else None
+            )
         if row is None:
             return None
-        return LLMReply(text=row[0], tokens_in=row[1] or 0, tokens_out=row[2] or 0, seconds=row[3] or 0.0,
-                        model=row[4], cached=True)
+        return LLMReply(text=row[0], tokens_in=row[1] or 0, tokens_out=row[2] or 0, seconds=row[3] or 0.0, model=row[4], cached=True)
 
-    def put(self, key: str, provider: str, model: str, prompt_sha256: str, input_sha256: str, options: LLMOptions,
-            reply: LLMReply) -> None:
+    def put(self, key: str, provider: str, model: str, prompt_sha256: str, input_sha256: str, options: LLMOptions, reply: LLMReply) -> None:
         """Store ``reply`` under ``key`` (replacing an older entry); creates the file when needed."""
-        row = (key, provider, model, prompt_sha256, input_sha256, json.dumps(options.to_dict(), sort_keys=True),
-               reply.text, reply.tokens_in, reply.tokens_out, reply.seconds, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        row = (
+            key,
+            provider,
+            model,
+            prompt_sha256,
+            input_sha256,
+            json.dumps(options.to_dict(), sort_keys=True),
+            reply.text,
+            reply.tokens_in,
+            reply.tokens_out,
+            reply.seconds,
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        )
         with self._lock:
             db = self._open()
             with db:
@@ -158,10 +170,15 @@ class LedgerTotals:
     def minus(self, before: LedgerTotals) -> LedgerTotals:
         """The totals accrued since ``before`` (per-task rows are not differenced)."""
         return LedgerTotals(
-            self.llm_calls - before.llm_calls, self.llm_cache_hits - before.llm_cache_hits,
-            self.llm_failures - before.llm_failures, self.llm_errors - before.llm_errors,
-            self.llm_retries - before.llm_retries, self.tokens_in - before.tokens_in,
-            self.tokens_out - before.tokens_out, self.llm_seconds - before.llm_seconds, dict(self.by_task),
+            self.llm_calls - before.llm_calls,
+            self.llm_cache_hits - before.llm_cache_hits,
+            self.llm_failures - before.llm_failures,
+            self.llm_errors - before.llm_errors,
+            self.llm_retries - before.llm_retries,
+            self.tokens_in - before.tokens_in,
+            self.tokens_out - before.tokens_out,
+            self.llm_seconds - before.llm_seconds,
+            dict(self.by_task),
         )
 
 
@@ -193,8 +210,9 @@ class Ledger:
         with self._lock:
             records, failures, retries = list(self.records), list(self.failures), self.retries
         t = LedgerTotals(llm_failures=len(failures), llm_retries=retries)
-        per: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "cache_hits": 0, "errors": 0, "tokens_in": 0,
-                                                              "tokens_out": 0, "seconds": 0.0, "failures": 0})
+        per: dict[str, dict[str, float]] = defaultdict(
+            lambda: {"calls": 0, "cache_hits": 0, "errors": 0, "tokens_in": 0, "tokens_out": 0, "seconds": 0.0, "failures": 0}
+        )
         for r in records:
             row = per[r.task]
             if r.error is not None:
@@ -233,8 +251,7 @@ class CachedLLM:
             so a dead server does not cost a timeout per chunk; ``gave_up`` then holds the reason.
     """
 
-    def __init__(self, llm: LLM, cache: LLMCache | None = None, ledger: Ledger | None = None,
-                 max_consecutive_errors: int = 5) -> None:
+    def __init__(self, llm: LLM, cache: LLMCache | None = None, ledger: Ledger | None = None, max_consecutive_errors: int = 5) -> None:
         self.llm = llm
         self.cache = cache
         self.ledger = ledger or Ledger()
@@ -282,8 +299,9 @@ class CachedLLM:
             self._consecutive = 0
         if self.cache is not None:
             self.cache.put(key, self.llm.provider, self.llm.model, prompt_sha256, input_sha, options, reply)
-        self.ledger.add(CallRecord(task, self.spec, options.seed, reply.tokens_in, reply.tokens_out, reply.seconds,
-                                   estimated=reply.estimated))
+        self.ledger.add(
+            CallRecord(task, self.spec, options.seed, reply.tokens_in, reply.tokens_out, reply.seconds, estimated=reply.estimated)
+        )
         return reply
 
     def _count_error(self, exc: LLMError) -> None:

@@ -78,8 +78,13 @@ class LLMOptions:
         return replace(self, seed=seed)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
-                "json": self.json, "num_ctx": self.num_ctx}
+        return {
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "json": self.json,
+            "num_ctx": self.num_ctx,
+        }
 
 
 @dataclass(slots=True)
@@ -210,10 +215,10 @@ class OllamaLLM(_Base):
             after a non-fatal failure.
     """
 
-    def __init__(self, model: str = DEFAULT_OLLAMA_MODEL, url: str | None = None, timeout: float = 120.0,
-                 concurrency: int = 4, retries: int = 1) -> None:
-        super().__init__(model or DEFAULT_OLLAMA_MODEL, (url or DEFAULT_OLLAMA_URL).rstrip("/"), timeout, concurrency,
-                         retries, "ollama")
+    def __init__(
+        self, model: str = DEFAULT_OLLAMA_MODEL, url: str | None = None, timeout: float = 120.0, concurrency: int = 4, retries: int = 1
+    ) -> None:
+        super().__init__(model or DEFAULT_OLLAMA_MODEL, (url or DEFAULT_OLLAMA_URL).rstrip("/"), timeout, concurrency, retries, "ollama")
         import ollama
 
         self._client = ollama.Client(host=self.url, timeout=timeout)
@@ -235,8 +240,7 @@ class OllamaLLM(_Base):
         opts, fmt = self._options(options)
 
         def send() -> LLMReply:
-            resp = self._call(lambda: self._client.chat(model=self.model, messages=messages, format=fmt or "", options=opts,
-                                                        stream=False))
+            resp = self._call(lambda: self._client.chat(model=self.model, messages=messages, format=fmt or "", options=opts, stream=False))
             return self._reply((resp.message.content if resp.message else "") or "", resp)
 
         return self._guarded(send, "\n".join(m["content"] for m in messages))
@@ -246,15 +250,15 @@ class OllamaLLM(_Base):
         opts, fmt = self._options(options)
 
         def send() -> LLMReply:
-            resp = self._call(lambda: self._client.generate(model=self.model, prompt=prompt, format=fmt,
-                                                            options=opts, stream=False))
+            resp = self._call(lambda: self._client.generate(model=self.model, prompt=prompt, format=fmt, options=opts, stream=False))
             return self._reply(resp.response or "", resp)
 
         return self._guarded(send, prompt)
 
     def _reply(self, text: str, resp: Any) -> LLMReply:
-        return LLMReply(text=text, tokens_in=int(resp.prompt_eval_count or 0), tokens_out=int(resp.eval_count or 0),
-                        model=resp.model or self.model)
+        return LLMReply(
+            text=text, tokens_in=int(resp.prompt_eval_count or 0), tokens_out=int(resp.eval_count or 0), model=resp.model or self.model
+        )
 
     def _call(self, fn: Any) -> Any:
         import httpx
@@ -264,14 +268,15 @@ class OllamaLLM(_Base):
             return fn()
         except ollama.ResponseError as exc:
             hint = f"; pull it first: `ollama pull {self.model}`" if exc.status_code == 404 else ""
-            raise LLMError(f"{self._where()}: HTTP {exc.status_code}: {exc.error}{hint}", exc.status_code,
-                           _fatal_status(exc.status_code)) from exc
+            raise LLMError(
+                f"{self._where()}: HTTP {exc.status_code}: {exc.error}{hint}", exc.status_code, _fatal_status(exc.status_code)
+            ) from exc
         except httpx.TimeoutException as exc:
-            raise LLMError(f"{self._where()}: no reply within {self.timeout}s "
-                           "(raise ESRAG_LLM_TIMEOUT or lower ESRAG_LLM_CONCURRENCY)") from exc
+            raise LLMError(
+                f"{self._where()}: no reply within {self.timeout}s (raise ESRAG_LLM_TIMEOUT or lower ESRAG_LLM_CONCURRENCY)"
+            ) from exc
         except (ConnectionError, httpx.HTTPError) as exc:
-            raise LLMError(f"{self._where()}: cannot connect ({exc}); start Ollama (`ollama serve`) or set "
-                           "ESRAG_LLM_URL") from exc
+            raise LLMError(f"{self._where()}: cannot connect ({exc}); start Ollama (`ollama serve`) or set ESRAG_LLM_URL") from exc
         except ValueError as exc:  # a malformed body from the server (not JSON, wrong shape)
             raise LLMError(f"{self._where()}: unreadable reply: {exc}") from exc
 
@@ -289,8 +294,9 @@ class OpenAILLM(_Base):
             off; esrag retries).
     """
 
-    def __init__(self, model: str, url: str | None = None, api_key: str | None = None, timeout: float = 120.0,
-                 concurrency: int = 4, retries: int = 1) -> None:
+    def __init__(
+        self, model: str, url: str | None = None, api_key: str | None = None, timeout: float = 120.0, concurrency: int = 4, retries: int = 1
+    ) -> None:
         import os
 
         import openai
@@ -310,8 +316,7 @@ class OpenAILLM(_Base):
     def chat(self, messages: list[Message], options: LLMOptions) -> LLMReply:
         """See :class:`LLM`. ``/v1/chat/completions`` with ``response_format: json_object`` when
         ``options.json``."""
-        kwargs: dict[str, Any] = {"temperature": options.temperature, "seed": options.seed,
-                                  "max_tokens": options.max_tokens}
+        kwargs: dict[str, Any] = {"temperature": options.temperature, "seed": options.seed, "max_tokens": options.max_tokens}
         if options.json:
             kwargs["response_format"] = {"type": "json_object"}
 
@@ -322,8 +327,12 @@ class OpenAILLM(_Base):
                 raise LLMError(f"{self._where()}: reply without choices")
             text = resp.choices[0].message.content or ""
             usage = resp.usage
-            return LLMReply(text=text, tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-                            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0), model=resp.model or self.model)
+            return LLMReply(
+                text=text,
+                tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+                tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+                model=resp.model or self.model,
+            )
 
         return self._guarded(send, "\n".join(m["content"] for m in messages))
 
@@ -337,10 +346,14 @@ class OpenAILLM(_Base):
         except openai.APIConnectionError as exc:
             raise LLMError(f"{self._where()}: cannot connect ({exc}); check ESRAG_LLM_URL") from exc
         except openai.APIStatusError as exc:
-            hint = {401: "; check ESRAG_LLM_API_KEY", 403: "; check ESRAG_LLM_API_KEY",
-                    404: "; check the model name and the URL (it usually ends in /v1)"}.get(exc.status_code, "")
-            raise LLMError(f"{self._where()}: HTTP {exc.status_code}: {_short(exc.message)}{hint}", exc.status_code,
-                           _fatal_status(exc.status_code)) from exc
+            hint = {
+                401: "; check ESRAG_LLM_API_KEY",
+                403: "; check ESRAG_LLM_API_KEY",
+                404: "; check the model name and the URL (it usually ends in /v1)",
+            }.get(exc.status_code, "")
+            raise LLMError(
+                f"{self._where()}: HTTP {exc.status_code}: {_short(exc.message)}{hint}", exc.status_code, _fatal_status(exc.status_code)
+            ) from exc
         except openai.APIError as exc:  # e.g. a body that is not JSON
             raise LLMError(f"{self._where()}: {_short(str(exc))}") from exc
         except ValueError as exc:

@@ -64,8 +64,9 @@ class Accepted(Generic[T]):
     transport: LLMError | None = None
 
 
-def ask(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str,
-        accept: Callable[[str], T | None], what: str) -> Accepted[T]:
+def ask(
+    llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str, accept: Callable[[str], T | None], what: str
+) -> Accepted[T]:
     """One user message ``prompt_text`` with seed ``options.seed``, then seeds 1–3 while
     ``accept(reply text)`` returns None.
 
@@ -97,8 +98,15 @@ def ask(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOption
     return Accepted(None, None, error)
 
 
-def ask_json(llm: CachedLLM, prompt_text: str, prompt_sha256: str, options: LLMOptions, task: str,
-             usable: Callable[[dict[str, Any]], bool], what: str = "no usable JSON object") -> Accepted[dict[str, Any]]:
+def ask_json(
+    llm: CachedLLM,
+    prompt_text: str,
+    prompt_sha256: str,
+    options: LLMOptions,
+    task: str,
+    usable: Callable[[dict[str, Any]], bool],
+    what: str = "no usable JSON object",
+) -> Accepted[dict[str, Any]]:
     """:func:`ask` for a JSON object: the first reply that :func:`parse_json_object` reads as
     an object that ``usable`` accepts."""
 

@@ -42,8 +42,11 @@ class Prompt:
     @property
     def placeholders(self) -> set[str]:
         """Names of the ``${name}`` placeholders in the template."""
-        return {m.group("braced") or m.group("named") for m in string.Template.pattern.finditer(self.text)
-                if m.group("braced") or m.group("named")}
+        return {
+            m.group("braced") or m.group("named")
+            for m in string.Template.pattern.finditer(self.text)
+            if m.group("braced") or m.group("named")
+        }
 
     def render(self, **values: object) -> str:
         """The template with every placeholder replaced by ``str(value)``.

@@ -44,9 +44,7 @@ class Taken(Generic[T]):
     truncated: bool = False
 
 
-def take_budget(
-    items: Iterable[T], budget_tokens: int, tokens: Callable[[T], int] = lambda c: _own(c).tokens
-) -> list[Taken[T]]:
+def take_budget(items: Iterable[T], budget_tokens: int, tokens: Callable[[T], int] = lambda c: _own(c).tokens) -> list[Taken[T]]:
     """Items in rank order until ``budget_tokens`` cl100k tokens of source text are filled.
 
     Args:

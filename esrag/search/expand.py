@@ -86,8 +86,7 @@ def parse_expand(spec: str | None) -> ExpandSpec | None:
         return ExpandSpec(m.group(3))
     n = int(m.group(2)) if len(m.group(2)) <= 6 else MAX_NEIGHBOURS + 1
     if (m.group(1) == "neighbours" and not 1 <= n <= MAX_NEIGHBOURS) or (m.group(1) == "auto-merge" and n < 2):
-        raise ConfigError(f"expansion {spec!r}: use neighbours:W with 1 <= W <= {MAX_NEIGHBOURS} "
-                          "or auto-merge:M with M >= 2")
+        raise ConfigError(f"expansion {spec!r}: use neighbours:W with 1 <= W <= {MAX_NEIGHBOURS} or auto-merge:M with M >= 2")
     return ExpandSpec(m.group(1), n)
 
 
@@ -134,8 +133,9 @@ class SourceCache:
         """Every chunk of ``seed``'s source, by position."""
         key = (seed.corpus, seed.source_path, seed.doc_version)
         if key not in self._all:
-            self._all[key] = self.store.neighbours(seed.corpus, seed.source_path, list(range(1, max(seed.n_chunks, seed.position) + 1)),
-                                                   **_version(seed))
+            self._all[key] = self.store.neighbours(
+                seed.corpus, seed.source_path, list(range(1, max(seed.n_chunks, seed.position) + 1)), **_version(seed)
+            )
         return self._all[key]
 
     def around(self, seed: Chunk, w: int) -> list[Chunk]:
@@ -207,7 +207,10 @@ class _Unit:
 
 
 def expand_hits(
-    hits: list[Hit], store: Any, spec_for: Callable[[Hit], ExpandSpec | None], max_tokens: int | None = 1024,
+    hits: list[Hit],
+    store: Any,
+    spec_for: Callable[[Hit], ExpandSpec | None],
+    max_tokens: int | None = 1024,
 ) -> list[Hit]:
     """``hits`` (best first) expanded by each hit's spec (``spec_for(hit)``; None or ``none``
     leaves a hit as it is). See the module docstring for the rules and limits.
@@ -317,8 +320,7 @@ def _to_hit(u: _Unit) -> Hit:
     return Hit(chunk, hit.score, dict(hit.legs), covered)
 
 
-def joined_chunk(seed: Chunk, members: Sequence[Chunk], section_path: str, metadata: dict[str, Any],
-                 expansion: str) -> Chunk:
+def joined_chunk(seed: Chunk, members: Sequence[Chunk], section_path: str, metadata: dict[str, Any], expansion: str) -> Chunk:
     """One chunk standing for ``members`` (consecutive chunks of one page, by position) that
     ``seed`` (a hit's chunk) grew into: their texts joined by :data:`JOINER`, the line span of
     all, ``metadata`` with ``"chunks"`` (``[id, start_line, end_line, chars]`` per member) and
@@ -328,11 +330,23 @@ def joined_chunk(seed: Chunk, members: Sequence[Chunk], section_path: str, metad
     first = members[0]
     metadata = {**metadata, "chunks": [[m.id, m.start_line, m.end_line, len(m.text)] for m in members], "expansion": expansion}
     return Chunk(
-        id="x" + content_hash(*(m.id for m in members))[:31], text=text, corpus=seed.corpus, source_path=seed.source_path,
-        section_path=section_path, start_line=first.start_line, end_line=members[-1].end_line,
-        position=first.position, n_chunks=seed.n_chunks, tokens=count_tokens(text),
-        content_hash=content_hash(text), doc_title=seed.doc_title, parent_id=seed.parent_id, metadata=metadata,
-        doc_version=seed.doc_version, url=first.url or seed.url, anchor=first.anchor or seed.anchor,
+        id="x" + content_hash(*(m.id for m in members))[:31],
+        text=text,
+        corpus=seed.corpus,
+        source_path=seed.source_path,
+        section_path=section_path,
+        start_line=first.start_line,
+        end_line=members[-1].end_line,
+        position=first.position,
+        n_chunks=seed.n_chunks,
+        tokens=count_tokens(text),
+        content_hash=content_hash(text),
+        doc_title=seed.doc_title,
+        parent_id=seed.parent_id,
+        metadata=metadata,
+        doc_version=seed.doc_version,
+        url=first.url or seed.url,
+        anchor=first.anchor or seed.anchor,
         alt_urls=list(first.alt_urls if first.url else seed.alt_urls),
     )
 

@@ -30,7 +30,6 @@ ROUTER_TEMPERATURE = 0.1
 """Softmax temperature of the router over cosine similarities (a 0.1 cosine lead = e-fold weight)."""
 
 
-
 class BranchLists(list):
     """A fan-out's answer (:func:`run_branches`): one fused list per branch,
     plus the request's ``took_ms`` and ``round_trip_ms`` (milliseconds, None when unknown),
@@ -85,8 +84,9 @@ class Branch:
         return max(self.k, self.pool if (self.mmr_lambda is not None or self.cap) else self.k)
 
 
-def run_branches(store: Store, branches: Sequence[BranchQuery], fields: dict[str, float], rrf_k: int = 60,
-                 weights: Mapping[str, float] | None = None) -> BranchLists:
+def run_branches(
+    store: Store, branches: Sequence[BranchQuery], fields: dict[str, float], rrf_k: int = 60, weights: Mapping[str, float] | None = None
+) -> BranchLists:
     """Every branch's legs (:func:`esrag.search.legs.run_legs`: ONE ``_msearch`` on
     Elasticsearch, one thread per branch, at most 4, on other stores), each branch fused by RRF
     over its window. The lists are identical either way.
@@ -168,8 +168,13 @@ def select(fused: list[Fused], branch: Branch, chunks: Mapping[str, Chunk], vect
     return out
 
 
-def route(ks: Mapping[str, int], intents: Mapping[str, str], query: str, query_vector: np.ndarray | None,
-          embed: Callable[[list[str]], np.ndarray] | None) -> dict[str, int]:
+def route(
+    ks: Mapping[str, int],
+    intents: Mapping[str, str],
+    query: str,
+    query_vector: np.ndarray | None,
+    embed: Callable[[list[str]], np.ndarray] | None,
+) -> dict[str, int]:
     """Per-corpus k adjusted by predicted intent; never zero.
 
     Each corpus with an ``intent`` description scores the query: the cosine between the query

@@ -60,13 +60,13 @@ def rocchio(query: np.ndarray, vectors: Sequence[np.ndarray], beta: float) -> np
     return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
 
 
-def parent_boost(fused: Sequence[Fused], chunks: Mapping[str, Chunk], section: float, page: float,
-                 depth: int = 2) -> list[Fused]:
+def parent_boost(fused: Sequence[Fused], chunks: Mapping[str, Chunk], section: float, page: float, depth: int = 2) -> list[Fused]:
     """``fused`` re-scored with parent signals and re-sorted (see the module docstring): each
     result gains ``section`` times the best fused score among the *other* results of its
     section group (same source path, same first ``depth`` section-path levels) and ``page``
     times the best among the other results of its page. Results whose chunk is unknown keep
     their score. Ties keep the first ranking's order."""
+
     def best_two(keys: dict[str, tuple]) -> dict[tuple, list[float]]:
         out: dict[tuple, list[float]] = {}
         for f in fused:

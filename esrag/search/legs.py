@@ -57,9 +57,15 @@ class StoreHits(tuple):
     sources: dict[str, Any]
     _decode: Callable[[str, dict[str, Any]], Chunk] | None
 
-    def __new__(cls, fused: list[Fused], how: str, took_ms: int | None = None, round_trip_ms: float | None = None,
-                sources: dict[str, Any] | None = None,
-                decode: Callable[[str, dict[str, Any]], Chunk] | None = None) -> StoreHits:
+    def __new__(
+        cls,
+        fused: list[Fused],
+        how: str,
+        took_ms: int | None = None,
+        round_trip_ms: float | None = None,
+        sources: dict[str, Any] | None = None,
+        decode: Callable[[str, dict[str, Any]], Chunk] | None = None,
+    ) -> StoreHits:
         self = super().__new__(cls, (fused, how))
         self.took_ms, self.round_trip_ms = took_ms, round_trip_ms
         self.sources = sources or {}
@@ -200,8 +206,7 @@ def run_legs(store: Store, queries: Sequence[BranchQuery], fields: dict[str, flo
         return LegHits(list(pool.map(lambda q: legs_of(store, q, fields), queries)), "concurrent branches")
 
 
-def fuse(legs: Mapping[str, Ranking], rrf_k: int, weights: Mapping[str, float] | None, window: int,
-         method: str = "rrf") -> list[Fused]:
+def fuse(legs: Mapping[str, Ranking], rrf_k: int, weights: Mapping[str, float] | None, window: int, method: str = "rrf") -> list[Fused]:
     """One search's legs fused over their first ``window`` by the fusion ``method``
     (:data:`esrag.search.fusion.FUSIONS`: :func:`~esrag.search.fusion.rrf` by default)."""
     return fusion(method)(legs, k=rrf_k, weights=weights, rank_window_size=window)
@@ -240,8 +245,11 @@ def hybrid(
     fields = fields or {"text": 1.0}
     window = max(int(rank_window_size), int(k))
     if vector is None or not lexical(query, fields):  # one leg only: nothing to fuse natively
-        legs = ({"bm25": bm25_leg(store, query, window, filters, fields)} if vector is None
-                else {"dense": knn_leg(store, vector, window, filters, num_candidates)})
+        legs = (
+            {"bm25": bm25_leg(store, query, window, filters, fields)}
+            if vector is None
+            else {"dense": knn_leg(store, vector, window, filters, num_candidates)}
+        )
         return StoreHits(fuse(legs, rrf_k, weights, window, method), f"{method} (client-side, one leg)")
     search = BranchQuery(query, vector, window, filters, num_candidates)
     unweighted = all(float(w) == 1.0 for w in (weights or {}).values())

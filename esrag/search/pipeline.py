@@ -93,9 +93,14 @@ class Pipeline:
         ConfigError: ``reranker`` is not a reranker.
     """
 
-    def __init__(self, settings: Settings, store: Store, searcher: Searcher,
-                 reranker: Reranker | TextReranker | RerankFn | None = None,
-                 reformulator: QueryReformulator | Callable[[str], Sequence[str]] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        searcher: Searcher,
+        reranker: Reranker | TextReranker | RerankFn | None = None,
+        reformulator: QueryReformulator | Callable[[str], Sequence[str]] | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.searcher = searcher
@@ -150,9 +155,18 @@ class Pipeline:
 
     # -- the search -------------------------------------------------------------------------
     def search(
-        self, query: str, k: int | None = None, mode: str | None = None, filters: Filters | None = None, *,
-        corpora: list[str] | None = None, budget: int | None = None, expand: str | None = None,
-        rerank: str | None = None, rerank_top_n: int | None = None, reformulate: int | None = None,
+        self,
+        query: str,
+        k: int | None = None,
+        mode: str | None = None,
+        filters: Filters | None = None,
+        *,
+        corpora: list[str] | None = None,
+        budget: int | None = None,
+        expand: str | None = None,
+        rerank: str | None = None,
+        rerank_top_n: int | None = None,
+        reformulate: int | None = None,
         sections: bool | None = None,
     ) -> PipelineResult:
         """Search ``query`` through the stack; arguments left None take their settings.
@@ -241,8 +255,7 @@ class Pipeline:
         timings["total"] = _ms(started)
         return PipelineResult(hits, mode, timings, fusion, diagnostics, notes, queries[1:])
 
-    def _reformulations(self, query: str, n: int, timings: dict[str, float], notes: list[str],
-                        diagnostics: dict[str, Any]) -> list[str]:
+    def _reformulations(self, query: str, n: int, timings: dict[str, float], notes: list[str], diagnostics: dict[str, Any]) -> list[str]:
         if not n:
             return []
         t0 = time.perf_counter()
@@ -267,14 +280,22 @@ class Pipeline:
     def _route(self, branches: list[Branch], query: str, vector: np.ndarray | None, diagnostics: dict[str, Any]) -> None:
         intents = {b.name: self.corpus(b.name).intent for b in branches}
         emb = self.searcher.embedder if vector is not None else None
-        ks = route({b.name: b.k for b in branches}, intents, query, vector,
-                   (lambda texts: emb.embed_documents(texts)) if emb is not None else None)
+        ks = route(
+            {b.name: b.k for b in branches}, intents, query, vector, (lambda texts: emb.embed_documents(texts)) if emb is not None else None
+        )
         for b in branches:
             b.k = ks[b.name]
         diagnostics["router"] = ks
 
-    def _retrieve(self, queries: list[str], vectors: list[np.ndarray | None], branches: list[Branch], mode: str, fanout: bool,
-                  timings: dict[str, float]) -> tuple[list[Hit], str]:
+    def _retrieve(
+        self,
+        queries: list[str],
+        vectors: list[np.ndarray | None],
+        branches: list[Branch],
+        mode: str,
+        fanout: bool,
+        timings: dict[str, float],
+    ) -> tuple[list[Hit], str]:
         """Branch searches -> per-branch fusion over queries -> selection -> fusion over corpora -> hits."""
         s = self.settings.search
         b0 = branches[0]
@@ -287,8 +308,11 @@ class Pipeline:
         for b in branches:
             window = max(s.rank_window_size, b.candidates) if mode == "hybrid" else b.candidates
             for q, v in zip(queries, vectors):
-                requests.append(BranchQuery(q if mode != "dense" else "", v if mode != "bm25" else None, window, b.filters,
-                                            max(s.num_candidates, window)))
+                requests.append(
+                    BranchQuery(
+                        q if mode != "dense" else "", v if mode != "bm25" else None, window, b.filters, max(s.num_candidates, window)
+                    )
+                )
         lists = run_branches(self.store, requests, self.searcher.bm25_fields, s.rrf_k, s.weights if mode == "hybrid" else None)
         timings["search"] = _ms(t0)
         if lists.took_ms is not None:
@@ -316,8 +340,16 @@ class Pipeline:
         hits = [Hit(chunks[f.id], f.score, {**by_id[f.id].legs, **f.legs}) for f in fused]
         return hits, how + f"; {len(branches)} corpora fused by rank)"
 
-    def _grow_for_budget(self, queries: list[str], vectors: list[np.ndarray | None], branches: list[Branch], mode: str, hits: list[Hit],
-                         budget: int, timings: dict[str, float]) -> list[Hit]:
+    def _grow_for_budget(
+        self,
+        queries: list[str],
+        vectors: list[np.ndarray | None],
+        branches: list[Branch],
+        mode: str,
+        hits: list[Hit],
+        budget: int,
+        timings: dict[str, float],
+    ) -> list[Hit]:
         b = branches[0]
         while sum(h.chunk.tokens for h in hits) < budget and len(hits) >= b.k and b.k < MAX_BUDGET_CANDIDATES:
             b.k = min(b.k * 4, MAX_BUDGET_CANDIDATES)
@@ -326,6 +358,7 @@ class Pipeline:
 
     def _demote(self, hits: list[Hit]) -> list[Hit]:
         """Hits re-sorted after their corpus's ``demote`` (:mod:`esrag.search.demote`)."""
+
         def rule(hit: Hit) -> tuple[tuple[str, ...], bool, float] | None:
             d = self.corpus(hit.chunk.corpus).demote
             return (tuple(d.patterns), d.api_stubs, d.weight) if d.weight < 1.0 else None
@@ -374,9 +407,18 @@ class Pipeline:
 
     # -- the evaluation's question ------------------------------------------------------------
     def ranked_pool(
-        self, query: str, budget: int, mode: str | None = None, filters: Filters | None = None, *,
-        rerank: str | None = None, rerank_top_n: int | None = None, reformulate: int = 0,
-        min_sources: int = 0, first_k: int = FIRST_POOL_K, limit: int | None = None,
+        self,
+        query: str,
+        budget: int,
+        mode: str | None = None,
+        filters: Filters | None = None,
+        *,
+        rerank: str | None = None,
+        rerank_top_n: int | None = None,
+        reformulate: int = 0,
+        min_sources: int = 0,
+        first_k: int = FIRST_POOL_K,
+        limit: int | None = None,
     ) -> list[Hit]:
         """The ranked hits that a budgeted search of ``query`` packs, before packing: what
         ``esrag eval`` scores at every budget up to ``budget`` (cl100k tokens of source text).
@@ -395,14 +437,33 @@ class Pipeline:
             ConfigError, RerankError, ModelLoadError, NotIndexedError: as :meth:`search`.
         """
         s = self.settings.search
-        unpacked = self if s.budget is None else Pipeline(
-            self.settings.model_copy(update={"search": s.model_copy(update={"budget": None})}), self.store, self.searcher,
-            self._reranker, self._reformulator)
+        unpacked = (
+            self
+            if s.budget is None
+            else Pipeline(
+                self.settings.model_copy(update={"search": s.model_copy(update={"budget": None})}),
+                self.store,
+                self.searcher,
+                self._reranker,
+                self._reformulator,
+            )
+        )
         k = first_k
         while True:
             ask = min(k, max(limit, 1)) if limit is not None else k
-            hits = unpacked.search(query, k=ask, mode=mode, filters=filters, corpora=[], budget=None, expand="",
-                                   reformulate=reformulate, rerank="", rerank_top_n=rerank_top_n, sections=False).hits
+            hits = unpacked.search(
+                query,
+                k=ask,
+                mode=mode,
+                filters=filters,
+                corpora=[],
+                budget=None,
+                expand="",
+                reformulate=reformulate,
+                rerank="",
+                rerank_top_n=rerank_top_n,
+                sections=False,
+            ).hits
             enough = sum(h.chunk.tokens for h in hits) >= budget
             if min_sources:
                 enough = enough and len({h.chunk.source_path for h in hits}) >= min_sources
@@ -461,7 +522,7 @@ def block_prefix(text: str, max_tokens: int) -> str:
         stripped = line.lstrip()
         run = re.match(r"(`{3,}|~{3,})", stripped)
         if fence:
-            if run and run.group(1)[0] == fence[0] and len(run.group(1)) >= len(fence) and not stripped[len(run.group(1)):].strip():
+            if run and run.group(1)[0] == fence[0] and len(run.group(1)) >= len(fence) and not stripped[len(run.group(1)) :].strip():
                 fence = ""
         elif run:
             fence = run.group(1)
@@ -489,4 +550,3 @@ def _cut_end_line(chunk: Chunk, text: str) -> int:
             return start + text[at:].count("\n")
         at += chars + 2
     return chunk.end_line
-

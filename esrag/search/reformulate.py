@@ -94,14 +94,21 @@ class Reformulator:
         prompt = load_prompt(PROMPT)
         text = prompt.render(n=self.n, query=query)
         options = LLMOptions(max_tokens=self.max_tokens, json=True)
-        got = ask(self.llm, text, prompt.sha256, options, "reformulate",
-                  lambda reply: clean(parse_json_object(reply), query, self.n) or None,
-                  "no usable reformulations (JSON with a 'reformulations' list)")
+        got = ask(
+            self.llm,
+            text,
+            prompt.sha256,
+            options,
+            "reformulate",
+            lambda reply: clean(parse_json_object(reply), query, self.n) or None,
+            "no usable reformulations (JSON with a 'reformulations' list)",
+        )
         if got.value is not None:
             self.last_error = None
             return got.value
-        self.last_error = got.error if got.transport else (
-            f"{self.llm.spec} gave no usable reformulations (JSON with a 'reformulations' list)")
+        self.last_error = (
+            got.error if got.transport else (f"{self.llm.spec} gave no usable reformulations (JSON with a 'reformulations' list)")
+        )
         return []
 
 
@@ -153,4 +160,3 @@ def make_reformulator(settings: Any, n: int | None = None) -> Reformulator:
 
     llm = make_llm(settings.llm, settings)
     return Reformulator(CachedLLM(llm, LLMCache(settings.llm_cache_path)), n or settings.search.reformulate or DEFAULT_N)
-

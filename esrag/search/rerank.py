@@ -125,8 +125,7 @@ def as_reranker(obj: Reranker | TextReranker | RerankFn, spec: str | None = None
     raise ConfigError(f"reranker {spec or obj!r} is not callable as rerank(query, texts) -> scores")
 
 
-def rerank_hits(query: str, hits: list[Hit], reranker: Reranker | TextReranker | RerankFn,
-                top_n: int = DEFAULT_TOP_N) -> list[Hit]:
+def rerank_hits(query: str, hits: list[Hit], reranker: Reranker | TextReranker | RerankFn, top_n: int = DEFAULT_TOP_N) -> list[Hit]:
     """``hits`` with the first ``top_n`` reordered by the reranker (stable on ties); the rest
     follow unchanged. Each reordered hit gets a ``rerank`` leg (rank 1..n, reranker score).
 
@@ -167,9 +166,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
         return "http", spec
     name, sep, arg = spec.partition(":")
     if not sep or not name or not arg:
-        raise ConfigError(
-            f"reranker spec {spec!r} is not NAME:ARGUMENT; use cross-encoder:MODEL, http:URL or elastic:INFERENCE_ID"
-        )
+        raise ConfigError(f"reranker spec {spec!r} is not NAME:ARGUMENT; use cross-encoder:MODEL, http:URL or elastic:INFERENCE_ID")
     return name.strip().lower(), arg.strip()
 
 
@@ -178,8 +175,7 @@ class FromSpec(Protocol):
     """A reranker class built from a spec's argument (and the store, for rerankers that work
     inside it): ``cls.from_spec(argument, store=store)``."""
 
-    def from_spec(self, arg: str, store: Store | None = None) -> Reranker | TextReranker | RerankFn:
-        ...
+    def from_spec(self, arg: str, store: Store | None = None) -> Reranker | TextReranker | RerankFn: ...
 
 
 def make_reranker(spec: str, store: Store | None = None) -> Reranker:
@@ -347,11 +343,15 @@ class CrossEncoderReranker(ByText):
             try:
                 from sentence_transformers import CrossEncoder
 
-                self._model = CrossEncoder(self.model_name, max_length=self.max_length, device="cpu",
-                                           local_files_only=offline)
+                self._model = CrossEncoder(self.model_name, max_length=self.max_length, device="cpu", local_files_only=offline)
             except Exception as exc:  # OSError, ValueError, HTTP errors…
-                where = ("from its local files" if local else "from the local Hugging Face cache: the hub (huggingface.co) "
-                         "is unreachable from here" if offline else "from the Hugging Face hub")
+                where = (
+                    "from its local files"
+                    if local
+                    else "from the local Hugging Face cache: the hub (huggingface.co) is unreachable from here"
+                    if offline
+                    else "from the Hugging Face hub"
+                )
                 raise ModelLoadError(
                     f"cannot load cross-encoder {self.model_name!r} {where} ({' '.join(str(exc).split())[:300]}). "
                     "Give a local model folder (cross-encoder:/path/to/model), or serve a reranker and use http:URL."

@@ -181,9 +181,17 @@ class Searcher:
         return chunks
 
     def _feedback(
-        self, query: str, mode: str, filters: Filters, window: int, fused: list[Fused], how: str,
-        fetched: Callable[[list[str]], dict[str, Chunk]], legs: dict[str, list[tuple[str, float]]] | None,
-        vector: np.ndarray | None, timings: dict[str, float],
+        self,
+        query: str,
+        mode: str,
+        filters: Filters,
+        window: int,
+        fused: list[Fused],
+        how: str,
+        fetched: Callable[[list[str]], dict[str, Chunk]],
+        legs: dict[str, list[tuple[str, float]]] | None,
+        vector: np.ndarray | None,
+        timings: dict[str, float],
     ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]]]:
         """Pseudo-relevance feedback from the first ``prf_docs`` fused hits: a ``bm25_prf`` leg
         (the query plus its RM3 terms) when the search has a BM25 leg and ``prf_terms`` > 0, a
@@ -228,8 +236,17 @@ class Searcher:
             qvec = embed_timed(lambda: self.embed_query(query), load, timings)
             t0 = time.perf_counter()
             answer = hybrid(
-                self.store, query, qvec, k=k, filters=filters, fields=self.bm25_fields, rank_window_size=window,
-                num_candidates=max(s.num_candidates, window), rrf_k=s.rrf_k, weights=s.weights, method=s.fusion,
+                self.store,
+                query,
+                qvec,
+                k=k,
+                filters=filters,
+                fields=self.bm25_fields,
+                rank_window_size=window,
+                num_candidates=max(s.num_candidates, window),
+                rrf_k=s.rrf_k,
+                weights=s.weights,
+                method=s.fusion,
             )
             timings["search"] = elapsed_ms(t0)
             if answer.took_ms is not None:
@@ -239,8 +256,16 @@ class Searcher:
             return answer.fused, answer.how, answer.chunks, None, qvec
         embed = (lambda: self.embed_query(query)) if mode in ("dense", "hybrid") else None
         legs, vector = legs_while_embedding(
-            self.store, query, embed, load, mode in ("bm25", "hybrid"), window if mode == "hybrid" else k, filters,
-            self.bm25_fields, max(s.num_candidates, window), timings,
+            self.store,
+            query,
+            embed,
+            load,
+            mode in ("bm25", "hybrid"),
+            window if mode == "hybrid" else k,
+            filters,
+            self.bm25_fields,
+            max(s.num_candidates, window),
+            timings,
         )
         t0 = time.perf_counter()
         if mode == "hybrid":
@@ -259,9 +284,10 @@ def _nothing(ids: list[str]) -> dict[str, Chunk]:
 
 def _known(chunks: dict[str, Chunk], fetched: Callable[[list[str]], dict[str, Chunk]]) -> Callable[[list[str]], dict[str, Chunk]]:
     """A prefetch function answering from ``chunks`` first, then from ``fetched``."""
+
     def get(ids: list[str]) -> dict[str, Chunk]:
         out = {i: chunks[i] for i in ids if i in chunks}
         rest = [i for i in ids if i not in out]
         return {**fetched(rest), **out} if rest else out
-    return get
 
+    return get

@@ -52,16 +52,31 @@ def members_of(hit: Hit) -> list[Chunk]:
     out: list[Chunk] = []
     at = 0
     for i, (cid, start, end, chars) in enumerate(rows):
-        out.append(Chunk(id=cid, text=c.text[at : at + chars], corpus=c.corpus, source_path=c.source_path,
-                         section_path=c.section_path, start_line=start, end_line=end, position=c.position + i,
-                         n_chunks=c.n_chunks, doc_title=c.doc_title, doc_version=c.doc_version, url=c.url, anchor=c.anchor,
-                         alt_urls=list(c.alt_urls) if i == 0 else []))
+        out.append(
+            Chunk(
+                id=cid,
+                text=c.text[at : at + chars],
+                corpus=c.corpus,
+                source_path=c.source_path,
+                section_path=c.section_path,
+                start_line=start,
+                end_line=end,
+                position=c.position + i,
+                n_chunks=c.n_chunks,
+                doc_title=c.doc_title,
+                doc_version=c.doc_version,
+                url=c.url,
+                anchor=c.anchor,
+                alt_urls=list(c.alt_urls) if i == 0 else [],
+            )
+        )
         at += chars + len(JOINER)
     return out
 
 
-def shape_hits(hits: list[Hit], store: Any, min_tokens: int = MIN_HIT_TOKENS, merge: bool = True,
-               max_tokens: int | None = 1024) -> list[Hit]:
+def shape_hits(
+    hits: list[Hit], store: Any, min_tokens: int = MIN_HIT_TOKENS, merge: bool = True, max_tokens: int | None = 1024
+) -> list[Hit]:
     """``hits`` (best first) with small hits grown and adjacent hits of one section merged (see
     the module docstring). ``min_tokens`` 0 leaves small hits alone; ``merge`` False keeps
     adjacent hits apart. Reads neighbours from ``store`` (``Store.neighbours``) only for small

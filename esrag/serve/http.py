@@ -87,9 +87,15 @@ class SearchParams(BaseModel):
     corpus: list[Name] = Field(default_factory=list, max_length=20, description="Only these corpora (repeatable).")
     doc_version: str | None = Field(None, min_length=1, max_length=200)
     budget: Int | None = Field(None, ge=1, le=_L.budget, description="Pack hits to N cl100k tokens of source text.")
-    token_budget: Int | None = Field(None, ge=100, le=_L.budget, description=(
-        "Bound the whole JSON response to N cl100k tokens: hits that do not fit are left out (counted in left_out) "
-        "or shortened at a block boundary (truncated)."))
+    token_budget: Int | None = Field(
+        None,
+        ge=100,
+        le=_L.budget,
+        description=(
+            "Bound the whole JSON response to N cl100k tokens: hits that do not fit are left out (counted in left_out) "
+            "or shortened at a block boundary (truncated)."
+        ),
+    )
     expand: str | None = Field(None, max_length=100, description="neighbours:W, parent or auto-merge:M.")
     explain: bool = Field(False, description="Add the fusion and diagnostics (each hit's legs are always there).")
 
@@ -152,13 +158,16 @@ def page_html() -> tuple[str, str]:
         m = re.search(rf"<{tag}>(.*?)</{tag}>", html, re.S)
         digest = hashlib.sha256(m.group(1).encode()).digest() if m else b""
         hashes[tag] = base64.b64encode(digest).decode()
-    csp = (f"default-src 'none'; script-src 'sha256-{hashes['script']}'; style-src 'sha256-{hashes['style']}'; "
-           "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+    csp = (
+        f"default-src 'none'; script-src 'sha256-{hashes['script']}'; style-src 'sha256-{hashes['style']}'; "
+        "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
     return html, csp
 
 
-def create_app(service: SearchService, *, api_key: str | None = None, cors_origins: list[str] | None = None,
-               limits: Limits = LIMITS) -> Any:
+def create_app(
+    service: SearchService, *, api_key: str | None = None, cors_origins: list[str] | None = None, limits: Limits = LIMITS
+) -> Any:
     """The ASGI app over ``service``: FastAPI routes inside the API-key check (everything but
     ``/`` and ``/health`` when a key is set), the body limit, and CORS only for ``cors_origins``."""
     app = FastAPI(title="esrag", version=__version__, description="Search an esrag documentation index.")
@@ -187,8 +196,7 @@ def create_app(service: SearchService, *, api_key: str | None = None, cors_origi
 
     def run_search(p: SearchParams) -> Response:
         budget = p.budget if p.budget is not None or p.token_budget is None else candidate_budget(p.token_budget)
-        req = SearchRequest(p.q, k=p.k, mode=p.mode, corpora=list(p.corpus), doc_version=p.doc_version,
-                            budget=budget, expand=p.expand)
+        req = SearchRequest(p.q, k=p.k, mode=p.mode, corpora=list(p.corpus), doc_version=p.doc_version, budget=budget, expand=p.expand)
         body = result_json(service.search(req, check_corpora=True), explain=p.explain)
         if p.token_budget is None:
             return FastJSON(body)
@@ -198,8 +206,9 @@ def create_app(service: SearchService, *, api_key: str | None = None, cors_origi
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index() -> HTMLResponse:
-        return HTMLResponse(html, headers={"content-security-policy": csp, "x-content-type-options": "nosniff",
-                                           "referrer-policy": "no-referrer"})
+        return HTMLResponse(
+            html, headers={"content-security-policy": csp, "x-content-type-options": "nosniff", "referrer-policy": "no-referrer"}
+        )
 
     @app.get("/search", summary="Search (query string)", response_class=FastJSON)
     def search_get(params: Annotated[SearchParams, Query()]) -> Response:
@@ -214,12 +223,16 @@ def create_app(service: SearchService, *, api_key: str | None = None, cors_origi
         return service.ask(params.question, list(params.corpus), params.budget, check_corpora=True).to_dict()
 
     @app.get("/pages/{path:path}", summary="A page (or one section, or from a line) by source path or URL")
-    def page(path: str, corpus: Annotated[str | None, Query(max_length=200)] = None,
-             doc_version: Annotated[str | None, Query(max_length=200)] = None,
-             section: Annotated[str | None, Query(max_length=1000, description="Only this section (anchor or section path).")] = None,
-             offset: Annotated[int | None, Query(ge=1, description="Start at this source line.")] = None,
-             token_budget: Annotated[int | None, Query(ge=100, le=_L.budget, description=(
-                 "Bound the whole JSON response to N cl100k tokens."))] = None) -> Any:
+    def page(
+        path: str,
+        corpus: Annotated[str | None, Query(max_length=200)] = None,
+        doc_version: Annotated[str | None, Query(max_length=200)] = None,
+        section: Annotated[str | None, Query(max_length=1000, description="Only this section (anchor or section path).")] = None,
+        offset: Annotated[int | None, Query(ge=1, description="Start at this source line.")] = None,
+        token_budget: Annotated[
+            int | None, Query(ge=100, le=_L.budget, description=("Bound the whole JSON response to N cl100k tokens."))
+        ] = None,
+    ) -> Any:
         if len(path) > 1000:
             return error(422, "path: over 1000 characters")
         path = re.sub(r"^(https?):/+", r"\1://", path)  # a URL in the route's path loses one of its slashes
@@ -256,8 +269,9 @@ def create_app(service: SearchService, *, api_key: str | None = None, cors_origi
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware
 
-        wrapped = CORSMiddleware(wrapped, allow_origins=cors_origins, allow_methods=["GET", "POST"],
-                                 allow_headers=["authorization", "x-api-key", "content-type"])
+        wrapped = CORSMiddleware(
+            wrapped, allow_origins=cors_origins, allow_methods=["GET", "POST"], allow_headers=["authorization", "x-api-key", "content-type"]
+        )
     wrapped = BodyLimit(wrapped, limits.body_bytes)
     return RequireKey(wrapped, api_key, open_paths=("/", "/health"))
 
@@ -273,6 +287,7 @@ def serve(app: Any, host: str, port: int, log_level: str = "info") -> None:
             if sig == signal.SIGTERM:  # a requested stop, not a crash: do not re-raise it afterwards
                 self._captured_signals = [s for s in self._captured_signals if s != signal.SIGTERM]
 
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5,
-                            server_header=False, proxy_headers=False)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5, server_header=False, proxy_headers=False
+    )
     Server(config).run()

@@ -49,20 +49,32 @@ DEFAULT_TOKEN_BUDGET = DEFAULT_SEARCH_BUDGET
 MIN_TOKEN_BUDGET = 100
 """The smallest ``token_budget`` the tools accept (a heading, a URL and a few lines)."""
 
-Query = Annotated[str, Field(min_length=1, max_length=LIMITS.query_chars,
-                             description=f"A question or keywords (at most {LIMITS.query_chars:,} characters).")]
+Query = Annotated[
+    str,
+    Field(min_length=1, max_length=LIMITS.query_chars, description=f"A question or keywords (at most {LIMITS.query_chars:,} characters)."),
+]
 CorpusArg = Annotated[str | None, Field(max_length=200, description="Only this corpus (list_corpora names them). Default: all.")]
-Count = Annotated[int | None, Field(strict=True, ge=1, le=LIMITS.k, description=(
-    f"At most this many sections (1-{LIMITS.k}). Default: as many as fit token_budget."))]
-Format = Annotated[Literal["markdown", "json"], Field(description=(
-    "'markdown': compact text for reading; 'json': the same content as structured fields. Default: 'markdown'."))]
+Count = Annotated[
+    int | None,
+    Field(
+        strict=True, ge=1, le=LIMITS.k, description=(f"At most this many sections (1-{LIMITS.k}). Default: as many as fit token_budget.")
+    ),
+]
+Format = Annotated[
+    Literal["markdown", "json"],
+    Field(description=("'markdown': compact text for reading; 'json': the same content as structured fields. Default: 'markdown'.")),
+]
 
 
-_SEARCH_BUDGET_TEXT = (f"Most cl100k tokens of the whole response ({MIN_TOKEN_BUDGET}-{LIMITS.budget:,}), counted over "
-                      "everything returned; sections that do not fit are left out or shortened at a paragraph boundary. "
-                      f"Default: {DEFAULT_SEARCH_BUDGET:,}.")
-_PAGE_BUDGET_TEXT = (f"Most cl100k tokens of the whole response ({MIN_TOKEN_BUDGET}-{LIMITS.budget:,}); what does not "
-                     f"fit is named with the call that reads it. Default: {DEFAULT_PAGE_BUDGET:,}.")
+_SEARCH_BUDGET_TEXT = (
+    f"Most cl100k tokens of the whole response ({MIN_TOKEN_BUDGET}-{LIMITS.budget:,}), counted over "
+    "everything returned; sections that do not fit are left out or shortened at a paragraph boundary. "
+    f"Default: {DEFAULT_SEARCH_BUDGET:,}."
+)
+_PAGE_BUDGET_TEXT = (
+    f"Most cl100k tokens of the whole response ({MIN_TOKEN_BUDGET}-{LIMITS.budget:,}); what does not "
+    f"fit is named with the call that reads it. Default: {DEFAULT_PAGE_BUDGET:,}."
+)
 SearchBudget = Annotated[int | None, Field(strict=True, ge=MIN_TOKEN_BUDGET, le=LIMITS.budget, description=_SEARCH_BUDGET_TEXT)]
 PageBudget = Annotated[int | None, Field(strict=True, ge=MIN_TOKEN_BUDGET, le=LIMITS.budget, description=_PAGE_BUDGET_TEXT)]
 
@@ -131,8 +143,13 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
     def search_docs(
         query: Query,
         corpus: CorpusArg = None,
-        doc_version: Annotated[str | None, Field(max_length=200, description=(
-            "Only this documentation version (list_corpora shows each corpus's versions). Default: every version."))] = None,
+        doc_version: Annotated[
+            str | None,
+            Field(
+                max_length=200,
+                description=("Only this documentation version (list_corpora shows each corpus's versions). Default: every version."),
+            ),
+        ] = None,
         k: Count = None,
         token_budget: SearchBudget = None,
         format: Format = "markdown",
@@ -144,8 +161,10 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
             raise ToolError("query is empty; give a question or keywords")
         budget = DEFAULT_SEARCH_BUDGET if token_budget is None else token_budget
         try:
-            result = service.search(SearchRequest(query, k=k, corpora=[corpus] if corpus else [], doc_version=doc_version,
-                                                  budget=candidate_budget(budget)), check_corpora=True)
+            result = service.search(
+                SearchRequest(query, k=k, corpora=[corpus] if corpus else [], doc_version=doc_version, budget=candidate_budget(budget)),
+                check_corpora=True,
+            )
         except EsragError as exc:
             raise ToolError(_one_line(exc)) from None
         hits = [hit_json(h) for h in (result.hits[:k] if k else result.hits)]
@@ -155,16 +174,38 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
 
     @server.tool(annotations=read_only, structured_output=False)
     def get_page(
-        path: Annotated[str, Field(min_length=1, max_length=2000, description=(
-            "The page: a hit's URL (with or without #anchor) or source path (with or without the docs root folder)."))],
+        path: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=2000,
+                description=("The page: a hit's URL (with or without #anchor) or source path (with or without the docs root folder)."),
+            ),
+        ],
         corpus: CorpusArg = None,
-        doc_version: Annotated[str | None, Field(max_length=200, description=(
-            "This documentation version. Default: the corpus's default version (list_corpora names it)."))] = None,
-        section: Annotated[str | None, Field(max_length=1000, description=(
-            "Only this section and its subsections: its anchor or section path. Default: the URL's #anchor, "
-            "else the whole page."))] = None,
-        offset: Annotated[int | None, Field(strict=True, ge=1, description=(
-            "Start at this source line (the 'Continue' call of a previous response gives it). Default: the start."))] = None,
+        doc_version: Annotated[
+            str | None,
+            Field(
+                max_length=200, description=("This documentation version. Default: the corpus's default version (list_corpora names it).")
+            ),
+        ] = None,
+        section: Annotated[
+            str | None,
+            Field(
+                max_length=1000,
+                description=(
+                    "Only this section and its subsections: its anchor or section path. Default: the URL's #anchor, else the whole page."
+                ),
+            ),
+        ] = None,
+        offset: Annotated[
+            int | None,
+            Field(
+                strict=True,
+                ge=1,
+                description=("Start at this source line (the 'Continue' call of a previous response gives it). Default: the start."),
+            ),
+        ] = None,
         token_budget: PageBudget = None,
         format: Format = "markdown",
     ) -> Any:
@@ -180,8 +221,9 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
                 return text(page_json(fit, budget, scope, sections=False)[0])
             return text(page_markdown(fit, budget, scope)[0])
         except PageNotFound as exc:
-            raise ToolError(_one_line(exc) + "; list_corpora shows the corpora and their versions, and search_docs finds "
-                            "a page's URL") from None
+            raise ToolError(
+                _one_line(exc) + "; list_corpora shows the corpora and their versions, and search_docs finds a page's URL"
+            ) from None
         except EsragError as exc:
             raise ToolError(_one_line(exc)) from None
 

@@ -35,8 +35,22 @@ DEFAULT_PAGE_BUDGET = 4000
 MIN_SHORTENED = 40
 """A hit shortened to fewer cl100k tokens of text than this is left out instead."""
 
-HIT_FIELDS = ("section_path", "url", "anchor", "alt_urls", "source_path", "start_line", "end_line", "text", "corpus",
-              "doc_title", "doc_version", "score", "tokens", "truncated")
+HIT_FIELDS = (
+    "section_path",
+    "url",
+    "anchor",
+    "alt_urls",
+    "source_path",
+    "start_line",
+    "end_line",
+    "text",
+    "corpus",
+    "doc_title",
+    "doc_version",
+    "score",
+    "tokens",
+    "truncated",
+)
 """The fields of a hit in MCP ``search_docs(format="json")``."""
 
 
@@ -73,12 +87,16 @@ def _shorten(hit: dict[str, Any], room: int, count: Callable[[str], int]) -> dic
     text = block_prefix(hit["text"], room, count)
     if not text or count_tokens(text) < MIN_SHORTENED:
         return None
-    return {**hit, "text": text, "end_line": hit["start_line"] + text.count("\n"), "tokens": count_tokens(text),
-            "truncated": True}
+    return {**hit, "text": text, "end_line": hit["start_line"] + text.count("\n"), "tokens": count_tokens(text), "truncated": True}
 
 
-def pack(hits: list[dict[str, Any]], budget: int, render: Callable[[list[dict[str, Any]], int], str],
-         part: Callable[[dict[str, Any]], str], text_count: Callable[[str], int]) -> tuple[str, list[dict[str, Any]]]:
+def pack(
+    hits: list[dict[str, Any]],
+    budget: int,
+    render: Callable[[list[dict[str, Any]], int], str],
+    part: Callable[[dict[str, Any]], str],
+    text_count: Callable[[str], int],
+) -> tuple[str, list[dict[str, Any]]]:
     """The longest response that fits ``budget`` cl100k tokens.
 
     Args:
@@ -152,8 +170,11 @@ def search_markdown(hits: list[dict[str, Any]], budget: int, query: str) -> tupl
 
     def render(kept: list[dict[str, Any]], left: int) -> str:
         if not kept:
-            return (f"No results for {query!r}." if not left else
-                    f"{left} results for {query!r} left out: none fits token_budget {budget}; raise it.") + "\n"
+            return (
+                f"No results for {query!r}."
+                if not left
+                else f"{left} results for {query!r} left out: none fits token_budget {budget}; raise it."
+            ) + "\n"
         note = f"\n_{left} more results left out to keep to token_budget {budget}._\n" if left else ""
         return "\n".join(hit_markdown(h, several) for h in kept) + note
 
@@ -186,8 +207,11 @@ def left_out(window: PageWindow) -> dict[str, Any]:
     if window.before:
         out["before"] = {"sections": len(window.before), "lines": [window.before[0].start_line, window.before[-1].end_line]}
     if window.after:
-        out["after"] = {"sections": len(window.after), "lines": [window.after[0].start_line, window.after[-1].end_line],
-                        "tokens": sum(s.token_count() for s in window.after)}
+        out["after"] = {
+            "sections": len(window.after),
+            "lines": [window.after[0].start_line, window.after[-1].end_line],
+            "tokens": sum(s.token_count() for s in window.after),
+        }
     if window.next_offset is not None:
         nxt: dict[str, Any] = {"offset": window.next_offset}
         if window.next_section is not None:
@@ -205,16 +229,21 @@ def _page_note(window: PageWindow, path: str, section: str | None) -> str:
         b = gone["before"]
         lines.append(f"Not shown before: {b['sections']} sections (lines {b['lines'][0]}-{b['lines'][1]}).")
     if window.next_offset is not None:
-        lines.append(f"Not shown after: lines {window.next_offset}-{window.scope_end} of "
-                     + (f"section {section!r}" if section else "this page") + f" (~{window.tokens_left:,} tokens).")
+        lines.append(
+            f"Not shown after: lines {window.next_offset}-{window.scope_end} of "
+            + (f"section {section!r}" if section else "this page")
+            + f" (~{window.tokens_left:,} tokens)."
+        )
         lines.append(f"Continue: {_call(path, **({'section': section} if section else {}), offset=window.next_offset)}")
         if window.next_section is not None:
             ns = window.next_section
             lines.append(f"Next section: {_call(path, section=ns.anchor or ns.section_path)} ({ns.section_path})")
     elif section and "after" in gone:
         a = gone["after"]
-        lines.append(f"The page goes on: {a['sections']} more sections (lines {a['lines'][0]}-{a['lines'][1]}); "
-                     f"{_call(path, offset=a['lines'][0])} reads on.")
+        lines.append(
+            f"The page goes on: {a['sections']} more sections (lines {a['lines'][0]}-{a['lines'][1]}); "
+            f"{_call(path, offset=a['lines'][0])} reads on."
+        )
     return ("\n---\n" + "\n".join(lines) + "\n") if lines else ""
 
 
@@ -225,10 +254,14 @@ def _page_head(window: PageWindow) -> str:
         others = [v or "(unversioned)" for v in page.versions if v != page.doc_version]
         version = f" · version {page.doc_version or '(unversioned)'}" + (f" (also indexed: {', '.join(others)})" if others else "")
     where = page.url or page.source_path
-    span = (f"Lines {window.start_line}-{window.end_line} of {window.page.sections[-1].end_line}"
-            if not window.complete and window.sections else "")
-    return (f"# {page.title or page.source_path}\n{where} · source {page.source_path} · corpus {page.corpus}{version}\n"
-            + (span + "\n" if span else ""))
+    span = (
+        f"Lines {window.start_line}-{window.end_line} of {window.page.sections[-1].end_line}"
+        if not window.complete and window.sections
+        else ""
+    )
+    return f"# {page.title or page.source_path}\n{where} · source {page.source_path} · corpus {page.corpus}{version}\n" + (
+        span + "\n" if span else ""
+    )
 
 
 def page_markdown(fit: Callable[[int | None], PageWindow], budget: int, section: str | None) -> tuple[str, PageWindow]:
@@ -236,25 +269,41 @@ def page_markdown(fit: Callable[[int | None], PageWindow], budget: int, section:
     text, then what was left out and the calls that read the rest) in at most ``budget``
     cl100k tokens. ``fit(text_budget)`` makes the window (:func:`esrag.pages.page_window`);
     the text budget shrinks until the whole response fits."""
-    return _fit_page(fit, budget, lambda w: _page_head(w) + "\n" + w.text.strip("\n") + "\n"
-                     + _page_note(w, w.page.source_path, section))
+    return _fit_page(fit, budget, lambda w: _page_head(w) + "\n" + w.text.strip("\n") + "\n" + _page_note(w, w.page.source_path, section))
 
 
-def page_json(fit: Callable[[int | None], PageWindow], budget: int | None, section: str | None,
-              sections: bool) -> tuple[str, dict[str, Any]]:
+def page_json(
+    fit: Callable[[int | None], PageWindow], budget: int | None, section: str | None, sections: bool
+) -> tuple[str, dict[str, Any]]:
     """A page window as JSON: the fields of :meth:`esrag.pages.Page.to_dict` for the part
     shown (``sections`` with their text only when ``sections``, as HTTP ``/pages`` has them)
     plus ``versions``, ``start_line``, ``end_line``, ``complete`` and ``left_out``
     (:func:`left_out`); at most ``budget`` cl100k tokens when given."""
+
     def body(w: PageWindow) -> dict[str, Any]:
         page = w.page
-        out: dict[str, Any] = {"source_path": page.source_path, "corpus": page.corpus, "doc_version": page.doc_version or None,
-                               "title": page.title, "url": page.url or None}
+        out: dict[str, Any] = {
+            "source_path": page.source_path,
+            "corpus": page.corpus,
+            "doc_version": page.doc_version or None,
+            "title": page.title,
+            "url": page.url or None,
+        }
         if sections:
-            out["sections"] = [{"section_path": s.section_path, "anchor": s.anchor or None, "url": s.url or None,
-                                "start_line": s.start_line, "end_line": s.end_line, "text": s.text} for s in w.sections]
-        out.update(text=w.text, versions=page.versions, start_line=w.start_line, end_line=w.end_line,
-                   complete=w.complete, left_out=left_out(w))
+            out["sections"] = [
+                {
+                    "section_path": s.section_path,
+                    "anchor": s.anchor or None,
+                    "url": s.url or None,
+                    "start_line": s.start_line,
+                    "end_line": s.end_line,
+                    "text": s.text,
+                }
+                for s in w.sections
+            ]
+        out.update(
+            text=w.text, versions=page.versions, start_line=w.start_line, end_line=w.end_line, complete=w.complete, left_out=left_out(w)
+        )
         if section:
             out["section"] = section
         return out

@@ -31,8 +31,16 @@ from esrag.sites.urls import page_path, plain_path
 #: the ``--site`` values.
 SITES = ("mkdocs", "mdbook", "sphinx", "sphinx-dirhtml", "docusaurus", "hugo", "github", "plain")
 #: which slug rule a site's headers get when they have no explicit id.
-ANCHOR_RULES = {"mkdocs": "mkdocs", "mdbook": "mdbook", "sphinx": "sphinx", "sphinx-dirhtml": "sphinx",
-                "docusaurus": "docusaurus", "hugo": "hugo", "github": "github", "plain": "github"}
+ANCHOR_RULES = {
+    "mkdocs": "mkdocs",
+    "mdbook": "mdbook",
+    "sphinx": "sphinx",
+    "sphinx-dirhtml": "sphinx",
+    "docusaurus": "docusaurus",
+    "hugo": "hugo",
+    "github": "github",
+    "plain": "github",
+}
 _MARKDOWN = (".md", ".markdown", ".mdx", ".mdown")
 
 
@@ -64,8 +72,11 @@ def check_url_template(template: str, where: str = "--url-template") -> str:
         template.format(**{k: "x" for k in URL_PLACEHOLDERS})
     except (KeyError, IndexError, ValueError, AttributeError) as exc:
         fault = f"unknown placeholder {exc}" if isinstance(exc, (KeyError, IndexError)) else str(exc)
-        raise ConfigError(f"{where}: url_template {template!r}: {fault}; use "
-                          + ", ".join("{" + k + "}" for k in URL_PLACEHOLDERS) + " (write {{ and }} for braces)") from None
+        raise ConfigError(
+            f"{where}: url_template {template!r}: {fault}; use "
+            + ", ".join("{" + k + "}" for k in URL_PLACEHOLDERS)
+            + " (write {{ and }} for braces)"
+        ) from None
     return template
 
 
@@ -188,10 +199,14 @@ class Site:
         those of the ``include`` patterns, e.g. ``*.md`` -> ``.md``), and the layout's details
         (``content_dirs``…)."""
         suffixes = sorted({"." + p.rsplit(".", 1)[1] for p in include if "." in p and "/" not in p.rsplit(".", 1)[1]})
-        out: dict[str, Any] = {"generator": self.site, "config": str(self.config) if self.config else None,
-                               "base_url": self.base_url or None,
-                               "versions": [{"name": self.doc_version}] if self.doc_version else [],
-                               "languages": [], "suffixes": suffixes}
+        out: dict[str, Any] = {
+            "generator": self.site,
+            "config": str(self.config) if self.config else None,
+            "base_url": self.base_url or None,
+            "versions": [{"name": self.doc_version}] if self.doc_version else [],
+            "languages": [],
+            "suffixes": suffixes,
+        }
         if self.layout is not None:
             out.update(self.layout.describe())
             if self.doc_version:
@@ -226,13 +241,21 @@ class Site:
         base = self.base_url.replace("{doc_version}", self.doc_version)
         if not self.url_template:
             return f"{base}{page}#{anchor}" if anchor else f"{base}{page}"
-        values = {"base_url": base, "page": page, "path": plain_path(rel), "file": rel, "stem": Path(rel).stem,
-                  "anchor": anchor, "doc_version": self.doc_version}
+        values = {
+            "base_url": base,
+            "page": page,
+            "path": plain_path(rel),
+            "file": rel,
+            "stem": Path(rel).stem,
+            "anchor": anchor,
+            "doc_version": self.doc_version,
+        }
         try:
             url = self.url_template.format(**values)
         except (KeyError, IndexError, ValueError) as exc:
-            raise ConfigError(f"url_template {self.url_template!r}: unknown placeholder {exc}; use "
-                              + ", ".join("{" + k + "}" for k in values)) from None
+            raise ConfigError(
+                f"url_template {self.url_template!r}: unknown placeholder {exc}; use " + ", ".join("{" + k + "}" for k in values)
+            ) from None
         return url if "{anchor}" in self.url_template or not anchor else f"{url}#{anchor}"
 
     def section_anchors(self, doc: Document) -> list[tuple[str, tuple[str, ...]]]:
@@ -300,8 +323,9 @@ class Site:
 
 def _git_ref(root: Path) -> str:
     try:
-        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--abbrev-ref", "HEAD"], capture_output=True,
-                              text=True, timeout=10, check=False)
+        proc = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--abbrev-ref", "HEAD"], capture_output=True, text=True, timeout=10, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "HEAD"
     ref = proc.stdout.strip()
@@ -310,15 +334,22 @@ def _git_ref(root: Path) -> str:
 
 def _git_toplevel(root: Path) -> Path | None:
     try:
-        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
-                              text=True, timeout=10, check=False)
+        proc = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=10, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return Path(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
 
 
-def resolve_site(root: Path, site: str | None = None, base_url: str | None = None, url_template: str | None = None,
-                 doc_version: str = "", where: str = "--site") -> Site:
+def resolve_site(
+    root: Path,
+    site: str | None = None,
+    base_url: str | None = None,
+    url_template: str | None = None,
+    doc_version: str = "",
+    where: str = "--site",
+) -> Site:
     """The :class:`Site` of an ingest of ``root``.
 
     ``site`` None: the generator whose config is found in ``root`` or above it, up to the
@@ -349,11 +380,20 @@ def resolve_site(root: Path, site: str | None = None, base_url: str | None = Non
         if base and ("/blob/" in base or "/tree/" in base):  # the base already names the ref
             base, url_template = base.replace("/tree/", "/blob/"), url_template or "{base_url}{file}"
     same = found is not None and found.site.split("-")[0] == chosen.split("-")[0]
-    out = Site(chosen, folder, pages, base, url_template or "", doc_version,
-               found.directory_urls if found else True, found.suffix if found else ".html", ref,
-               found.layout if same and found is not None else None, found.config if same and found is not None else None)
+    out = Site(
+        chosen,
+        folder,
+        pages,
+        base,
+        url_template or "",
+        doc_version,
+        found.directory_urls if found else True,
+        found.suffix if found else ".html",
+        ref,
+        found.layout if same and found is not None else None,
+        found.config if same and found is not None else None,
+    )
     if same and found is not None:  # how the generator reads its pages
         out.formats, out.include, out.skip, out.format_options = found.formats, found.include, found.skip, found.format_options
         out.slugify = found.slugify
     return out
-

@@ -42,8 +42,14 @@ from typing import Any
 from esrag.sites.jsconfig import UNKNOWN, read_config
 from esrag.sites.layout import OUTSIDE, Placement
 
-CONFIG_NAMES = ("docusaurus.config.js", "docusaurus.config.ts", "docusaurus.config.mjs", "docusaurus.config.cjs",
-                "docusaurus.config.mts", "docusaurus.config.cts")
+CONFIG_NAMES = (
+    "docusaurus.config.js",
+    "docusaurus.config.ts",
+    "docusaurus.config.mjs",
+    "docusaurus.config.cjs",
+    "docusaurus.config.mts",
+    "docusaurus.config.cts",
+)
 CURRENT = "current"
 #: skip reason of files in a docs folder that the plugin's ``include`` / ``exclude`` globs leave out
 DOCS_GLOBS = "excluded by the docs plugin's include/exclude (e.g. a _partial)"
@@ -110,7 +116,7 @@ def _expand_braces(pattern: str) -> list[str]:
     m = re.search(r"\{([^{}]*)\}", pattern)
     if not m:
         return [pattern]
-    return [x for alt in m.group(1).split(",") for x in _expand_braces(pattern[: m.start()] + alt + pattern[m.end():])]
+    return [x for alt in m.group(1).split(",") for x in _expand_braces(pattern[: m.start()] + alt + pattern[m.end() :])]
 
 
 def _glob_match(rel: str, patterns: list[str]) -> bool:
@@ -279,7 +285,7 @@ class DocusaurusLayout:
         slug = doc_slug(where.rel, front, where.plugin.number_prefixes)
         base = self.base_path if where.locale == self.default_locale else f"{self.base_path}{where.locale}/"
         permalink = _apply_trailing_slash(_normalize_url([base, where.version.route, slug]), self.trailing_slash)
-        site_root_rel = permalink[len(self.base_path):] if permalink.startswith(self.base_path) else permalink.lstrip("/")
+        site_root_rel = permalink[len(self.base_path) :] if permalink.startswith(self.base_path) else permalink.lstrip("/")
         versioned = any(len(p.versions) > 1 or p.versions[0].name != CURRENT for p in self.plugins if p.versions)
         language = where.locale if len(self.locales) > 1 else ""
         return Placement(site_root_rel, where.version.name if versioned else "", language)
@@ -299,9 +305,12 @@ class DocusaurusLayout:
         missing = [_rel(v.content_dir, self.site_dir) for p in self.plugins for v in p.versions if not v.content_dir.is_dir()]
         notes = self.notes + [f"configured docs folder {m} does not exist" for m in missing]
         return {
-            "versions": [{"name": v.name, "label": v.label, "path": v.route, "plugin": p.id,
-                          "folder": _rel(v.content_dir, self.site_dir)}
-                         for p in self.plugins for v in p.versions if v.content_dir.is_dir()],
+            "versions": [
+                {"name": v.name, "label": v.label, "path": v.route, "plugin": p.id, "folder": _rel(v.content_dir, self.site_dir)}
+                for p in self.plugins
+                for v in p.versions
+                if v.content_dir.is_dir()
+            ],
             "languages": self.locales,
             "suffixes": sorted({"." + s.rsplit(".", 1)[-1] for p in self.plugins for pat in p.include for s in _expand_braces(pat)}),
             "content_dirs": sorted({_rel(d, self.site_dir) for d in self.content_roots()}),
@@ -399,5 +408,14 @@ def matches(folder: Path) -> bool:
     return any((folder / n).is_file() for n in CONFIG_NAMES)
 
 
-__all__ = ["CONFIG_NAMES", "DocsPlugin", "DocsVersion", "DocusaurusLayout", "doc_slug", "matches",
-           "read_docusaurus", "resolve_pathname", "strip_number_prefix"]
+__all__ = [
+    "CONFIG_NAMES",
+    "DocsPlugin",
+    "DocsVersion",
+    "DocusaurusLayout",
+    "doc_slug",
+    "matches",
+    "read_docusaurus",
+    "resolve_pathname",
+    "strip_number_prefix",
+]

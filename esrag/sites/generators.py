@@ -86,8 +86,9 @@ def _mkdocs(folder: Path) -> Detected | None:
         path = folder / name
         if path.is_file():
             cfg = read_mkdocs(path)
-            return Detected("mkdocs", cfg.docs_dir, cfg.site_url, cfg.use_directory_urls, config=path,
-                            skip=cfg.excluded, slugify=cfg.slugify)
+            return Detected(
+                "mkdocs", cfg.docs_dir, cfg.site_url, cfg.use_directory_urls, config=path, skip=cfg.excluded, slugify=cfg.slugify
+            )
     return None
 
 
@@ -158,8 +159,17 @@ def _sphinx(folder: Path) -> Detected | None:
             formats = {s: kinds[k] for s, k in cfg.suffixes.items() if k in kinds}
             include = tuple(f"*{s}" for s in cfg.suffixes)
             options = {"object_types": dict(cfg.object_types), "crossref_types": list(cfg.crossref_types)}
-            return Detected(site, conf.parent, cfg.base_url, suffix=cfg.file_suffix, config=conf, formats=formats,
-                            include=include, skip=cfg.excluded, format_options=options)
+            return Detected(
+                site,
+                conf.parent,
+                cfg.base_url,
+                suffix=cfg.file_suffix,
+                config=conf,
+                formats=formats,
+                include=include,
+                skip=cfg.excluded,
+                format_options=options,
+            )
     return None
 
 

@@ -173,7 +173,7 @@ def _expand_braces(pattern: str) -> list[str]:
     m = re.search(r"\{([^{}]*)\}", pattern)
     if not m:
         return [pattern]
-    return [x for alt in m.group(1).split(",") for x in _expand_braces(pattern[: m.start()] + alt + pattern[m.end():])]
+    return [x for alt in m.group(1).split(",") for x in _expand_braces(pattern[: m.start()] + alt + pattern[m.end() :])]
 
 
 def _glob(rel: str, patterns: list[str]) -> bool:
@@ -250,8 +250,15 @@ class HugoLayout:
             if not lang and isinstance(mlangs, list) and len(mlangs) == 1 and isinstance(mlangs[0], str):
                 lang = mlangs[0].lower()
             inc, exc = m.get("includefiles") or [], m.get("excludefiles") or []
-            out.append(Mount((self.folder / m["source"]).resolve(), target[len("content"):].strip("/"), lang,
-                             [inc] if isinstance(inc, str) else list(inc), [exc] if isinstance(exc, str) else list(exc)))
+            out.append(
+                Mount(
+                    (self.folder / m["source"]).resolve(),
+                    target[len("content") :].strip("/"),
+                    lang,
+                    [inc] if isinstance(inc, str) else list(inc),
+                    [exc] if isinstance(exc, str) else list(exc),
+                )
+            )
         if out:
             return out
         for code, lc in langs.items():
@@ -316,7 +323,7 @@ class HugoLayout:
             for m in self.mounts:
                 base = m.source if not m.target else None
                 if m.target and (sub + "/").startswith(m.target + "/"):
-                    base = m.source / sub[len(m.target):].strip("/")
+                    base = m.source / sub[len(m.target) :].strip("/")
                 elif base is not None:
                     base = base / sub
                 if base is None:
@@ -344,8 +351,9 @@ class HugoLayout:
             return RESOURCE
         merged = {**self._cascaded(file, where.logical), **front}
         build = merged.get("build", merged.get("_build"))
-        if isinstance(build, dict) and (build.get("render") in ("never", False, "false") or
-                                        str(build.get("render", "")).lower() == "never"):
+        if isinstance(build, dict) and (
+            build.get("render") in ("never", False, "false") or str(build.get("render", "")).lower() == "never"
+        ):
             return NOT_BUILT
         if merged.get("headless") is True and posixpath.basename(where.logical).split(".")[0] == "index":
             return NOT_BUILT
@@ -430,8 +438,12 @@ class HugoLayout:
             "languages": self.languages,
             "versions": [],
             "suffixes": list(CONTENT_SUFFIXES[:3]),
-            "content_dirs": [_rel(m.source, self.folder) + (f" -> content/{m.target}" if m.target else " -> content")
-                             + (f" ({m.lang})" if m.lang else "") for m in self.mounts],
+            "content_dirs": [
+                _rel(m.source, self.folder)
+                + (f" -> content/{m.target}" if m.target else " -> content")
+                + (f" ({m.lang})" if m.lang else "")
+                for m in self.mounts
+            ],
             "config_files": [_rel(p, self.folder) for p in self.files],
             "default_language_in_subdir": self.in_subdir,
         }
@@ -448,8 +460,10 @@ def _rel(path: Path, base: Path) -> str:
         return path.as_posix()
 
 
-_PERMALINK_TOKEN = re.compile(r":(year|monthname|month|day|weekdayname|weekday|yearday|sections|section|"
-                              r"slugorcontentbasename|slugorfilename|slug|title|filename|contentbasename)")
+_PERMALINK_TOKEN = re.compile(
+    r":(year|monthname|month|day|weekdayname|weekday|yearday|sections|section|"
+    r"slugorcontentbasename|slugorfilename|slug|title|filename|contentbasename)"
+)
 
 
 def _expand_permalink(pattern: str, folder: str, stem: str, slug: str, front: dict[str, Any]) -> str:
@@ -465,12 +479,25 @@ def _expand_permalink(pattern: str, folder: str, stem: str, slug: str, front: di
         if token in ("year", "month", "monthname", "day", "weekday", "weekdayname", "yearday"):
             if date is None:
                 return m.group(0)
-            return {"year": f"{date.year:04d}", "month": f"{date.month:02d}", "monthname": date.strftime("%B").lower(),
-                    "day": f"{date.day:02d}", "weekday": str((date.weekday() + 1) % 7),
-                    "weekdayname": date.strftime("%A").lower(), "yearday": date.strftime("%j")}[token]
-        return {"section": folder.split("/")[0], "sections": folder, "title": title or base,
-                "slug": slug or title or base, "slugorfilename": slug or base, "slugorcontentbasename": slug or base,
-                "filename": base, "contentbasename": base}[token]
+            return {
+                "year": f"{date.year:04d}",
+                "month": f"{date.month:02d}",
+                "monthname": date.strftime("%B").lower(),
+                "day": f"{date.day:02d}",
+                "weekday": str((date.weekday() + 1) % 7),
+                "weekdayname": date.strftime("%A").lower(),
+                "yearday": date.strftime("%j"),
+            }[token]
+        return {
+            "section": folder.split("/")[0],
+            "sections": folder,
+            "title": title or base,
+            "slug": slug or title or base,
+            "slugorfilename": slug or base,
+            "slugorcontentbasename": slug or base,
+            "filename": base,
+            "contentbasename": base,
+        }[token]
 
     return _PERMALINK_TOKEN.sub(value, pattern)
 

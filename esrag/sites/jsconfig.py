@@ -63,16 +63,67 @@ class Token:
     line: int
 
 
-_PUNCT = sorted(["{", "}", "(", ")", "[", "]", ";", ",", "<", ">", "<=", ">=", "==", "!=", "===", "!==", "+", "-",
-                 "*", "/", "%", "**", "++", "--", "<<", ">>", ">>>", "&", "|", "^", "!", "~", "&&", "||", "??", "?",
-                 "?.", ":", "=", "+=", "-=", "*=", "/=", "%=", "=>", "...", ".", "@", "#"], key=len, reverse=True)
+_PUNCT = sorted(
+    [
+        "{",
+        "}",
+        "(",
+        ")",
+        "[",
+        "]",
+        ";",
+        ",",
+        "<",
+        ">",
+        "<=",
+        ">=",
+        "==",
+        "!=",
+        "===",
+        "!==",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "**",
+        "++",
+        "--",
+        "<<",
+        ">>",
+        ">>>",
+        "&",
+        "|",
+        "^",
+        "!",
+        "~",
+        "&&",
+        "||",
+        "??",
+        "?",
+        "?.",
+        ":",
+        "=",
+        "+=",
+        "-=",
+        "*=",
+        "/=",
+        "%=",
+        "=>",
+        "...",
+        ".",
+        "@",
+        "#",
+    ],
+    key=len,
+    reverse=True,
+)
 _NAME = re.compile(r"[A-Za-z_$\u00a0-\uffff][\w$\u00a0-\uffff]*")
 _NUMBER = re.compile(r"0[xX][0-9a-fA-F_]+n?|0[bB][01_]+n?|0[oO][0-7_]+n?|(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][+-]?\d+)?n?")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 # after these a "/" starts a regular expression, not a division (ECMAScript's InputElementRegExp goal)
 _REGEX_AFTER_PUNCT = set(_PUNCT) - {")", "]", "}", "++", "--"}
-_REGEX_AFTER_NAME = {"return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw", "case", "do",
-                     "else", "yield", "await"}
+_REGEX_AFTER_NAME = {"return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw", "case", "do", "else", "yield", "await"}
 
 
 class JsSyntaxError(ValueError):
@@ -450,8 +501,13 @@ def _export_index(tokens: list[Token]) -> int | None:
             continue
         if tok.value == "export" and i + 1 < len(tokens) and tokens[i + 1].value == "default":
             return i + 2
-        if (tok.value == "module" and i + 3 < len(tokens) and tokens[i + 1].value == "."
-                and tokens[i + 2].value == "exports" and tokens[i + 3].value == "="):
+        if (
+            tok.value == "module"
+            and i + 3 < len(tokens)
+            and tokens[i + 1].value == "."
+            and tokens[i + 2].value == "exports"
+            and tokens[i + 3].value == "="
+        ):
             return i + 4
     return None
 

@@ -116,8 +116,7 @@ _INVALID = re.compile(r"[^\w\- ]")
 _ASCII_UPPER = re.compile(r"[A-Z]")
 
 
-def pymdownx_slugify(text: str, separator: str = "-", case: str = "none", percent_encode: bool = False,
-                     normalize: str = "NFC") -> str:
+def pymdownx_slugify(text: str, separator: str = "-", case: str = "none", percent_encode: bool = False, normalize: str = "NFC") -> str:
     """PyMdown Extensions ``pymdownx.slugs._uslugify``: Unicode-normalise, drop HTML tags, strip,
     apply ``case`` (``lower``, ``lower-ascii``, ``fold``, ``none``), drop characters other than
     word characters, ``-`` and space, each space -> ``separator``; percent-encode if asked."""
@@ -215,10 +214,15 @@ def read_mkdocs(path: Path) -> MkDocsConf:
     cfg = load_yaml(path)
     excluded = cfg.get("exclude_docs")
     extra = excluded.splitlines() if isinstance(excluded, str) else []
-    conf = MkDocsConf(path, path.parent / str(cfg.get("docs_dir") or "docs"), str(cfg.get("site_url") or ""),
-                      cfg.get("use_directory_urls", True) is not False,
-                      pathspec.GitIgnoreSpec.from_lines([*_DEFAULT_EXCLUDE, *extra]), _spec(cfg.get("draft_docs")),
-                      _spec(cfg.get("not_in_nav")))
+    conf = MkDocsConf(
+        path,
+        path.parent / str(cfg.get("docs_dir") or "docs"),
+        str(cfg.get("site_url") or ""),
+        cfg.get("use_directory_urls", True) is not False,
+        pathspec.GitIgnoreSpec.from_lines([*_DEFAULT_EXCLUDE, *extra]),
+        _spec(cfg.get("draft_docs")),
+        _spec(cfg.get("not_in_nav")),
+    )
     toc = _toc_config(cfg.get("markdown_extensions")) or {}
     separator = str(toc.get("separator") or "-")
     if "slugify" in toc and toc["slugify"] is not None:

@@ -196,8 +196,12 @@ def read_conf(path: Path) -> SphinxConf:
     conf.suffixes = suffixes or dict(DEFAULT_SUFFIXES)
     root = values.get("root_doc", values.get("master_doc"))
     conf.root_doc = root if isinstance(root, str) and root else "index"
-    conf.exclude = (*_strings(values.get("exclude_patterns")), *_strings(values.get("templates_path")),
-                    *_strings(values.get("html_extra_path")), *ALWAYS_EXCLUDED)
+    conf.exclude = (
+        *_strings(values.get("exclude_patterns")),
+        *_strings(values.get("templates_path")),
+        *_strings(values.get("html_extra_path")),
+        *ALWAYS_EXCLUDED,
+    )
     base = values.get("html_baseurl")
     conf.base_url = base if isinstance(base, str) else ""
     suffix = values.get("html_file_suffix")
@@ -215,8 +219,17 @@ def read_conf(path: Path) -> SphinxConf:
                 crossref.extend(more_crossref)
                 break
     conf.object_types, conf.crossref_types = types, tuple(dict.fromkeys(crossref))
-    wanted = ("source_suffix", "root_doc", "master_doc", "exclude_patterns", "html_baseurl", "html_file_suffix",
-              "extensions", "templates_path", "html_extra_path")
+    wanted = (
+        "source_suffix",
+        "root_doc",
+        "master_doc",
+        "exclude_patterns",
+        "html_baseurl",
+        "html_file_suffix",
+        "extensions",
+        "templates_path",
+        "html_extra_path",
+    )
     conf.skipped = tuple(n for n in wanted if n in other)
     return conf
 

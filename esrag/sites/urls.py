@@ -107,8 +107,7 @@ def plain_path(rel: str) -> str:
     return f"{_dir(folder)}{stem}"
 
 
-def page_path(site: str, rel: str, front: dict[str, Any], directory_urls: bool = True, suffix: str = ".html",
-              ref: str = "HEAD") -> str:
+def page_path(site: str, rel: str, front: dict[str, Any], directory_urls: bool = True, suffix: str = ".html", ref: str = "HEAD") -> str:
     """The page path of ``rel`` (relative to the generator's source folder) under the base URL.
 
     Raises:

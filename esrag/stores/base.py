@@ -49,9 +49,15 @@ class Filters:
     doc_version: str | None = None
 
     def is_empty(self) -> bool:
-        return not (self.corpora or self.path_prefix or self.languages or self.exclude_ids
-                    or self.effective_on or self.exclude_superseded or self.doc_version is not None)
-
+        return not (
+            self.corpora
+            or self.path_prefix
+            or self.languages
+            or self.exclude_ids
+            or self.effective_on
+            or self.exclude_superseded
+            or self.doc_version is not None
+        )
 
 
 #: a ranked list of one leg: ``(chunk_id, score)`` best first (BM25 score, cosine, fused score).
@@ -138,8 +144,7 @@ class IndexMeta:
         configuration ``index_text`` (anything with ``embed_fields``, ``bm25_fields`` and
         ``analyzer``: :class:`esrag.config.IndexTextSettings`, an evaluation arm), stamped with
         this esrag's version. The one place an ``IndexMeta`` is made from configuration."""
-        return cls(embedder, dims, list(index_text.embed_fields), dict(index_text.bm25_fields), __version__,
-                   analyzer=index_text.analyzer)
+        return cls(embedder, dims, list(index_text.embed_fields), dict(index_text.bm25_fields), __version__, analyzer=index_text.analyzer)
 
 
 @dataclass(slots=True)

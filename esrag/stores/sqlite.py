@@ -35,10 +35,38 @@ if TYPE_CHECKING:
     from esrag.config import Settings
 
 _SCALAR_COLUMNS = (
-    "corpus", "source_path", "section_path", "doc_title", "text", "start_line", "end_line", "position",
-    "n_chunks", "tokens", "content_hash", "meta_hash", "parent_id", "context", "language", "authority",
-    "effective_date", "superseded_by", "title", "summary", "keywords", "questions", "entities", "key",
-    "related_keys", "enrich_model", "prompt_sha256", "metadata", "indexed_at", "anchor", "url", "doc_version",
+    "corpus",
+    "source_path",
+    "section_path",
+    "doc_title",
+    "text",
+    "start_line",
+    "end_line",
+    "position",
+    "n_chunks",
+    "tokens",
+    "content_hash",
+    "meta_hash",
+    "parent_id",
+    "context",
+    "language",
+    "authority",
+    "effective_date",
+    "superseded_by",
+    "title",
+    "summary",
+    "keywords",
+    "questions",
+    "entities",
+    "key",
+    "related_keys",
+    "enrich_model",
+    "prompt_sha256",
+    "metadata",
+    "indexed_at",
+    "anchor",
+    "url",
+    "doc_version",
     "alt_urls",
 )
 #: columns added after the first release: an older database gets them on open (ALTER TABLE).
@@ -190,9 +218,7 @@ class SQLiteStore:
             meta.created_at = datetime.now(UTC).isoformat(timespec="seconds")
         with self._writing("create its tables"):
             self._db.executescript(script)
-            self._db.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('index_meta', ?)", (json.dumps(meta.to_dict()),)
-            )
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('index_meta', ?)", (json.dumps(meta.to_dict()),))
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('tokenizer', ?)", (sqlite_tokenizer(meta.analyzer),))
 
     def close(self) -> None:
@@ -264,16 +290,22 @@ class SQLiteStore:
         Returns ``{"store", "path", "chunks", "corpora", "tables"}``: chunks and corpora dropped
         and the tables removed."""
         stats = self.stats()
-        tables = [r[0] for r in self._db.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name IN ('chunks', 'chunks_fts', 'meta')")]
+        tables = [
+            r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name IN ('chunks', 'chunks_fts', 'meta')")
+        ]
         with self._db:
             for trigger in ("chunks_ai", "chunks_ad", "chunks_au"):
                 self._db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
             for table in ("chunks_fts", "chunks", "meta"):
                 self._db.execute(f"DROP TABLE IF EXISTS {table}")
         self._matrix, self._analyzer = None, None
-        return {"store": self.name, "path": str(self.path), "chunks": stats["chunks"],
-                "corpora": len(stats["corpora"]), "tables": sorted(tables)}
+        return {
+            "store": self.name,
+            "path": str(self.path),
+            "chunks": stats["chunks"],
+            "corpora": len(stats["corpora"]),
+            "tables": sorted(tables),
+        }
 
     # -- reads -----------------------------------------------------------------------------
     def manifest(self, corpus: str, doc_version: str | None = None) -> dict[str, dict[str, StoredEntry]]:
@@ -358,8 +390,15 @@ class SQLiteStore:
         if not where:  # rank inside FTS5 alone, then look up the k ids (the join before the sort costs ~2.5x)
             q = f"SELECT rowid, -bm25(chunks_fts, {weights}) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?"
             ranked = self._db.execute(q, (match, k)).fetchall()
-            ids = dict(self._db.execute(f"SELECT rowid, id FROM chunks WHERE rowid IN ({','.join('?' * len(ranked))})",
-                                        [r for r, _ in ranked]).fetchall()) if ranked else {}
+            ids = (
+                dict(
+                    self._db.execute(
+                        f"SELECT rowid, id FROM chunks WHERE rowid IN ({','.join('?' * len(ranked))})", [r for r, _ in ranked]
+                    ).fetchall()
+                )
+                if ranked
+                else {}
+            )
             return [(ids[r], float(sc)) for r, sc in ranked if r in ids]
         q = (
             f"SELECT c.id, -bm25(chunks_fts, {weights}) AS s FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
@@ -432,10 +471,15 @@ class SQLiteStore:
                 yield
         except sqlite3.Error as exc:
             full = "full" in str(exc).lower()
-            hint = ("free disk space on that filesystem (or move ESRAG_DB to a larger one)" if full else
-                    "check that the file is writable and no other program holds it locked")
-            raise StoreError(f"the embedded store at {self.path} could not {what}: {exc}; nothing of this batch was "
-                             f"written and the store keeps its previous content: {hint}, then run the ingest again") from None
+            hint = (
+                "free disk space on that filesystem (or move ESRAG_DB to a larger one)"
+                if full
+                else "check that the file is writable and no other program holds it locked"
+            )
+            raise StoreError(
+                f"the embedded store at {self.path} could not {what}: {exc}; nothing of this batch was "
+                f"written and the store keeps its previous content: {hint}, then run the ingest again"
+            ) from None
 
     def _meta_value(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()

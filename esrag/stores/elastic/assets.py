@@ -15,7 +15,6 @@ from esrag.errors import ConfigError, StoreError
 _INDEX_NAME_BAD = re.compile(r'[\\/*?"<>| ,#:A-Z]')
 
 
-
 def asset_text(kind: str, name: str) -> str:
     """The text of a shipped JSON asset, ``kind`` being ``mappings`` or ``ingest_pipelines``.
 
@@ -91,4 +90,3 @@ class IndexNames:
     def priority(self) -> int:
         """Template priority: longer (more specific) aliases win where patterns overlap."""
         return 500 + min(len(self.alias), 255)
-

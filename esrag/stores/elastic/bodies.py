@@ -23,9 +23,13 @@ Vector = Sequence[float] | np.ndarray
 MAX_NUM_CANDIDATES = 10_000
 
 
-def mappings_component_body(meta: IndexMeta, rebuild_of: str | None = None, stemming: bool = True,
-                            language_fields: dict[str, str] | None = None,
-                            capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+def mappings_component_body(
+    meta: IndexMeta,
+    rebuild_of: str | None = None,
+    stemming: bool = True,
+    language_fields: dict[str, str] | None = None,
+    capabilities: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Body of ``PUT _component_template/A-mappings`` for ``meta``: dims and ``_meta`` filled, and
     ``settings.analysis`` defining the text analyzer ``esrag_text`` for ``meta.analyzer`` (see
     :func:`esrag.analysis.es_analysis`; ``stemming`` is False on clusters without the
@@ -106,10 +110,17 @@ def filter_clauses(filters: Filters) -> list[dict[str, Any]]:
     if filters.exclude_ids:
         out.append({"bool": {"must_not": [{"ids": {"values": list(filters.exclude_ids)}}]}})
     if filters.effective_on:  # in force that day: no effective_date, or one on/before it (rounded up to the day)
-        out.append({"bool": {"should": [
-            {"range": {"effective_date": {"lte": f"{filters.effective_on[:10]}||/d"}}},
-            {"bool": {"must_not": [{"exists": {"field": "effective_date"}}]}},
-        ], "minimum_should_match": 1}})
+        out.append(
+            {
+                "bool": {
+                    "should": [
+                        {"range": {"effective_date": {"lte": f"{filters.effective_on[:10]}||/d"}}},
+                        {"bool": {"must_not": [{"exists": {"field": "effective_date"}}]}},
+                    ],
+                    "minimum_should_match": 1,
+                }
+            }
+        )
     if filters.exclude_superseded:
         out.append({"bool": {"must_not": [{"exists": {"field": "superseded_by"}}]}})
     if filters.doc_version is not None:
@@ -131,9 +142,7 @@ def weighted_fields(fields: dict[str, float]) -> list[str]:
 
 def bm25_query(query: str, fields: dict[str, float], filters: Filters) -> dict[str, Any]:
     """The BM25 leg's query: ``multi_match`` (never parsed as query syntax) in a filtered ``bool``."""
-    clause: dict[str, Any] = {
-        "multi_match": {"query": query, "fields": weighted_fields(fields), "type": "best_fields", "tie_breaker": 0.3}
-    }
+    clause: dict[str, Any] = {"multi_match": {"query": query, "fields": weighted_fields(fields), "type": "best_fields", "tie_breaker": 0.3}}
     boolean: dict[str, Any] = {"must": [clause]}
     clauses = filter_clauses(filters)
     if clauses:
@@ -210,7 +219,12 @@ def rrf_body(
 
 
 def msearch_body(
-    query: str, vector: Vector, window: int, filters: Filters, fields: dict[str, float], num_candidates: int,
+    query: str,
+    vector: Vector,
+    window: int,
+    filters: Filters,
+    fields: dict[str, float],
+    num_candidates: int,
     source: bool = False,
 ) -> list[dict[str, Any]]:
     """``_msearch`` searches (header, body pairs) running both legs in one round trip (each hit
@@ -218,9 +232,12 @@ def msearch_body(
     return [{}, bm25_body(query, window, filters, fields, source), {}, knn_body(vector, window, filters, num_candidates, source)]
 
 
-def branches_msearch_body(branches: Sequence[BranchQuery], fields: dict[str, float],
-                          fields_for: Callable[[str, dict[str, float]], dict[str, float]] | None = None,
-                          source: bool = False) -> list[dict[str, Any]]:
+def branches_msearch_body(
+    branches: Sequence[BranchQuery],
+    fields: dict[str, float],
+    fields_for: Callable[[str, dict[str, float]], dict[str, float]] | None = None,
+    source: bool = False,
+) -> list[dict[str, Any]]:
     """``_msearch`` searches (header, body pairs) for every leg of every fan-out branch in one
     round trip: per branch a BM25 search (when it has query text and fields) then a kNN search
     (when it has a vector), each of ``window`` hits with the branch's filters inside (and their
@@ -264,7 +281,10 @@ def retriever_probe_body(name: str) -> dict[str, Any]:
     if name == "rrf":
         return {"size": 0, "retriever": {"rrf": {"retrievers": [none, copy.deepcopy(none)]}}}
     if name == "linear":
-        return {"size": 0, "retriever": {"linear": {"retrievers": [{"retriever": none, "weight": 1.0}, {"retriever": copy.deepcopy(none), "weight": 1.0}]}}}
+        return {
+            "size": 0,
+            "retriever": {
+                "linear": {"retrievers": [{"retriever": none, "weight": 1.0}, {"retriever": copy.deepcopy(none), "weight": 1.0}]}
+            },
+        }
     raise ValueError(f"unknown retriever {name!r}; valid: rrf, linear")
-
-

@@ -103,13 +103,22 @@ def bulk_stream(
     by_op = {a.id: a.op for a in actions}
     size = max(1, batch_size)
     for start in range(0, len(actions), size):
-        yield from _batch(client, actions[start:start + size], by_op, max_retries, initial_backoff, max_backoff, fail,
-                          retry_seconds, sleep)
+        yield from _batch(
+            client, actions[start : start + size], by_op, max_retries, initial_backoff, max_backoff, fail, retry_seconds, sleep
+        )
 
 
-def _batch(client: Elasticsearch, batch: Sequence[Action], by_op: dict[str, str], max_retries: int, initial_backoff: float,
-           max_backoff: float, fail: Callable[[Exception, str], StoreError] | None, retry_seconds: float,
-           sleep: Callable[[float], None]) -> Iterator[BulkItem]:
+def _batch(
+    client: Elasticsearch,
+    batch: Sequence[Action],
+    by_op: dict[str, str],
+    max_retries: int,
+    initial_backoff: float,
+    max_backoff: float,
+    fail: Callable[[Exception, str], StoreError] | None,
+    retry_seconds: float,
+    sleep: Callable[[float], None],
+) -> Iterator[BulkItem]:
     """One batch through ``streaming_bulk``, sent again while a node is lost (see :func:`bulk_stream`)."""
     pending = list(batch)
     delay, since = initial_backoff, None
@@ -118,9 +127,17 @@ def _batch(client: Elasticsearch, batch: Sequence[Action], by_op: dict[str, str]
         refused: list[BulkItem] = []
         error: Exception | None = None
         stream = streaming_bulk(
-            client, (a.to_bulk() for a in pending), chunk_size=len(pending), raise_on_error=False,
-            raise_on_exception=False, max_retries=max_retries, initial_backoff=initial_backoff, max_backoff=max_backoff,
-            retry_on_status=RETRYABLE, yield_ok=True, filter_path=FILTER_PATH,
+            client,
+            (a.to_bulk() for a in pending),
+            chunk_size=len(pending),
+            raise_on_error=False,
+            raise_on_exception=False,
+            max_retries=max_retries,
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            retry_on_status=RETRYABLE,
+            yield_ok=True,
+            filter_path=FILTER_PATH,
         )
         try:
             for ok, info in stream:
@@ -147,8 +164,7 @@ def _batch(client: Elasticsearch, batch: Sequence[Action], by_op: dict[str, str]
         if waited >= retry_seconds:
             if error is not None:
                 raise _gave_up(error, fail, waited, len(left)) from None
-            yield from (BulkItem(i.id, False, error=f"{i.error} (and {waited:.0f} s of retries)", status=i.status)
-                        for i in refused)
+            yield from (BulkItem(i.id, False, error=f"{i.error} (and {waited:.0f} s of retries)", status=i.status) for i in refused)
             return
         sleep(min(delay, retry_seconds - waited))  # the last pause ends at retry_seconds: one more try then
         delay = min(delay * 2, max_backoff)
@@ -161,8 +177,9 @@ def _gave_up(exc: Exception, fail: Callable[[Exception, str], StoreError] | None
     return fail(exc, what) if fail else StoreError(f"a bulk batch failed: {exc}")
 
 
-def _item(ok: bool, info: dict[str, Any], by_op: dict[str, str], max_retries: int,
-          fail: Callable[[Exception, str], StoreError] | None) -> BulkItem:
+def _item(
+    ok: bool, info: dict[str, Any], by_op: dict[str, str], max_retries: int, fail: Callable[[Exception, str], StoreError] | None
+) -> BulkItem:
     op, res = next(iter(info.items()))
     doc_id, status = str(res.get("_id", "")), int(res.get("status", 0))
     exc = res.get("exception")
@@ -172,8 +189,7 @@ def _item(ok: bool, info: dict[str, Any], by_op: dict[str, str], max_retries: in
             raise StoreError(blocked)
         if status not in RETRYABLE:
             raise (fail(exc, "write a bulk batch") if fail else StoreError(f"a bulk batch failed: {exc}"))
-        return BulkItem(doc_id, False, error=f"gave up after {max_retries} retries: {status} {error_reason(exc.body)}",
-                        status=status)
+        return BulkItem(doc_id, False, error=f"gave up after {max_retries} retries: {status} {error_reason(exc.body)}", status=status)
     if by_op.get(doc_id, op) == "delete" and status == 404:
         return BulkItem(doc_id, True, "not_found", status=status)
     error = res.get("error")

@@ -49,8 +49,12 @@ class Learned:
 
     def to_meta(self) -> dict[str, Any]:
         """The ``_meta.capabilities`` object (with ``vectors`` when a plan was made)."""
-        out: dict[str, Any] = {"es_version": self.es_version, "rrf": {"available": self.rrf[0], "detail": self.rrf[1]},
-                               "default_pipeline": self.default_pipeline, "learned_at": self.learned_at or now()}
+        out: dict[str, Any] = {
+            "es_version": self.es_version,
+            "rrf": {"available": self.rrf[0], "detail": self.rrf[1]},
+            "default_pipeline": self.default_pipeline,
+            "learned_at": self.learned_at or now(),
+        }
         if self.vectors is not None:
             out["vectors"] = self.vectors
         return out
@@ -64,9 +68,13 @@ class Learned:
             return None
         rrf = found["rrf"] or {}
         vectors = found.get("vectors")
-        return cls(str(found.get("es_version", "")), (bool(rrf.get("available")), str(rrf.get("detail", ""))),
-                   bool(found["default_pipeline"]), str(found.get("learned_at", "")),
-                   vectors if isinstance(vectors, dict) else None)
+        return cls(
+            str(found.get("es_version", "")),
+            (bool(rrf.get("available")), str(rrf.get("detail", ""))),
+            bool(found["default_pipeline"]),
+            str(found.get("learned_at", "")),
+            vectors if isinstance(vectors, dict) else None,
+        )
 
 
 @dataclass(slots=True)
@@ -90,10 +98,12 @@ class Capabilities:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "version": self.version, "licence": self.licence,
+            "version": self.version,
+            "licence": self.licence,
             "rrf": {"available": self.rrf[0], "detail": self.rrf[1]},
             "linear": {"available": self.linear[0], "detail": self.linear[1]},
-            "ingest_processors": self.ingest_processors, "analyzers": self.analyzers,
+            "ingest_processors": self.ingest_processors,
+            "analyzers": self.analyzers,
         }
 
 
@@ -180,8 +190,10 @@ class ClusterFacts(Connected):
                 if exc.meta.status != 400:
                     raise self._fail(exc, "check the porter_stem token filter") from None
                 self._stemming = False
-                _warn(f"Elasticsearch at {self.url} has no porter_stem token filter ({error_reason(exc.body)}); text is "
-                      "analyzed without stemming (standard analyzer + English stop words). A full distribution has it.")
+                _warn(
+                    f"Elasticsearch at {self.url} has no porter_stem token filter ({error_reason(exc.body)}); text is "
+                    "analyzed without stemming (standard analyzer + English stop words). A full distribution has it."
+                )
             except TransportError as exc:
                 raise self._fail(exc, "check the porter_stem token filter") from None
         return self._stemming
@@ -216,9 +228,11 @@ class ClusterFacts(Connected):
             raise ConfigError(f"[language] fields: {exc}") from None
         missing = [c for c in self.text_languages if c not in fields]
         if missing:
-            _warn(f"Elasticsearch at {self.url} has no language analyzer for {', '.join(missing)} "
-                  f"({', '.join(ES_ANALYZERS[c] for c in missing)}); those languages are searched on text with esrag_text. "
-                  "A full distribution has them.")
+            _warn(
+                f"Elasticsearch at {self.url} has no language analyzer for {', '.join(missing)} "
+                f"({', '.join(ES_ANALYZERS[c] for c in missing)}); those languages are searched on text with esrag_text. "
+                "A full distribution has them."
+            )
         return fields
 
     def _analyzer_cached(self, analyzer: str) -> bool:
@@ -231,8 +245,11 @@ class ClusterFacts(Connected):
         if self._capabilities is None:
             self._ready()
             self._capabilities = Capabilities(
-                version=self.server_version(), licence=self.licence(), rrf=self.retriever_support("rrf"),
-                linear=self.retriever_support("linear"), ingest_processors=self.ingest_processors(),
+                version=self.server_version(),
+                licence=self.licence(),
+                rrf=self.retriever_support("rrf"),
+                linear=self.retriever_support("linear"),
+                ingest_processors=self.ingest_processors(),
                 analyzers={a: self.analyzer_available(a) for a in analyzers},
             )
         return self._capabilities
@@ -240,5 +257,3 @@ class ClusterFacts(Connected):
 
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
-
-

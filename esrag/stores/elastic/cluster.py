@@ -138,8 +138,9 @@ class BulkLoad(Connected):
             return False
         if self._created != index and self._call(f"count the chunks of {index}", self._es.count, index=index).body["count"]:
             return False
-        self._call(f"start the bulk-load profile of {index}", self._es.indices.put_settings, index=index,
-                   settings=self.cluster.load_settings())
+        self._call(
+            f"start the bulk-load profile of {index}", self._es.indices.put_settings, index=index, settings=self.cluster.load_settings()
+        )
         raw = {**state["raw"], BULK_LOAD_KEY: {"started_at": now(), "restore": self.cluster.restore_settings()["index"]}}
         self._call(f"mark {index} as bulk-loading", self._es.indices.put_mapping, index=index, meta=raw)
         self._info = {**state, "raw": raw}
@@ -174,8 +175,13 @@ class BulkLoad(Connected):
         """Restore the settings of ``index`` (``restore``: those its marker recorded; else this
         store's) and wait for its health; then drop its ``_meta`` marker."""
         settings = {"index": restore} if restore else self.cluster.restore_settings()
-        self._call_waiting(f"restore the refresh interval and replicas of {index}", self.cluster.retry_seconds,
-                           self._es.indices.put_settings, index=index, settings=settings)
+        self._call_waiting(
+            f"restore the refresh interval and replicas of {index}",
+            self.cluster.retry_seconds,
+            self._es.indices.put_settings,
+            index=index,
+            settings=settings,
+        )
         health = self._wait_health(index)
         state = self._info
         known = state is not None and state.get("concrete") == index
@@ -210,23 +216,36 @@ class BulkLoad(Connected):
         wanted = "yellow" if nodes and replicas >= nodes else "green"
         timeout = self.cluster.health_timeout
         es = self._es.options(request_timeout=timeout + 30, ignore_status=408)
-        body = self._call(f"wait for {index} to be {wanted}", es.cluster.health, index=index, wait_for_status=wanted,
-                          timeout=f"{max(1, round(timeout))}s").body
+        body = self._call(
+            f"wait for {index} to be {wanted}", es.cluster.health, index=index, wait_for_status=wanted, timeout=f"{max(1, round(timeout))}s"
+        ).body
         status, unassigned = body.get("status", "red"), int(body.get("unassigned_shards", 0))
         nodes = int(body.get("number_of_data_nodes", nodes))
         replicas = self.cluster.wanted_replicas(nodes)
-        report = {"status": status, "wanted": wanted, "data_nodes": nodes, "unassigned_shards": unassigned,
-                  "seconds": round(time.monotonic() - t0, 2)}
+        report = {
+            "status": status,
+            "wanted": wanted,
+            "data_nodes": nodes,
+            "unassigned_shards": unassigned,
+            "seconds": round(time.monotonic() - t0, 2),
+        }
         if status == "red":
-            raise StoreError(self._redact(
-                f"the index {index} on Elasticsearch at {self.url} is red after {timeout:.0f} s: {unassigned} shard "
-                f"copies unassigned, a primary shard has no copy on any node; bring the lost node back, see "
-                f"GET _cluster/allocation/explain, or lower [elasticsearch] replicas/shards"))
+            raise StoreError(
+                self._redact(
+                    f"the index {index} on Elasticsearch at {self.url} is red after {timeout:.0f} s: {unassigned} shard "
+                    f"copies unassigned, a primary shard has no copy on any node; bring the lost node back, see "
+                    f"GET _cluster/allocation/explain, or lower [elasticsearch] replicas/shards"
+                )
+            )
         if status != "green" and (wanted == "green" or body.get("timed_out")):
-            _warn(f"the index {index} on Elasticsearch at {self.url} is {status} after {report['seconds']:.0f} s: "
-                  f"{unassigned} replica shards unassigned ({replicas} replicas wanted on {nodes} data nodes); searches "
-                  "are answered from the primaries, but a node lost now loses its shards")
+            _warn(
+                f"the index {index} on Elasticsearch at {self.url} is {status} after {report['seconds']:.0f} s: "
+                f"{unassigned} replica shards unassigned ({replicas} replicas wanted on {nodes} data nodes); searches "
+                "are answered from the primaries, but a node lost now loses its shards"
+            )
         elif status == "yellow":
-            _warn(f"the index {index} on Elasticsearch at {self.url} stays yellow: {replicas} replicas can never be "
-                  f"assigned on {nodes} data node(s) (set [elasticsearch] replicas below the number of data nodes)")
+            _warn(
+                f"the index {index} on Elasticsearch at {self.url} stays yellow: {replicas} replicas can never be "
+                f"assigned on {nodes} data node(s) (set [elasticsearch] replicas below the number of data nodes)"
+            )
         return report

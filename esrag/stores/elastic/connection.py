@@ -49,13 +49,17 @@ def classify_reranker_error(inference_id: str, status: int, body: Any) -> str:
     reason = error_reason(body)
     way_out = "use --rerank http:URL or cross-encoder:MODEL instead"
     if "unknown retriever [text_similarity_reranker]" in reason or "no handler found" in reason:
-        return (f"this Elasticsearch has no text_similarity_reranker retriever / inference API ({reason}); it needs the "
-                f"inference plugin of a full distribution (8.14+, Enterprise or trial licence): {way_out}")
+        return (
+            f"this Elasticsearch has no text_similarity_reranker retriever / inference API ({reason}); it needs the "
+            f"inference plugin of a full distribution (8.14+, Enterprise or trial licence): {way_out}"
+        )
     if status == 403 or "license" in reason.lower():
         return f"the cluster's licence does not allow semantic reranking ({reason}; Enterprise or trial needed): {way_out}"
     if status == 404 or "resource_not_found" in reason:
-        return (f"the cluster has no inference endpoint {inference_id!r} ({reason}); create one for the rerank task "
-                f"(PUT _inference/rerank/{inference_id}) or {way_out}")
+        return (
+            f"the cluster has no inference endpoint {inference_id!r} ({reason}); create one for the rerank task "
+            f"(PUT _inference/rerank/{inference_id}) or {way_out}"
+        )
     return f"the cluster refused the rerank request ({status} {reason})"
 
 
@@ -78,9 +82,12 @@ def error_reason(body: Any) -> str:
 #: ``[FORBIDDEN/8/index write (api)]``, ``[TOO_MANY_REQUESTS/12/disk usage exceeded flood-stage
 #: watermark, index has read-only-allow-delete block]``) -> the setting that sets it
 BLOCK_SETTINGS = {
-    "5": "index.blocks.read_only", "8": "index.blocks.write", "9": "index.blocks.metadata",
+    "5": "index.blocks.read_only",
+    "8": "index.blocks.write",
+    "9": "index.blocks.metadata",
     "12": "index.blocks.read_only_allow_delete",
-    "6": "cluster.blocks.read_only", "13": "cluster.blocks.read_only_allow_delete",
+    "6": "cluster.blocks.read_only",
+    "13": "cluster.blocks.read_only_allow_delete",
 }
 _BLOCK = re.compile(r"(?:index \[(?P<index>[^\]]+)\] )?blocked by: \[(?P<status>[A-Z_]+)/(?P<id>\d+)/(?P<what>[^;\]]*)")
 
@@ -106,13 +113,18 @@ def blocked_line(index: str | None, setting: str) -> str:
     """The one-line error for the block ``setting`` (``index.blocks.write``…) on ``index``:
     what set it and the exact settings call that clears it."""
     if setting.startswith("cluster."):
-        call, where = f'PUT _cluster/settings {json.dumps({"persistent": {setting: None}})}', "the cluster"
+        call, where = f"PUT _cluster/settings {json.dumps({'persistent': {setting: None}})}", "the cluster"
     else:
         call, where = f"PUT {index}/_settings {json.dumps({setting: None})}", f"the index {index}"
-    cause = ("the disk of a node holding it passed the flood-stage watermark, or it was set by hand; free disk space first"
-             if setting.endswith("read_only_allow_delete") else "it was set by hand, or by a snapshot, shrink or migration")
-    return (f"Elasticsearch refused to write: {where} has the block {setting} = true ({cause}); clear it with `{call}` "
-            "(Kibana Dev Tools, or curl -X PUT), then run the ingest again: it resumes where it stopped")
+    cause = (
+        "the disk of a node holding it passed the flood-stage watermark, or it was set by hand; free disk space first"
+        if setting.endswith("read_only_allow_delete")
+        else "it was set by hand, or by a snapshot, shrink or migration"
+    )
+    return (
+        f"Elasticsearch refused to write: {where} has the block {setting} = true ({cause}); clear it with `{call}` "
+        "(Kibana Dev Tools, or curl -X PUT), then run the ingest again: it resumes where it stopped"
+    )
 
 
 def is_block(body: Any) -> bool:
@@ -130,13 +142,14 @@ def shard_failure(answer: dict[str, Any]) -> str | None:
         return None
     first = (shards.get("failures") or [{}])[0]
     reason = error_reason({"error": first.get("reason") or {}}) if first.get("reason") else "no reason given"
-    return (f"{failed} of {shards.get('total', '?')} shards did not answer ({reason}): a shard has no live copy (its "
-            "node is down and it has no replica); bring the node back, or set [elasticsearch] replicas >= 1")
+    return (
+        f"{failed} of {shards.get('total', '?')} shards did not answer ({reason}): a shard has no live copy (its "
+        "node is down and it has no replica); bring the node back, or set [elasticsearch] replicas >= 1"
+    )
 
 
 def _clip(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
-
 
 
 def classify_retriever_probe(name: str, status: int, body: Any) -> tuple[bool, str]:
@@ -150,10 +163,14 @@ def classify_retriever_probe(name: str, status: int, body: Any) -> tuple[bool, s
         return True, f"{name} retriever available"
     reason = error_reason(body)
     if f"unknown retriever [{name}]" in reason or "named_object_not_found" in reason:
-        return False, f"this Elasticsearch has no {name} retriever ({reason}; it needs 8.16+ with the rank modules, e.g. the default distribution)"
+        return (
+            False,
+            f"this Elasticsearch has no {name} retriever ({reason}; it needs 8.16+ with the rank modules, e.g. the default distribution)",
+        )
     if status == 403 or "license" in reason.lower():
         return False, f"the cluster's licence does not allow the {name} retriever ({reason}; it needs an Enterprise or trial licence)"
     return False, f"the {name} retriever was refused ({status} {reason})"
+
 
 class _Orjson:
     """orjson in place of the standard library's json inside the client's serializers (the
@@ -225,8 +242,9 @@ def cloud_url(cloud_id: str) -> str:
     except ValueError:
         address = None
     if not address or not all(address):
-        raise ConfigError("ESRAG_ES_CLOUD_ID is not an Elastic Cloud ID (copy it from the deployment's page in the Elastic "
-                          "Cloud console: NAME:BASE64)")
+        raise ConfigError(
+            "ESRAG_ES_CLOUD_ID is not an Elastic Cloud ID (copy it from the deployment's page in the Elastic Cloud console: NAME:BASE64)"
+        )
     return f"https://{address[0]}:{address[1]}"
 
 
@@ -238,8 +256,10 @@ def fingerprint_hex(value: str) -> str:
     """
     digits = "".join(value.split()).replace(":", "").lower()
     if len(digits) != 64 or any(c not in "0123456789abcdef" for c in digits):
-        raise ConfigError("ESRAG_ES_SSL_ASSERT_FINGERPRINT is not a SHA-256 fingerprint (64 hex digits, colons allowed), "
-                          "as Elasticsearch prints at first start (`openssl x509 -fingerprint -sha256 -in http_ca.crt`)")
+        raise ConfigError(
+            "ESRAG_ES_SSL_ASSERT_FINGERPRINT is not a SHA-256 fingerprint (64 hex digits, colons allowed), "
+            "as Elasticsearch prints at first start (`openssl x509 -fingerprint -sha256 -in http_ca.crt`)"
+        )
     return digits
 
 
@@ -250,7 +270,10 @@ def tls_mode(scheme: str, ca_certs: str | Path | None, fingerprint: str | None, 
     if scheme != "https":
         return "plain HTTP, no TLS (an https:// URL or ESRAG_ES_CLOUD_ID encrypts the connection)", False
     if fingerprint:
-        return f"TLS, certificate pinned by SHA-256 fingerprint {fingerprint[:8]}…{fingerprint[-8:]} (ESRAG_ES_SSL_ASSERT_FINGERPRINT)", True
+        return (
+            f"TLS, certificate pinned by SHA-256 fingerprint {fingerprint[:8]}…{fingerprint[-8:]} (ESRAG_ES_SSL_ASSERT_FINGERPRINT)",
+            True,
+        )
     if not verify_certs:
         return "TLS WITHOUT certificate verification (ESRAG_ES_VERIFY_CERTS=false): anyone on the path can impersonate the cluster", False
     if ca_certs:
@@ -269,9 +292,20 @@ def auth_mode(api_key: str | None, user: str | None, url_user: str | None) -> st
     return "none (the cluster must allow anonymous access)"
 
 
-def make_client(url: str | list[str] | None, request_timeout: float, api_key: str | None, user: str | None, password: str | None,
-                ca_certs: str | Path | None, redacted_url: str, redact: Callable[[str], str], *, cloud_id: str | None = None,
-                fingerprint: str | None = None, verify_certs: bool = True) -> Elasticsearch:
+def make_client(
+    url: str | list[str] | None,
+    request_timeout: float,
+    api_key: str | None,
+    user: str | None,
+    password: str | None,
+    ca_certs: str | Path | None,
+    redacted_url: str,
+    redact: Callable[[str], str],
+    *,
+    cloud_id: str | None = None,
+    fingerprint: str | None = None,
+    verify_certs: bool = True,
+) -> Elasticsearch:
     """The client for ``url`` (one node URL, or a list of them) or ``cloud_id`` (an Elastic
     Cloud deployment): ``request_timeout`` seconds per request, orjson serializers, API key
     (wins) or basic auth, and TLS as configured: a CA bundle (``ca_certs``), a pinned SHA-256
@@ -290,8 +324,11 @@ def make_client(url: str | list[str] | None, request_timeout: float, api_key: st
     """
     hosts = None if url is None else [url] if isinstance(url, str) else list(url)
     options: dict[str, Any] = {
-        "request_timeout": request_timeout, "max_retries": max(2, len(hosts or [1])), "retry_on_timeout": True,
-        "retry_on_status": (502, 503, 504), "serializers": fast_serializers(),
+        "request_timeout": request_timeout,
+        "max_retries": max(2, len(hosts or [1])),
+        "retry_on_timeout": True,
+        "retry_on_status": (502, 503, 504),
+        "serializers": fast_serializers(),
     }
     if cloud_id:
         options["cloud_id"] = cloud_id
@@ -308,8 +345,10 @@ def make_client(url: str | list[str] | None, request_timeout: float, api_key: st
     elif not verify_certs:
         options.update(verify_certs=False, ssl_show_warn=False)
     if not fingerprint and not verify_certs and (cloud_id or any(str(h).startswith("https:") for h in hosts or [])):
-        _warn(f"TLS certificates of Elasticsearch at {redacted_url} are not verified (ESRAG_ES_VERIFY_CERTS=false); pin them "
-              "with ESRAG_ES_SSL_ASSERT_FINGERPRINT or ESRAG_ES_CA_CERTS instead")
+        _warn(
+            f"TLS certificates of Elasticsearch at {redacted_url} are not verified (ESRAG_ES_VERIFY_CERTS=false); pin them "
+            "with ESRAG_ES_SSL_ASSERT_FINGERPRINT or ESRAG_ES_CA_CERTS instead"
+        )
     try:
         return Elasticsearch(hosts, **options)
     except ValueError as exc:
@@ -322,22 +361,31 @@ def tls_failure(text: str, scheme: str) -> tuple[str, str] | None:
     error ``text`` (urllib3 / OpenSSL wording), each way out naming the setting to fix; None
     when it is not about TLS. ``scheme`` is the URL's (``http`` / ``https``)."""
     if "Fingerprints did not match" in text:
-        got = text.split("got", 1)[1].strip(' "\'.)') if "got" in text else ""
-        return ("the certificate does not match ESRAG_ES_SSL_ASSERT_FINGERPRINT",
-                "set ESRAG_ES_SSL_ASSERT_FINGERPRINT to the SHA-256 fingerprint of the cluster's CA (printed at its first start) "
-                "or of its HTTP certificate" + (f"; the cluster presented {_clip(got, 300)}" if got else ""))
+        got = text.split("got", 1)[1].strip(" \"'.)") if "got" in text else ""
+        return (
+            "the certificate does not match ESRAG_ES_SSL_ASSERT_FINGERPRINT",
+            "set ESRAG_ES_SSL_ASSERT_FINGERPRINT to the SHA-256 fingerprint of the cluster's CA (printed at its first start) "
+            "or of its HTTP certificate" + (f"; the cluster presented {_clip(got, 300)}" if got else ""),
+        )
     if "Hostname mismatch" in text or "IP address mismatch" in text or "doesn't match" in text:
-        return ("the certificate is not for this host name",
-                "connect by a name the certificate lists (ESRAG_ES_URL), or pin it with ESRAG_ES_SSL_ASSERT_FINGERPRINT")
+        return (
+            "the certificate is not for this host name",
+            "connect by a name the certificate lists (ESRAG_ES_URL), or pin it with ESRAG_ES_SSL_ASSERT_FINGERPRINT",
+        )
     if "CERTIFICATE_VERIFY_FAILED" in text:
-        return ("TLS verification failed: the certificate is signed by an unknown authority",
-                "set ESRAG_ES_CA_CERTS to the cluster's CA certificate (PEM), or ESRAG_ES_SSL_ASSERT_FINGERPRINT to its SHA-256 fingerprint")
+        return (
+            "TLS verification failed: the certificate is signed by an unknown authority",
+            "set ESRAG_ES_CA_CERTS to the cluster's CA certificate (PEM), or ESRAG_ES_SSL_ASSERT_FINGERPRINT to its SHA-256 fingerprint",
+        )
     if "WRONG_VERSION_NUMBER" in text or "wrong version number" in text or "record layer failure" in text:
         return ("the node does not speak TLS on this port", "use http:// in ESRAG_ES_URL (or the node's HTTPS port)")
-    if scheme == "http" and ("RemoteDisconnected" in text or "Remote end closed connection" in text
-                             or "Connection reset" in text or "Connection aborted" in text):
-        return ("the node closed the connection without an answer",
-                "if the cluster speaks TLS (HTTPS), write https:// in ESRAG_ES_URL (and set ESRAG_ES_CA_CERTS or ESRAG_ES_SSL_ASSERT_FINGERPRINT)")
+    if scheme == "http" and (
+        "RemoteDisconnected" in text or "Remote end closed connection" in text or "Connection reset" in text or "Connection aborted" in text
+    ):
+        return (
+            "the node closed the connection without an answer",
+            "if the cluster speaks TLS (HTTPS), write https:// in ESRAG_ES_URL (and set ESRAG_ES_CA_CERTS or ESRAG_ES_SSL_ASSERT_FINGERPRINT)",
+        )
     if "SSL" in text or "TLS" in text:
         return ("TLS failed", "check ESRAG_ES_CA_CERTS / ESRAG_ES_SSL_ASSERT_FINGERPRINT and the URL's scheme (ESRAG_ES_URL)")
     return None
@@ -364,27 +412,36 @@ class Connected:
         """One clear :class:`StoreError` for a client exception: the URL, the cause, the way out."""
         where = f"Elasticsearch at {self.url}"
         if isinstance(exc, (ESConnectionError, ConnectionTimeout)) or (isinstance(exc, TransportError) and not isinstance(exc, ApiError)):
-            text = " ".join([str(exc), str(getattr(exc, "message", "")), *(str(e) for e in getattr(exc, "errors", ()) or ()),
-                             str(exc.__cause__ or "")])
+            text = " ".join(
+                [str(exc), str(getattr(exc, "message", "")), *(str(e) for e in getattr(exc, "errors", ()) or ()), str(exc.__cause__ or "")]
+            )
             tls = tls_failure(text, urlsplit(self.url).scheme)
             if tls is not None:
                 cause, hint = tls
             else:
-                hint = ("start it (scripts/es-node start, or docker-compose -f docker/compose.yml up -d), fix ESRAG_ES_URL, "
-                        "or unset ESRAG_ES_URL to use the embedded store")
+                hint = (
+                    "start it (scripts/es-node start, or docker-compose -f docker/compose.yml up -d), fix ESRAG_ES_URL, "
+                    "or unset ESRAG_ES_URL to use the embedded store"
+                )
                 cause = _short_cause(text)
             return StoreError(self._redact(f"cannot reach {where} ({cause}) while trying to {what}; {hint}"))
         blocked = block_message(error_reason(exc.body)) if isinstance(exc, ApiError) and is_block(exc.body) else None
         if blocked:  # a block answers 403 or 429: not a permission problem, not a busy cluster
             return StoreError(self._redact(f"{blocked} ({where}, while trying to {what})"))
         if isinstance(exc, AuthenticationException):
-            return StoreError(self._redact(
-                f"{where} refused the credentials (401) while trying to {what}; check ESRAG_ES_API_KEY or ESRAG_ES_USER/ESRAG_ES_PASSWORD"))
+            return StoreError(
+                self._redact(
+                    f"{where} refused the credentials (401) while trying to {what}; check ESRAG_ES_API_KEY or ESRAG_ES_USER/ESRAG_ES_PASSWORD"
+                )
+            )
         if isinstance(exc, AuthorizationException):
-            return StoreError(self._redact(
-                f"{where} denied permission (403: {error_reason(exc.body)}) to {what}; grant the role of ESRAG_ES_API_KEY / "
-                f"ESRAG_ES_USER the privileges docs/elasticsearch.md \"Elasticsearch privileges\" lists for this use, on {self.alias} and "
-                f"{self.alias}-*"))
+            return StoreError(
+                self._redact(
+                    f"{where} denied permission (403: {error_reason(exc.body)}) to {what}; grant the role of ESRAG_ES_API_KEY / "
+                    f'ESRAG_ES_USER the privileges docs/elasticsearch.md "Elasticsearch privileges" lists for this use, on {self.alias} and '
+                    f"{self.alias}-*"
+                )
+            )
         if isinstance(exc, ApiError):
             return StoreError(self._redact(f"{where} could not {what}: {exc.meta.status} {error_reason(exc.body)}"))
         return StoreError(self._redact(f"{where}: {what} failed: {type(exc).__name__}: {exc}"))
@@ -443,9 +500,16 @@ class Connected:
                 return docs
             waited = time.monotonic() - t0
             if waited >= retry_seconds or _error_type(failed) not in _SHARD_NOT_READY:
-                raise StoreError(self._redact(
-                    f"Elasticsearch at {self.url} could not {what}: chunk {failed.get('_id')}: {error_reason(failed)}"
-                    + (f" (retried for {waited:.0f} s, [elasticsearch] retry_seconds)" if retry_seconds and waited >= retry_seconds else "")))
+                raise StoreError(
+                    self._redact(
+                        f"Elasticsearch at {self.url} could not {what}: chunk {failed.get('_id')}: {error_reason(failed)}"
+                        + (
+                            f" (retried for {waited:.0f} s, [elasticsearch] retry_seconds)"
+                            if retry_seconds and waited >= retry_seconds
+                            else ""
+                        )
+                    )
+                )
             time.sleep(min(delay, retry_seconds - waited))
             delay = min(delay * 2, 10.0)
 
@@ -457,8 +521,15 @@ class Connected:
 
 
 #: Per-document ``_mget`` errors of a shard that is not (yet) active: waited for, as a lost node.
-_SHARD_NOT_READY = frozenset({"no_shard_available_action_exception", "unavailable_shards_exception",
-                              "shard_not_found_exception", "node_not_connected_exception", "node_disconnected_exception"})
+_SHARD_NOT_READY = frozenset(
+    {
+        "no_shard_available_action_exception",
+        "unavailable_shards_exception",
+        "shard_not_found_exception",
+        "node_not_connected_exception",
+        "node_disconnected_exception",
+    }
+)
 
 
 def _error_type(doc: dict[str, Any]) -> str:
@@ -488,9 +559,18 @@ def _warn(message: str) -> None:
 
 
 def _short_cause(text: str) -> str:
-    for needle in ("Connection refused", "timed out", "Name or service not known", "No route to host",
-                   "Temporary failure in name resolution", "Connection reset", "Remote end closed connection",
-                   "RemoteDisconnected", "Connection aborted", "Broken pipe"):
+    for needle in (
+        "Connection refused",
+        "timed out",
+        "Name or service not known",
+        "No route to host",
+        "Temporary failure in name resolution",
+        "Connection reset",
+        "Remote end closed connection",
+        "RemoteDisconnected",
+        "Connection aborted",
+        "Broken pipe",
+    ):
         if needle in text:
             return "remote end closed connection" if needle == "RemoteDisconnected" else needle.lower()
     return text[:200]

@@ -20,8 +20,21 @@ from esrag.stores.records import chunk_from_record, chunk_record
 
 #: Fields replaced by :meth:`ElasticStore.update_meta` (what ``esrag.ingest.meta_hash`` covers).
 META_FIELDS = (
-    "start_line", "end_line", "position", "n_chunks", "doc_title", "parent_id", "language", "authority",
-    "effective_date", "superseded_by", "metadata", "meta_hash", "indexed_at", "url", "anchor",
+    "start_line",
+    "end_line",
+    "position",
+    "n_chunks",
+    "doc_title",
+    "parent_id",
+    "language",
+    "authority",
+    "effective_date",
+    "superseded_by",
+    "metadata",
+    "meta_hash",
+    "indexed_at",
+    "url",
+    "anchor",
     "alt_urls",
 )
 
@@ -36,14 +49,16 @@ def decode_vector(data: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(data), dtype="<f4").astype(np.float32)
 
 
-def chunk_document(chunk: Chunk, vector: np.ndarray, meta_hash: str, indexed_at: str | None,
-                   vector_copy: bool = True) -> dict[str, Any]:
+def chunk_document(chunk: Chunk, vector: np.ndarray, meta_hash: str, indexed_at: str | None, vector_copy: bool = True) -> dict[str, Any]:
     """The indexed document of ``chunk``: its record (separate fields, labels pulled out of
     ``metadata``) without None and empty values (``text`` and ``metadata`` always kept), and the
     vector as ``vector`` (float32 array [dims]) and, when ``vector_copy``, ``vector_bin`` (:func:`encode_vector`;
     about 2 KB a chunk at 384 dims, 1,536 bytes stored)."""
-    doc = {k: v for k, v in chunk_record(chunk, meta_hash, indexed_at).items()
-           if v is not None and (k in ("text", "metadata") or v not in ("", []))}
+    doc = {
+        k: v
+        for k, v in chunk_record(chunk, meta_hash, indexed_at).items()
+        if v is not None and (k in ("text", "metadata") or v not in ("", []))
+    }
     # a float32 array, not a list of Python floats: the client's orjson serializer writes it
     # natively (OPT_SERIALIZE_NUMPY) with float32's shortest digits, which Elasticsearch parses
     # back to the same float32 (about 3x faster to build and ~40% fewer bytes than float64 reprs)

@@ -122,8 +122,14 @@ class Lifecycle(BulkLoad, ClusterFacts):
             )
         learned = Learned.from_meta(raw)
         pipeline = learned.default_pipeline if learned is not None else self._default_pipeline(concrete)
-        return {"index": target, "concrete": concrete, "meta": IndexMeta.from_dict(raw), "pipeline": pipeline,
-                "raw": raw, "learned": learned}
+        return {
+            "index": target,
+            "concrete": concrete,
+            "meta": IndexMeta.from_dict(raw),
+            "pipeline": pipeline,
+            "raw": raw,
+            "learned": learned,
+        }
 
     def _default_pipeline(self, index: str) -> bool:
         """Whether ``index`` has a default ingest pipeline (its settings; for indices made
@@ -243,9 +249,15 @@ class Lifecycle(BulkLoad, ClusterFacts):
             status = "exists (templates refreshed)"
         assets = self.assets()
         return {
-            "store": self.name, "url": self.url, "alias": self.alias, "index": assets["index"],
-            "status": status, "embedder": meta.embedder, "dims": meta.dims,
-            "index_template": self.names.template, "component_templates": [self.names.settings, self.names.mappings],
+            "store": self.name,
+            "url": self.url,
+            "alias": self.alias,
+            "index": assets["index"],
+            "status": status,
+            "embedder": meta.embedder,
+            "dims": meta.dims,
+            "index_template": self.names.template,
+            "component_templates": [self.names.settings, self.names.mappings],
             "pipeline": self.names.pipeline if assets["pipeline"] else "not installed (no ingest processors; esrag sets indexed_at)",
         }
 
@@ -256,18 +268,49 @@ class Lifecycle(BulkLoad, ClusterFacts):
         n, es = self.names, self._es
         pipeline = self._put_pipeline(undo)
         learned = self.learn(pipeline)
-        self._put(undo, "the mappings component template", es.cluster.get_component_template, es.cluster.put_component_template,
-                  es.cluster.delete_component_template, "component_templates", n.mappings,
-                  mappings_component_body(meta, rebuild_of, self.stemming_available(), self.language_fields(),
-                                          capabilities=learned.to_meta()))
-        self._put(undo, "the settings component template", es.cluster.get_component_template, es.cluster.put_component_template,
-                  es.cluster.delete_component_template, "component_templates", n.settings, settings_component_body(n.pipeline if pipeline else None))
-        self._put(undo, "the index template", es.indices.get_index_template, es.indices.put_index_template,
-                  es.indices.delete_index_template, "index_templates", n.template, index_template_body(n))
+        self._put(
+            undo,
+            "the mappings component template",
+            es.cluster.get_component_template,
+            es.cluster.put_component_template,
+            es.cluster.delete_component_template,
+            "component_templates",
+            n.mappings,
+            mappings_component_body(meta, rebuild_of, self.stemming_available(), self.language_fields(), capabilities=learned.to_meta()),
+        )
+        self._put(
+            undo,
+            "the settings component template",
+            es.cluster.get_component_template,
+            es.cluster.put_component_template,
+            es.cluster.delete_component_template,
+            "component_templates",
+            n.settings,
+            settings_component_body(n.pipeline if pipeline else None),
+        )
+        self._put(
+            undo,
+            "the index template",
+            es.indices.get_index_template,
+            es.indices.put_index_template,
+            es.indices.delete_index_template,
+            "index_templates",
+            n.template,
+            index_template_body(n),
+        )
         return pipeline, learned
 
-    def _put(self, undo: list[Callable[[], Any]], what: str, get: Callable[..., Any], put: Callable[..., Any],
-             delete: Callable[..., Any], key: str, name: str, body: dict[str, Any]) -> None:
+    def _put(
+        self,
+        undo: list[Callable[[], Any]],
+        what: str,
+        get: Callable[..., Any],
+        put: Callable[..., Any],
+        delete: Callable[..., Any],
+        key: str,
+        name: str,
+        body: dict[str, Any],
+    ) -> None:
         previous = _previous(get, key, name)
         try:
             put(name=name, body=body)
@@ -291,13 +334,17 @@ class Lifecycle(BulkLoad, ClusterFacts):
         except ApiError as exc:
             reason = error_reason(exc.body)
             if exc.meta.status == 400 and ("processor" in reason.lower()):
-                _warn(f"Elasticsearch at {self.url} has no ingest processors ({reason}); the ingest pipeline {name} was not "
-                      "installed and esrag sets indexed_at itself. A full Elasticsearch distribution has them.")
+                _warn(
+                    f"Elasticsearch at {self.url} has no ingest processors ({reason}); the ingest pipeline {name} was not "
+                    "installed and esrag sets indexed_at itself. A full Elasticsearch distribution has them."
+                )
                 return False
             raise self._fail(exc, f"install the ingest pipeline {name}") from None
         except TransportError as exc:
             raise self._fail(exc, f"install the ingest pipeline {name}") from None
-        undo.append((lambda: es.ingest.delete_pipeline(id=name)) if previous is None else (lambda: es.ingest.put_pipeline(id=name, body=previous)))
+        undo.append(
+            (lambda: es.ingest.delete_pipeline(id=name)) if previous is None else (lambda: es.ingest.put_pipeline(id=name, body=previous))
+        )
         return True
 
     def _install(self, meta: IndexMeta, with_alias: bool, rebuild_of: str | None = None) -> str:
@@ -333,14 +380,19 @@ class Lifecycle(BulkLoad, ClusterFacts):
                     pass
             if isinstance(exc, StoreError) and not isinstance(exc, NotIndexedError):
                 raise StoreError(
-                    f"{exc}. Nothing was left behind (templates, pipeline and index rolled back): fix the cause and run "
-                    "the command again"
+                    f"{exc}. Nothing was left behind (templates, pipeline and index rolled back): fix the cause and run the command again"
                 ) from None
             raise
         # what the next reads need is known: no request to read it back
         target = self.alias if with_alias else index
-        self._info = {"index": target, "concrete": index, "meta": IndexMeta.from_dict(got), "pipeline": pipeline,
-                      "raw": got, "learned": Learned.from_meta(got) or learned}
+        self._info = {
+            "index": target,
+            "concrete": index,
+            "meta": IndexMeta.from_dict(got),
+            "pipeline": pipeline,
+            "raw": got,
+            "learned": Learned.from_meta(got) or learned,
+        }
         self._created = index
         self._writable.update((index, target))  # made just now with esrag's settings: no write block to read back
         return index
@@ -394,8 +446,10 @@ class Lifecycle(BulkLoad, ClusterFacts):
         for index, raw in sorted(pending.items()):
             if not raw.get(SETTLED_KEY):
                 self._call(f"delete the half-built index {index}", self._es.indices.delete, index=index)
-                _warn(f"deleted {index}, the half-built index of an `esrag ingest --rebuild` that did not end; this "
-                      f"rebuild starts afresh (the alias {self.alias} stayed on the live index)")
+                _warn(
+                    f"deleted {index}, the half-built index of an `esrag ingest --rebuild` that did not end; this "
+                    f"rebuild starts afresh (the alias {self.alias} stayed on the live index)"
+                )
                 del pending[index]
         self._rebuild_index = max(pending, key=lambda i: self.names.number(i) or 0) if pending else None
         if self._rebuild_index:  # resumed: half-built again until this run ends
@@ -456,8 +510,12 @@ class Lifecycle(BulkLoad, ClusterFacts):
         return self._rebuild
 
     def _corpora(self, index: str) -> list[str]:
-        resp = self._call(f"list the corpora of {index}", self._es.search, index=index,
-                          body={"size": 0, "aggs": {"c": {"terms": {"field": "corpus", "size": 10_000}}}})
+        resp = self._call(
+            f"list the corpora of {index}",
+            self._es.search,
+            index=index,
+            body={"size": 0, "aggs": {"c": {"terms": {"field": "corpus", "size": 10_000}}}},
+        )
         return [b["key"] for b in resp.body["aggregations"]["c"]["buckets"]]
 
     def drop(self) -> dict[str, Any]:
@@ -474,15 +532,28 @@ class Lifecycle(BulkLoad, ClusterFacts):
             chunks = es.count(index=n.pattern, allow_no_indices=True).body["count"] if indices else 0
             for index in indices:
                 _quiet(es.indices.delete, index=index)
-            templates = [t for t, fn in ((n.template, es.indices.delete_index_template),
-                                         (n.settings, es.cluster.delete_component_template),
-                                         (n.mappings, es.cluster.delete_component_template)) if _quiet(fn, name=t)]
+            templates = [
+                t
+                for t, fn in (
+                    (n.template, es.indices.delete_index_template),
+                    (n.settings, es.cluster.delete_component_template),
+                    (n.mappings, es.cluster.delete_component_template),
+                )
+                if _quiet(fn, name=t)
+            ]
             pipelines = [n.pipeline] if _quiet(es.ingest.delete_pipeline, id=n.pipeline) else []
         except (ApiError, TransportError) as exc:
             raise self._fail(exc, f"drop the index {self.alias}") from None
         self._info, self._rebuild, self._rebuild_index = None, False, None
-        return {"store": self.name, "url": self.url, "alias": self.alias, "chunks": chunks, "indices": indices,
-                "templates": templates, "pipelines": pipelines}
+        return {
+            "store": self.name,
+            "url": self.url,
+            "alias": self.alias,
+            "chunks": chunks,
+            "indices": indices,
+            "templates": templates,
+            "pipelines": pipelines,
+        }
 
     def stats(self) -> dict[str, Any]:
         """See :class:`esrag.stores.base.Store`; adds url, alias, concrete index, embedder."""
@@ -491,32 +562,49 @@ class Lifecycle(BulkLoad, ClusterFacts):
         if state is None:
             return {**base, "index": None, "chunks": 0, "sources": 0, "corpora": {}}
         sources = {"cardinality": {"field": "source_path", "precision_threshold": 40_000}}
-        versions = {"terms": {"field": "doc_version", "size": 10_000, "missing": ""},
-                    "aggs": {"sources": sources, "indexed_at": {"max": {"field": "indexed_at"}}}}
+        versions = {
+            "terms": {"field": "doc_version", "size": 10_000, "missing": ""},
+            "aggs": {"sources": sources, "indexed_at": {"max": {"field": "indexed_at"}}},
+        }
         body = {
-            "size": 0, "track_total_hits": True,
-            "aggs": {"corpora": {"terms": {"field": "corpus", "size": 10_000},
-                                 "aggs": {"sources": sources, "versions": versions}}},
+            "size": 0,
+            "track_total_hits": True,
+            "aggs": {"corpora": {"terms": {"field": "corpus", "size": 10_000}, "aggs": {"sources": sources, "versions": versions}}},
         }
         resp = self._call("count chunks", self._es.search, index=state["index"], body=body)
         corpora = {
-            b["key"]: {"chunks": b["doc_count"], "sources": b["sources"]["value"],
-                       "versions": {v["key"]: {"chunks": v["doc_count"], "sources": v["sources"]["value"],
-                                               "indexed_at": v["indexed_at"].get("value_as_string")}
-                                    for v in sorted(b["versions"]["buckets"], key=lambda v: v["key"])}}
+            b["key"]: {
+                "chunks": b["doc_count"],
+                "sources": b["sources"]["value"],
+                "versions": {
+                    v["key"]: {
+                        "chunks": v["doc_count"],
+                        "sources": v["sources"]["value"],
+                        "indexed_at": v["indexed_at"].get("value_as_string"),
+                    }
+                    for v in sorted(b["versions"]["buckets"], key=lambda v: v["key"])
+                },
+            }
             for b in sorted(resp.body["aggregations"]["corpora"]["buckets"], key=lambda b: b["key"])
         }
         meta = state["meta"]
         concrete = state["concrete"]
         return {
-            **base, "index": concrete, "chunks": resp.body["hits"]["total"]["value"],
-            "sources": sum(v["sources"] for v in corpora.values()), "corpora": corpora,
-            "embedder": meta.embedder, "dims": meta.dims, "pipeline": state["pipeline"], "rebuilding": self._rebuild,
+            **base,
+            "index": concrete,
+            "chunks": resp.body["hits"]["total"]["value"],
+            "sources": sum(v["sources"] for v in corpora.values()),
+            "corpora": corpora,
+            "embedder": meta.embedder,
+            "dims": meta.dims,
+            "pipeline": state["pipeline"],
+            "rebuilding": self._rebuild,
         }
 
     def close(self) -> None:
         """See :class:`esrag.stores.base.Store`."""
         self._es.close()
+
 
 def _previous(get: Callable[..., Any], key: str, name: str) -> dict[str, Any] | None:
     """The current body of a component/index template (to restore on rollback), or None."""
@@ -540,5 +628,3 @@ def _quiet(fn: Callable[..., Any], **kwargs: Any) -> bool:
     except NotFoundError:
         return False
     return True
-
-

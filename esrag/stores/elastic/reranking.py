@@ -28,9 +28,7 @@ class Reranking(Lifecycle):
         """
         state = self._state()
         if state is None:
-            raise NotIndexedError(
-                f"nothing is indexed in {self.alias!r} on Elasticsearch at {self.url} yet; run `esrag ingest PATH` first"
-            )
+            raise NotIndexedError(f"nothing is indexed in {self.alias!r} on Elasticsearch at {self.url} yet; run `esrag ingest PATH` first")
         return state
 
     def rerank_ids(self, query: str, ids: Sequence[str], inference_id: str, field: str = "text") -> dict[str, float]:
@@ -72,7 +70,9 @@ class Reranking(Lifecycle):
         try:
             resp = self._es.inference.inference(inference_id=inference_id, task_type="rerank", query=query, input=list(texts))
         except ApiError as exc:
-            raise RerankError(f"elastic:{inference_id} reranker: {classify_reranker_error(inference_id, exc.meta.status, exc.body)}") from None
+            raise RerankError(
+                f"elastic:{inference_id} reranker: {classify_reranker_error(inference_id, exc.meta.status, exc.body)}"
+            ) from None
         except TransportError as exc:
             raise self._fail(exc, "call the inference API") from None
         scores = [0.0] * len(texts)

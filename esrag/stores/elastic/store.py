@@ -172,9 +172,19 @@ class ElasticStore(Reranking):
         self.batch_size, self.max_retries = batch_size, max_retries
         self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
         self.cluster = cluster or ClusterOptions()
-        self._es = make_client(None if cloud_id else urls if len(urls) > 1 else urls[0], request_timeout, api_key, user, password,
-                               ca_certs, self.url, self._redact, cloud_id=cloud_id, fingerprint=fingerprint,
-                               verify_certs=verify_certs)
+        self._es = make_client(
+            None if cloud_id else urls if len(urls) > 1 else urls[0],
+            request_timeout,
+            api_key,
+            user,
+            password,
+            ca_certs,
+            self.url,
+            self._redact,
+            cloud_id=cloud_id,
+            fingerprint=fingerprint,
+            verify_certs=verify_certs,
+        )
         self._checked = False
         self._capabilities: Capabilities | None = None
         self._retrievers: dict[str, tuple[bool, str]] = {}
@@ -200,20 +210,31 @@ class ElasticStore(Reranking):
             ConfigError: neither ``ESRAG_ES_URL`` nor ``ESRAG_ES_CLOUD_ID`` is set, or the settings are unusable.
         """
         if not settings.es_url and not settings.es_cloud_id:
-            raise ConfigError("the elastic store needs ESRAG_ES_URL (e.g. http://127.0.0.1:9200) or ESRAG_ES_CLOUD_ID; unset "
-                              "ESRAG_STORE to use the embedded store")
+            raise ConfigError(
+                "the elastic store needs ESRAG_ES_URL (e.g. http://127.0.0.1:9200) or ESRAG_ES_CLOUD_ID; unset "
+                "ESRAG_STORE to use the embedded store"
+            )
 
         def secret(value: Any) -> str | None:
             return value.get_secret_value() if value is not None else None
 
         return cls(
-            settings.es_url or "", settings.index, api_key=secret(settings.es_api_key), user=settings.es_user,
-            password=secret(settings.es_password), ca_certs=settings.es_ca_certs,
-            text_languages=settings.language.fields, language_candidates=settings.language.candidates,
+            settings.es_url or "",
+            settings.index,
+            api_key=secret(settings.es_api_key),
+            user=settings.es_user,
+            password=secret(settings.es_password),
+            ca_certs=settings.es_ca_certs,
+            text_languages=settings.language.fields,
+            language_candidates=settings.language.candidates,
             cluster=ClusterOptions.from_settings(settings.elasticsearch),
-            index_options=settings.elasticsearch.index_options, rescore_oversample=settings.elasticsearch.rescore_oversample,
-            vector_copy=settings.elasticsearch.vector_copy, read_only=read_only, cloud_id=settings.es_cloud_id,
-            ssl_assert_fingerprint=settings.es_ssl_assert_fingerprint, verify_certs=settings.es_verify_certs,
+            index_options=settings.elasticsearch.index_options,
+            rescore_oversample=settings.elasticsearch.rescore_oversample,
+            vector_copy=settings.elasticsearch.vector_copy,
+            read_only=read_only,
+            cloud_id=settings.es_cloud_id,
+            ssl_assert_fingerprint=settings.es_ssl_assert_fingerprint,
+            verify_certs=settings.es_verify_certs,
         )
 
     def __repr__(self) -> str:
@@ -227,8 +248,16 @@ class ElasticStore(Reranking):
         for index in dict.fromkeys(a.index for a in actions):
             self._check_writable(index)
         client = self._es.options(max_retries=0, retry_on_status=())
-        return bulk_stream(client, actions, self.batch_size, self.max_retries, self.initial_backoff, self.max_backoff,
-                           self._fail, retry_seconds=self.cluster.retry_seconds)
+        return bulk_stream(
+            client,
+            actions,
+            self.batch_size,
+            self.max_retries,
+            self.initial_backoff,
+            self.max_backoff,
+            self._fail,
+            retry_seconds=self.cluster.retry_seconds,
+        )
 
     def _check_writable(self, index: str) -> None:
         """Once per index and store: fail with one line naming the block and the settings call
@@ -240,8 +269,14 @@ class ElasticStore(Reranking):
             StoreError: the index is blocked, or the cluster cannot be asked."""
         if index in self._writable:
             return
-        resp = self._call_waiting("read the index blocks", self.cluster.retry_seconds, self._es.indices.get_settings,
-                                  index=index, name="index.blocks.*", flat_settings=True)
+        resp = self._call_waiting(
+            "read the index blocks",
+            self.cluster.retry_seconds,
+            self._es.indices.get_settings,
+            index=index,
+            name="index.blocks.*",
+            flat_settings=True,
+        )
         write_blocks = [v for k, v in BLOCK_SETTINGS.items() if k in ("5", "8", "12")]
         for concrete, data in resp.body.items():
             for key, value in (data.get("settings") or {}).items():
@@ -263,10 +298,14 @@ class ElasticStore(Reranking):
         if len(chunks) != len(vectors) or len(chunks) != len(meta_hashes):
             raise ValueError(f"{len(chunks)} chunks, {len(vectors)} vectors, {len(meta_hashes)} meta hashes")
         if len(vectors) and vectors.shape[1] != state["meta"].dims:
-            raise EmbedderMismatch(f"vectors have {vectors.shape[1]} dims; the index {state['index']} at {self.url} holds {state['meta'].dims}")
+            raise EmbedderMismatch(
+                f"vectors have {vectors.shape[1]} dims; the index {state['index']} at {self.url} holds {state['meta'].dims}"
+            )
         stamp = None if state["pipeline"] else now()
         copy = _vector_copy(state) == "stored"
-        actions = [Action("index", state["index"], c.id, chunk_document(c, v, h, stamp, copy)) for c, v, h in zip(chunks, vectors, meta_hashes)]
+        actions = [
+            Action("index", state["index"], c.id, chunk_document(c, v, h, stamp, copy)) for c, v, h in zip(chunks, vectors, meta_hashes)
+        ]
         self.begin_bulk_load(len(actions))  # a first load into an empty index: no refresh, no replica until the end
         return bulk_report(self._bulk(actions))
 
@@ -312,15 +351,30 @@ class ElasticStore(Reranking):
         index = state["index"]
         if _vector_copy(state) == "synthetic":
             params = {"_source_exclude_vectors": "false"} if source else {"_source_exclude_vectors": "false", "_source_includes": "vector"}
-            docs = self._mget_waiting("read chunks with their vectors", self.cluster.retry_seconds, self._es.perform_request, "POST",
-                                      f"/{quote(index, safe='')}/_mget", params=params, headers=_JSON, body={"ids": list(ids)})
+            docs = self._mget_waiting(
+                "read chunks with their vectors",
+                self.cluster.retry_seconds,
+                self._es.perform_request,
+                "POST",
+                f"/{quote(index, safe='')}/_mget",
+                params=params,
+                headers=_JSON,
+                body={"ids": list(ids)},
+            )
             out = []
             for doc in docs:
                 vec = (doc.get("_source") or {}).get("vector") if doc.get("found") else None
                 out.append((doc, np.asarray(vec, dtype=np.float32) if vec is not None else None))
             return out
-        docs = self._mget_waiting("read chunks with their vectors", self.cluster.retry_seconds, self._es.mget, index=index,
-                                  ids=list(ids), stored_fields=["vector_bin"], source=source)
+        docs = self._mget_waiting(
+            "read chunks with their vectors",
+            self.cluster.retry_seconds,
+            self._es.mget,
+            index=index,
+            ids=list(ids),
+            stored_fields=["vector_bin"],
+            source=source,
+        )
         out = []
         for doc in docs:
             binary = (doc.get("fields") or {}).get("vector_bin")
@@ -342,7 +396,9 @@ class ElasticStore(Reranking):
             else:
                 failed[item.id] = item.error
         if failed:
-            raise StoreError(f"Elasticsearch at {self.url} did not delete {len(failed)} chunk(s), e.g. {next(iter(failed.items()))}; run the ingest again")
+            raise StoreError(
+                f"Elasticsearch at {self.url} did not delete {len(failed)} chunk(s), e.g. {next(iter(failed.items()))}; run the ingest again"
+            )
         return deleted
 
     def _target(self) -> str | None:
@@ -382,11 +438,12 @@ class ElasticStore(Reranking):
         target = self._target()
         if target is None:
             return []
-        keys = [{"corpus": {"terms": {"field": "corpus"}}},
-                {"doc_version": {"terms": {"field": "doc_version", "missing_bucket": True}}},
-                {"source_path": {"terms": {"field": "source_path"}}}]
-        aggs = {"url": {"terms": {"field": "url", "size": 1, "order": {"_key": "desc"}}},
-                "indexed_at": {"max": {"field": "indexed_at"}}}
+        keys = [
+            {"corpus": {"terms": {"field": "corpus"}}},
+            {"doc_version": {"terms": {"field": "doc_version", "missing_bucket": True}}},
+            {"source_path": {"terms": {"field": "source_path"}}},
+        ]
+        aggs = {"url": {"terms": {"field": "url", "size": 1, "order": {"_key": "desc"}}}, "indexed_at": {"max": {"field": "indexed_at"}}}
         query = {"bool": {"filter": [{"term": {"corpus": corpus}}]}} if corpus is not None else {"match_all": {}}
         out: list[PageRef] = []
         after: dict[str, Any] | None = None
@@ -397,8 +454,15 @@ class ElasticStore(Reranking):
             agg = resp.body["aggregations"]["pages"]
             for b in agg["buckets"]:
                 key, urls = b["key"], b["url"]["buckets"]
-                out.append(PageRef(key["corpus"], key["doc_version"] or "", key["source_path"],
-                                   urls[0]["key"].split("#", 1)[0] if urls else "", b["indexed_at"].get("value_as_string") or ""))
+                out.append(
+                    PageRef(
+                        key["corpus"],
+                        key["doc_version"] or "",
+                        key["source_path"],
+                        urls[0]["key"].split("#", 1)[0] if urls else "",
+                        b["indexed_at"].get("value_as_string") or "",
+                    )
+                )
             after = agg.get("after_key")
             if not agg["buckets"] or not after:
                 return sorted(out, key=lambda r: (r.corpus, r.doc_version, r.source_path))
@@ -423,11 +487,18 @@ class ElasticStore(Reranking):
         if target is None:
             return []
         body = {
-            "size": len(positions), "sort": [{"position": "asc"}],
-            "query": {"bool": {"filter": [
-                {"term": {"corpus": corpus}}, {"term": {"source_path": source_path}}, {"terms": {"position": list(positions)}},
-                version_clause(doc_version),
-            ]}},
+            "size": len(positions),
+            "sort": [{"position": "asc"}],
+            "query": {
+                "bool": {
+                    "filter": [
+                        {"term": {"corpus": corpus}},
+                        {"term": {"source_path": source_path}},
+                        {"terms": {"position": list(positions)}},
+                        version_clause(doc_version),
+                    ]
+                }
+            },
         }
         resp = self._call("read neighbouring chunks", self._es.search, index=target, body=body)
         return [chunk_from_source(h["_id"], h["_source"]) for h in resp.body["hits"]["hits"]]
@@ -496,7 +567,9 @@ class ElasticStore(Reranking):
                     where = "" if len(queries) == 1 else " of a fan-out branch"
                     raise StoreError(f"Elasticsearch at {self.url} failed the {name} leg{where}: {error_reason(answer)}")
                 if (partial := shard_failure(answer)) is not None:  # a leg from only some shards is not an answer
-                    raise StoreError(self._redact(f"Elasticsearch at {self.url} answered the {name} leg from only part of the index: {partial}"))
+                    raise StoreError(
+                        self._redact(f"Elasticsearch at {self.url} answered the {name} leg from only part of the index: {partial}")
+                    )
                 hits = answer["hits"]["hits"]
                 legs[name] = scored(hits) if name == "bm25" else cosines(hits)
                 sources.update((h["_id"], h["_source"]) for h in hits if "_source" in h)

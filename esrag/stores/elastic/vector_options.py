@@ -89,8 +89,12 @@ class VectorPlan:
 
     def to_meta(self) -> dict[str, Any]:
         """The ``_meta.vectors`` object of the index."""
-        return {"index_options": dict(self.index_options), "vector_copy": self.vector_copy,
-                "requested": self.requested, "es_version": self.es_version}
+        return {
+            "index_options": dict(self.index_options),
+            "vector_copy": self.vector_copy,
+            "requested": self.requested,
+            "es_version": self.es_version,
+        }
 
     @classmethod
     def from_meta(cls, raw: dict[str, Any] | None) -> VectorPlan | None:
@@ -98,12 +102,18 @@ class VectorPlan:
         one: it has ``int8_hnsw`` and the ``vector_bin`` copy)."""
         if not isinstance(raw, dict) or not isinstance(raw.get("index_options"), dict):
             return None
-        return cls(dict(raw["index_options"]), str(raw.get("vector_copy", "stored")), str(raw.get("requested", "")),
-                   str(raw.get("es_version", "")))
+        return cls(
+            dict(raw["index_options"]), str(raw.get("vector_copy", "stored")), str(raw.get("requested", "")), str(raw.get("es_version", ""))
+        )
 
 
-def plan_vectors(es_version: str, dims: int | None = None, index_options: str = "auto",
-                 rescore_oversample: float | None = None, vector_copy: str = "auto") -> VectorPlan:
+def plan_vectors(
+    es_version: str,
+    dims: int | None = None,
+    index_options: str = "auto",
+    rescore_oversample: float | None = None,
+    vector_copy: str = "auto",
+) -> VectorPlan:
     """The :class:`VectorPlan` of a new index on a cluster of ``es_version``.
 
     ``auto`` is ``bbq_hnsw`` with 3x rescoring on 9.1+ (where the mapping can say
@@ -129,11 +139,15 @@ def plan_vectors(es_version: str, dims: int | None = None, index_options: str = 
     if oversample is None:
         oversample = BBQ_DEFAULT_OVERSAMPLE if kind == "bbq_hnsw" and v >= RESCORE_SINCE else 0.0
     if oversample and kind == "hnsw":
-        raise ConfigError(f"[elasticsearch] rescore_oversample={oversample:g} needs a quantized index_options "
-                          "(int8_hnsw, int4_hnsw, bbq_hnsw): hnsw keeps float vectors and has nothing to rescore; set it to 0")
+        raise ConfigError(
+            f"[elasticsearch] rescore_oversample={oversample:g} needs a quantized index_options "
+            "(int8_hnsw, int4_hnsw, bbq_hnsw): hnsw keeps float vectors and has nothing to rescore; set it to 0"
+        )
     if oversample and v < RESCORE_SINCE:
-        raise ConfigError(f"[elasticsearch] rescore_oversample={oversample:g}: Elasticsearch {es_version} has no "
-                          "index_options.rescore_vector (9.1+); set it to 0")
+        raise ConfigError(
+            f"[elasticsearch] rescore_oversample={oversample:g}: Elasticsearch {es_version} has no "
+            "index_options.rescore_vector (9.1+); set it to 0"
+        )
     if kind != "hnsw" and v >= RESCORE_SINCE:  # pinned: 9.1+ would otherwise rescore bbq 3x by default
         options["rescore_vector"] = {"oversample": float(oversample)}
     copy = "synthetic" if vector_copy == "auto" and v >= SYNTHETIC_SINCE else "stored"
@@ -149,8 +163,10 @@ def _choose(requested: str, v: tuple[int, int], dims: int | None, es_version: st
         raise ConfigError(f"[elasticsearch] index_options={requested!r} is not one of auto, {', '.join(INDEX_OPTIONS)}")
     since = SINCE[requested]
     if v < since:
-        raise ConfigError(f"[elasticsearch] index_options={requested}: Elasticsearch {es_version} cannot index it "
-                          f"({since[0]}.{since[1]}+); use auto, {', '.join(k for k in INDEX_OPTIONS if SINCE[k] <= v)}")
+        raise ConfigError(
+            f"[elasticsearch] index_options={requested}: Elasticsearch {es_version} cannot index it "
+            f"({since[0]}.{since[1]}+); use auto, {', '.join(k for k in INDEX_OPTIONS if SINCE[k] <= v)}"
+        )
     if dims is not None:
         _check_dims(requested, dims)
     return requested
