@@ -31,10 +31,10 @@ ENV_PREFIX = "ESRAG_"
 OTHER_ENV = (
     "ESRAG_CONFIG",  # the settings file (config_path)
     "ESRAG_SERVE_API_KEY",  # esrag serve / mcp --http (esrag.serve.security)
-    "ESRAG_RERANK_MODEL",
+    "ESRAG_RERANK_MODEL",  # http: reranker (esrag.search.rerank)
     "ESRAG_RERANK_API_KEY",  # http: reranker (esrag.search.rerank)
     "ESRAG_MODEL_CACHE",  # exported OpenVINO models (esrag.embedding.openvino_backend)
-    "ESRAG_CPU_BF16",
+    "ESRAG_CPU_BF16",  # CPU probe overrides (esrag.embedding.local)
     "ESRAG_CPU_VNNI",  # CPU probe overrides (esrag.embedding.local)
     "ESRAG_SHARED_DIR",  # tests/paths.py: the shared data folder
 )
