@@ -213,8 +213,8 @@ class Answerer:
         if self._window is None:
             from esrag.llm_window import context_window
 
-            inner = getattr(self.llm, "llm", self.llm)
-            self._window = context_window(getattr(inner, "provider", ""), getattr(inner, "url", "") or "", getattr(inner, "model", ""))
+            inner = self.llm.llm  # the provider behind the cache
+            self._window = context_window(inner.provider, inner.url or "", inner.model)
         return self._window
 
     def _fits(self, prompt_text: str) -> bool:

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from esrag import plugins
+from esrag.chunking.base import Chunker
 from esrag.errors import ConfigError, ModelLoadError
 from esrag.model import Chunk, Document, Enrichment, content_hash
 
@@ -216,10 +217,10 @@ class EntityChunker:
     folded into the chunk's content hash, so a changed extractor output rewrites the chunk.
     The ``llm`` extractor leaves chunks alone (the enrichment fills the field later)."""
 
-    def __init__(self, inner: Any, extractor: Extractor) -> None:
+    def __init__(self, inner: Chunker, extractor: Extractor) -> None:
         self.inner = inner
         self.extractor = extractor
-        self.name = getattr(inner, "name", "chunker")
+        self.name = inner.name
 
     def chunk(self, doc: Document) -> list[Chunk]:
         chunks = self.inner.chunk(doc)

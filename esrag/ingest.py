@@ -38,12 +38,13 @@ import numpy as np
 
 from esrag import section_context
 from esrag.chunking.base import Chunker
-from esrag.embedding import Embedder
+from esrag.embedding import CachedEmbedder, Embedder, ReportsRuntime
 from esrag.errors import EsragError
 from esrag.filereport import FileReport, survey
 from esrag.formats.base import is_unresolved_include
 from esrag.indexed_text import embed_text
 from esrag.model import Chunk, Document, content_hash
+from esrag.sites import Site
 from esrag.sources import SkippedFile, SourceFile, discover, load_document
 from esrag.stores.base import IndexMeta, Store, StoredEntry, check_compatible
 
@@ -276,7 +277,7 @@ class Ingester:
         analyzer: str = "english",
         section_context: float = 0.0,
         section_context_depth: int = 2,
-        site: Any | None = None,
+        site: Site | None = None,
         doc_version: str = "",
         max_delete_fraction: float = 0.5,
         allow_delete: bool = False,
@@ -346,7 +347,7 @@ class Ingester:
         self._loaded = set()
         # a site whose layout gives each file its version (Docusaurus) defines every version of the
         # corpus: compare with (and prune) all of them, also when versions come or go
-        whole = self.site is not None and getattr(self.site, "layout", None) is not None and not self.doc_version
+        whole = self.site is not None and self.site.layout is not None and not self.doc_version
         manifest = self.store.manifest(corpus, None if whole else self.doc_version)
         summary.deletion_guard = guard = self._guard(root, files, manifest, corpus)
         if guard.refused:
@@ -432,9 +433,9 @@ class Ingester:
         """The folders of the generator's pages, relative to ``root`` ('' = all of it), when a
         generator's configuration was read; [] otherwise (no coverage warning)."""
         site = self.site
-        if site is None or getattr(site, "config", None) is None or not root.is_dir():
+        if site is None or site.config is None or not root.is_dir():
             return []
-        layout = getattr(site, "layout", None)
+        layout = site.layout
         dirs = list(layout.content_roots()) if layout is not None else [Path(site.pages_dir)]
         out = []
         for d in dirs:
@@ -574,14 +575,15 @@ class Ingester:
             t0 = time.perf_counter()
             texts = [embed_text(c, self.embed_fields) for c in chunks]
             embedder = self.embedder
-            computed_before: int | None = getattr(embedder, "computed", None)  # a CachedEmbedder counts what it computed
+            counted = embedder if isinstance(embedder, CachedEmbedder) else None  # a cache counts what it computed
+            computed_before = counted.computed if counted is not None else 0
             vectors = embedder.embed_documents(texts, progress=self.observer.embedded)
             if self.section_context:  # pending holds whole groups (_classify)
                 vectors = section_context.apply(chunks, vectors, self.section_context, self.section_context_depth)
             summary.embed_seconds += time.perf_counter() - t0
-            summary.embedder_runtime = getattr(embedder, "runtime", "") or summary.embedder_runtime
+            summary.embedder_runtime = (embedder.runtime if isinstance(embedder, ReportsRuntime) else "") or summary.embedder_runtime
             unique = len(set(texts))
-            computed = unique if computed_before is None else getattr(embedder, "computed") - computed_before  # noqa: B009 (a cache's counter: not in the Embedder protocol)
+            computed = unique if counted is None else counted.computed - computed_before
             summary.embeddings_computed += computed
             summary.embeddings_cached += unique - computed
             self._write(chunks, vectors, summary)

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from esrag.chunking.base import Chunker
 from esrag.model import Chunk, Document
 
 #: Confidence (normalised probability, 0..1) below which a guess is reported as undecided: for
@@ -152,9 +153,9 @@ class LanguageChunker:
         inner: any chunker; ``candidates``, ``min_chars``: as :func:`detect`.
     """
 
-    def __init__(self, inner: Any, candidates: Sequence[str] = (), min_chars: int = 20) -> None:
+    def __init__(self, inner: Chunker, candidates: Sequence[str] = (), min_chars: int = 20) -> None:
         self.inner = inner
-        self.name = getattr(inner, "name", "chunker")
+        self.name = inner.name
         self.candidates = tuple(candidates)
         self.min_chars = min_chars
 

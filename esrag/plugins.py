@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from esrag.errors import PluginError
 
@@ -108,6 +108,14 @@ def parse(group: str, spec: str) -> tuple[str, str | None]:
     return name, (arg.strip() if sep else None)
 
 
+@runtime_checkable
+class FromSettings(Protocol):
+    """A plugin class built from the settings: ``cls.from_settings([argument,] settings,
+    **options)`` (checked on the class with ``isinstance``)."""
+
+    def from_settings(self, *args: Any, **options: Any) -> Any: ...
+
+
 def create(group: str, spec: str, settings: Any = None, **options: Any) -> Any:
     """The plugin ``spec`` of ``group``, built: ``name[:argument]`` (:func:`parse`) picks the
     registered class; it is made by ``cls.from_settings(argument, settings, **options)`` when
@@ -126,7 +134,7 @@ def create(group: str, spec: str, settings: Any = None, **options: Any) -> Any:
     name, arg = parse(group, spec)
     cls = load(group, name)
     args = () if arg is None else (arg,)
-    if settings is not None and hasattr(cls, "from_settings"):
+    if settings is not None and isinstance(cls, FromSettings):
         return cls.from_settings(*args, settings, **options)
     return cls(*args, **options)
 
@@ -142,7 +150,7 @@ def accepts(group: str, spec: str, option: str) -> bool:
     import inspect
 
     cls = load(group, parse(group, spec)[0])
-    factory = cls.from_settings if hasattr(cls, "from_settings") else cls
+    factory = cls.from_settings if isinstance(cls, FromSettings) else cls
     try:
         return option in inspect.signature(factory).parameters
     except (TypeError, ValueError):

@@ -36,7 +36,7 @@ import io
 import json
 from typing import Any
 
-from esrag.chunking.base import Piece, finalize
+from esrag.chunking.base import Chunker, Piece, finalize
 from esrag.config import RecordFields
 from esrag.errors import SourceError
 from esrag.model import Chunk, Document
@@ -238,9 +238,9 @@ class LabelledChunker:
     """Wraps a chunker and gives every chunk the corpus's labels (``authority``) unless the
     chunk has its own — how ``[corpora.NAME] authority`` reaches the index at ingest."""
 
-    def __init__(self, inner: Any, labels: dict[str, Any]) -> None:
+    def __init__(self, inner: Chunker, labels: dict[str, Any]) -> None:
         self.inner = inner
-        self.name = getattr(inner, "name", "chunker")
+        self.name = inner.name
         self.labels = {k: v for k, v in labels.items() if v is not None}
 
     def chunk(self, doc: Document) -> list[Chunk]:

@@ -12,9 +12,11 @@ from typing import Any
 from esrag import plugins
 from esrag.embedding.base import (
     DEFAULT_MODEL,
+    CacheTagged,
     Embedder,
     Progress,
     Prompts,
+    ReportsRuntime,
     l2_normalise,
     normalize_spec,
     parse_spec,
@@ -36,11 +38,13 @@ from esrag.embedding.local import (
 
 __all__ = [
     "DEFAULT_MODEL",
+    "CacheTagged",
     "CachedEmbedder",
     "Embedder",
     "EmbeddingCache",
     "Progress",
     "Prompts",
+    "ReportsRuntime",
     "SentenceTransformerEmbedder",
     "choose_backend",
     "choose_precision",
@@ -100,8 +104,8 @@ def passage_cache_spec(spec: str, settings: Any = None) -> str:
     if backend != "st" or settings is None:
         return spec
     try:
-        chosen = choose_backend(getattr(settings, "embedder_backend", "auto"), model)
-        precision = choose_precision(getattr(settings, "embedder_precision", "auto"), chosen)
+        chosen = choose_backend(settings.embedder_backend, model)
+        precision = choose_precision(settings.embedder_precision, chosen)
     except Exception:  # the embedder itself will report it when it is built
         return spec
     return spec + "|int8" if precision == "int8" else spec

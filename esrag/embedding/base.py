@@ -43,6 +43,31 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchQueries(Protocol):
+    """An embedder that embeds many queries in one call (batched forward passes or requests)."""
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Array [len(texts), dims] float32, L2-normalised; query prefix applied."""
+        ...
+
+
+@runtime_checkable
+class ReportsRuntime(Protocol):
+    """An embedder that names the runtime computing its vectors (``torch fp32``, ``openvino
+    int8``…), for the ingest summary's ``embedder_runtime``."""
+
+    runtime: str
+
+
+@runtime_checkable
+class CacheTagged(Protocol):
+    """An embedder whose passage vectors depend on more than its spec (the int8 model, a
+    corpus's own prefixes): ``cache_tag`` is added to the spec in embedding-cache keys."""
+
+    cache_tag: str
+
+
 @dataclass(frozen=True, slots=True)
 class Prompts:
     """The query and passage prefixes of one model family (``""`` = none)."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from esrag.embedding.base import Embedder, Progress
+from esrag.embedding.base import CacheTagged, Embedder, Progress, ReportsRuntime
 
 
 class EmbeddingCache:
@@ -74,9 +74,9 @@ class CachedEmbedder:
         self.dims = inner.dims
         self.computed = 0
         # what embeds (e.g. "openvino int8"; '' for embedders that do not say)
-        self.runtime: str = getattr(inner, "runtime", "")
+        self.runtime: str = inner.runtime if isinstance(inner, ReportsRuntime) else ""
         # prefixes other than the model table's (a corpus override) must not share cached vectors
-        self._key_spec = inner.spec + getattr(inner, "cache_tag", "")
+        self._key_spec = inner.spec + (inner.cache_tag if isinstance(inner, CacheTagged) else "")
 
     def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         keys = [self.cache.key(self._key_spec + "|passage", t) for t in texts]

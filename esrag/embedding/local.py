@@ -158,7 +158,7 @@ class SentenceTransformerEmbedder:
             model,
             batch_size=settings.ingest.embed_batch_size,
             precision=settings.embedder_precision,
-            backend=getattr(settings, "embedder_backend", "auto"),
+            backend=settings.embedder_backend,
             **options,
         )
 

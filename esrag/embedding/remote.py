@@ -201,7 +201,7 @@ class OllamaEmbedder(RemoteEmbedder):
             timeout=settings.embedder_timeout,
             batch_size=max(settings.ingest.embed_batch_size, 32),
             api_key=_secret(settings.embedder_api_key),
-            concurrency=getattr(settings, "embedder_concurrency", 4),
+            concurrency=settings.embedder_concurrency,
             **options,
         )
 
@@ -281,7 +281,7 @@ class OpenAIEmbedder(RemoteEmbedder):
             api_key=_secret(settings.embedder_api_key),
             timeout=settings.embedder_timeout,
             batch_size=max(settings.ingest.embed_batch_size, 64),
-            concurrency=getattr(settings, "embedder_concurrency", 4),
+            concurrency=settings.embedder_concurrency,
             **options,
         )
 

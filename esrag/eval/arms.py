@@ -123,7 +123,7 @@ def default_arm(settings: Settings) -> Arm:
     from esrag.app import make_chunker, make_ingester
 
     ingester = make_ingester(settings, None, make_chunker(settings))  # type: ignore[arg-type]
-    if getattr(ingester, "enricher", None) is not None:
+    if ingester.enricher is not None:
         raise ConfigError("the default arm cannot evaluate ingest-time enrichment (ESRAG_ENRICH) yet; unset it for `esrag eval`")
 
     def build(documents: Sequence[Document]) -> Chunker:

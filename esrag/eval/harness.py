@@ -55,7 +55,7 @@ from esrag.model import Chunk, Document, Hit
 from esrag.search.budget import take_budget
 from esrag.search.pipeline import Pipeline
 from esrag.search.reformulate import make_reformulator
-from esrag.search.rerank import make_reranker
+from esrag.search.rerank import Reranker, make_reranker
 from esrag.search.searcher import Searcher
 from esrag.stores.base import IndexMeta
 from esrag.stores.sqlite import SQLiteStore
@@ -409,7 +409,7 @@ def _pipeline(run: EvalRun, arm: Arm, store: SQLiteStore, embedder: Any, pool_ch
 def _ranked(pipeline: Pipeline, run: EvalRun, retriever: Retriever, q: Question, pool_size: int) -> list[Hit]:
     """The ranked pool of ``q`` for ``retriever``: :meth:`Pipeline.ranked_pool` up to the largest
     budget (and, for chunk-free gold, 50 distinct documents), the pool's size capping each ask."""
-    label = getattr(retriever.rerank, "spec", None) or str(run.config.reranker or "reranker")
+    label = retriever.rerank.spec if isinstance(retriever.rerank, Reranker) else str(run.config.reranker or "reranker")
     return pipeline.ranked_pool(
         q.text,
         max(run.config.budgets),

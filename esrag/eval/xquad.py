@@ -41,6 +41,7 @@ from pydantic import Field, PositiveInt
 from esrag import __version__
 from esrag.config import Settings, load_settings
 from esrag.embedding import CachedEmbedder, EmbeddingCache, make_embedder, normalize_spec
+from esrag.embedding.base import BatchQueries
 from esrag.errors import ConfigError
 from esrag.eval import metrics
 from esrag.eval.base import default_cache_path, pipeline_settings
@@ -251,7 +252,7 @@ def _embed(model: CachedEmbedder, cache: EmbeddingCache, texts: list[str], kind:
     missing = [t for t in texts if keys[t] not in found]
     if missing:
         inner = model.inner
-        vecs = inner.embed_queries(missing) if hasattr(inner, "embed_queries") else np.stack([inner.embed_query(t) for t in missing])
+        vecs = inner.embed_queries(missing) if isinstance(inner, BatchQueries) else np.stack([inner.embed_query(t) for t in missing])
         new = {keys[t]: v for t, v in zip(missing, vecs)}
         cache.put_many(new)
         found.update(new)

@@ -25,6 +25,7 @@ from esrag.errors import ConfigError
 from esrag.model import Chunk, Document
 from esrag.sites.frontmatter import is_hidden, parse_front_matter
 from esrag.sites.generators import detect
+from esrag.sites.layout import Layout
 from esrag.sites.slugs import mkdocs_page_anchors, page_anchors
 from esrag.sites.urls import page_path, plain_path
 
@@ -111,7 +112,7 @@ class Site:
     directory_urls: bool = True
     suffix: str = ".html"
     ref: str = "HEAD"
-    layout: Any = None
+    layout: Layout | None = None
     config: Path | None = None
     formats: dict[str, str] = field(default_factory=dict)
     include: tuple[str, ...] = ()
@@ -275,7 +276,7 @@ class Site:
         if self.site == "mkdocs" and self.slugify is not None:  # mkdocs.yml's toc slugify
             anchors = mkdocs_page_anchors(titles, explicit, self.slugify)
         else:
-            rule = getattr(self.layout, "anchor_rule", "") or ANCHOR_RULES[self.site]  # Hugo's autoHeadingIDType
+            rule = (self.layout.anchor_rule if self.layout is not None else "") or ANCHOR_RULES[self.site]  # Hugo's autoHeadingIDType
             anchors = page_anchors(rule, titles, explicit)
         out = []
         for h, a in zip(headers, anchors):

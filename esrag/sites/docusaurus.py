@@ -178,6 +178,7 @@ class DocusaurusLayout:
     """
 
     generator = "docusaurus"
+    anchor_rule = ""  # Docusaurus's own slugger (esrag.sites.ANCHOR_RULES["docusaurus"])
 
     def __init__(self, config: Path, cfg: dict[str, Any]) -> None:
         self.config = config

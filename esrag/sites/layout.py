@@ -54,6 +54,9 @@ class Layout(Protocol):
 
     generator: str
     config: Path
+    anchor_rule: str
+    """The anchor rule of :data:`esrag.sites.ANCHOR_RULES` its configuration selects ('' = the
+    generator's default), e.g. Hugo's ``markup.goldmark.parser.autoHeadingIDType``."""
 
     def skip_reason(self, file: Path, front: dict[str, Any]) -> str:
         """Why the generator does not publish ``file`` (absolute path; ``front``: its front
