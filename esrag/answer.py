@@ -24,7 +24,7 @@ without calling the LLM.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esrag.errors import AnswerError
 from esrag.llm.cache import CachedLLM
@@ -33,6 +33,9 @@ from esrag.llm.json_reply import RETRY_SEEDS, ask_json
 from esrag.llm.prompts import ANSWER, load_prompt
 from esrag.model import Hit
 from esrag.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from esrag.config import Settings
 
 PROMPT = ANSWER
 SEPARATOR = "\n\n---\n\n"
@@ -282,7 +285,7 @@ class Answerer:
         )
 
 
-def make_answerer(settings: Any) -> Answerer:
+def make_answerer(settings: Settings) -> Answerer:
     """An :class:`Answerer` with the configured LLM behind the persistent cache and the
     corpora's authority ranks."""
     from esrag.llm.cache import LLMCache

@@ -14,12 +14,15 @@ This module knows nothing of the ``elasticsearch`` package: it asks the store.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from esrag.config import Settings
 from esrag.embedding import normalize_spec
 from esrag.errors import EsragError
+
+if TYPE_CHECKING:
+    from esrag.stores.base import IndexMeta
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 #: Oldest server version with the retriever API generally available (native rrf needs it).
@@ -277,7 +280,7 @@ def _assets(state: dict[str, Any], store: Inspectable) -> list[Check]:
     return checks
 
 
-def _embedder(settings: Settings, meta: Any, where: str) -> Check:
+def _embedder(settings: Settings, meta: IndexMeta | None, where: str) -> Check:
     wanted = normalize_spec(settings.embedder)
     fields = list(settings.index_text.embed_fields)
     if meta is None:

@@ -34,12 +34,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esrag.chunking.base import Chunker, Piece, finalize
 from esrag.config import RecordFields
 from esrag.errors import SourceError
 from esrag.model import Chunk, Document
+
+if TYPE_CHECKING:
+    from esrag.config import ChunkingSettings
 
 FORMATS = ("jsonl", "csv")
 
@@ -149,7 +152,7 @@ class RecordsChunker:
         self.authority = authority
 
     @classmethod
-    def from_settings(cls, chunking: Any = None) -> RecordsChunker:
+    def from_settings(cls, chunking: ChunkingSettings | None = None) -> RecordsChunker:
         return cls()
 
     def chunk(self, doc: Document) -> list[Chunk]:

@@ -7,7 +7,7 @@ group: ``st`` (:mod:`esrag.embedding.local`, in process), ``ollama``, ``openai``
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from esrag import plugins
 from esrag.embedding.base import (
@@ -35,6 +35,9 @@ from esrag.embedding.local import (
     release_freed_memory,
     resolve_model_path,
 )
+
+if TYPE_CHECKING:
+    from esrag.config import Settings
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -78,7 +81,7 @@ def make_embedder(spec: str, settings=None, **options) -> Embedder:
     return plugins.create("esrag.embedders", spec, settings, **options)
 
 
-def embedder_factory(settings: Any, spec: str | None = None, corpus: str | None = None) -> Callable[[], Embedder]:
+def embedder_factory(settings: Settings, spec: str | None = None, corpus: str | None = None) -> Callable[[], Embedder]:
     """A zero-argument function building the embedder ``spec`` (default: settings.embedder),
     with ``[corpora.NAME] query_prefix / passage_prefix`` of ``corpus`` when set (else the model
     table's prefixes)."""
@@ -92,7 +95,7 @@ def embedder_factory(settings: Any, spec: str | None = None, corpus: str | None 
     return build
 
 
-def passage_cache_spec(spec: str, settings: Any = None) -> str:
+def passage_cache_spec(spec: str, settings: Settings | None = None) -> str:
     """The spec under which ``spec``'s passage vectors are cached, known without loading the
     model: ``spec`` itself, plus ``"|int8"`` for an ``st:`` embedder whose settings
     (``embedder_backend``, ``embedder_precision``; the CPU probe for ``auto``) run the int8 model,

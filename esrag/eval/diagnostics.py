@@ -28,12 +28,16 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from esrag.errors import ConfigError
 from esrag.eval.stats import RESAMPLES, cluster_bootstrap, compare
+
+if TYPE_CHECKING:
+    from esrag.config import Settings
+    from esrag.stores.base import IndexMeta, Store
 
 METRICS = ("sim@1", "sim@5", "gap")
 
@@ -204,8 +208,8 @@ def sample_ids(ids: Sequence[str], sample: int | None, seed: int = 0) -> list[st
 
 
 def run_store_diagnostics(
-    settings: Any,
-    store: Any,
+    settings: Settings,
+    store: Store,
     queries: Mapping[str, str],
     modes: Sequence[str],
     scorer_spec: str | None = None,
@@ -270,7 +274,7 @@ def run_store_diagnostics(
     return report
 
 
-def _store_self_retrieval(store: Any, scorer: Any, own: bool, meta: Any, sample: int | None, seed: int) -> dict[str, Any]:
+def _store_self_retrieval(store: Store, scorer: Any, own: bool, meta: IndexMeta | None, sample: int | None, seed: int) -> dict[str, Any]:
     from esrag.indexed_text import embed_text
 
     ids = [cid for corpus in store.stats().get("corpora", {}) for entries in store.manifest(corpus).values() for cid in entries]

@@ -385,7 +385,7 @@ def _search_all(
                         Path(f"{store.path}{suffix}").unlink(missing_ok=True)
 
 
-def _open_store(run: EvalRun, path: Path, arm: Arm, chunks: list[Chunk], vectors: np.ndarray, embedder: Any) -> SQLiteStore:
+def _open_store(run: EvalRun, path: Path, arm: Arm, chunks: list[Chunk], vectors: np.ndarray, embedder: Embedder) -> SQLiteStore:
     """A fresh embedded store holding ``chunks``, opened as the product opens its store."""
     store = SQLiteStore.from_settings(run.settings.model_copy(update={"db": path}))
     store.ensure(IndexMeta(embedder.spec, embedder.dims, list(arm.embed_fields), dict(arm.bm25_fields), __version__, analyzer=arm.analyzer))
@@ -394,7 +394,7 @@ def _open_store(run: EvalRun, path: Path, arm: Arm, chunks: list[Chunk], vectors
     return store
 
 
-def _pipeline(run: EvalRun, arm: Arm, store: SQLiteStore, embedder: Any, pool_chunks: list[Chunk]) -> Pipeline:
+def _pipeline(run: EvalRun, arm: Arm, store: SQLiteStore, embedder: Embedder, pool_chunks: list[Chunk]) -> Pipeline:
     """The :class:`~esrag.search.pipeline.Pipeline` of ``esrag search`` over the pool's store,
     with the arm's search settings (RRF k, windows, leg weights) and the run's reranker and
     reformulator; no stage is switched on by the settings (budget, expansion, rerank,

@@ -31,7 +31,7 @@ every ranking before the budget cut; inserted chunks come back as hits with scor
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esrag.chunking.header import HeaderChunker
 from esrag.embedding import CachedEmbedder, EmbeddingCache, make_embedder
@@ -42,6 +42,9 @@ from esrag.errors import ConfigError
 from esrag.eval.base import SEED_SEARCH, Arm, default_cache_path
 from esrag.indexed_text import embed_text
 from esrag.model import Chunk, Document, Hit
+
+if TYPE_CHECKING:
+    from esrag.config import Settings
 
 #: LLM arm names, in the order of the seed's tables.
 LLM_ARM_NAMES = ("E", "E-K", "CR", "PF", "M", "RM", "SM", "M-TP", "E+KX", "E+AX")
@@ -83,7 +86,7 @@ class PrecomputedChunker:
         return list(found)
 
 
-def enrich_documents(documents: Sequence[Document], settings: Any, mode: str) -> tuple[dict[DocKey, list[Chunk]], Enricher]:
+def enrich_documents(documents: Sequence[Document], settings: Settings, mode: str) -> tuple[dict[DocKey, list[Chunk]], Enricher]:
     """Header-led chunks of every document, enriched with ``mode`` (concurrently, through the
     cache). Returns ``{(path, text): chunks}`` and the enricher (its ledger has the costs).
 
@@ -100,7 +103,7 @@ def enrich_documents(documents: Sequence[Document], settings: Any, mode: str) ->
     return {(doc.path, doc.text): chunks for doc, chunks in items}, enricher
 
 
-def _vectors_for(settings: Any, chunks: list[Chunk]):
+def _vectors_for(settings: Settings, chunks: list[Chunk]):
     """Embeddings [len(chunks), dims] of the chunks' E passages with the configured embedder,
     through the evaluation's embedding cache."""
     cache = EmbeddingCache(default_cache_path())
@@ -111,7 +114,7 @@ def _vectors_for(settings: Any, chunks: list[Chunk]):
         cache.close()
 
 
-def _merge_step(name: str, settings: Any, enricher: Enricher) -> Callable[[Document, list[Chunk]], list[Chunk]]:
+def _merge_step(name: str, settings: Settings, enricher: Enricher) -> Callable[[Document, list[Chunk]], list[Chunk]]:
     """The per-document transformation of a merge arm (identity for E, E-K, CR, PF, E+KX, E+AX)."""
     if name == "M":
         return lambda doc, chunks: merge_by_keys(chunks)
@@ -138,7 +141,7 @@ def _mode(name: str) -> str:
     return {"E-K": "e-k", "M-TP": "e-k", "CR": "cr", "PF": "pf"}.get(name, "e")
 
 
-def _factory(name: str, settings: Any) -> Callable[[Sequence[Document]], PrecomputedChunker]:
+def _factory(name: str, settings: Settings) -> Callable[[Sequence[Document]], PrecomputedChunker]:
     def build(documents: Sequence[Document]) -> PrecomputedChunker:
         by_doc, enricher = enrich_documents(documents, settings, _mode(name))
         step = _merge_step(name, settings, enricher)
@@ -172,7 +175,7 @@ def _expander(name: str) -> Callable[[list[Hit], list[Chunk]], list[Hit]] | None
     return run
 
 
-def make_llm_arm(name: str, settings: Any) -> Arm:
+def make_llm_arm(name: str, settings: Settings) -> Arm:
     """The LLM arm ``name`` (one of :data:`LLM_ARM_NAMES`) as an :class:`esrag.eval.base.Arm`.
 
     Raises:

@@ -29,10 +29,13 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from esrag.errors import EsragError
 from esrag.urls import redact_url
+
+if TYPE_CHECKING:
+    from esrag.config import Settings
 
 DEFAULT_OLLAMA_MODEL = "qwen2.5:7b"
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
@@ -224,7 +227,7 @@ class OllamaLLM(_Base):
         self._client = ollama.Client(host=self.url, timeout=timeout)
 
     @classmethod
-    def from_settings(cls, model: str, settings: Any) -> OllamaLLM:
+    def from_settings(cls, model: str, settings: Settings) -> OllamaLLM:
         """Built from ``llm_url``, ``llm_timeout``, ``llm_concurrency``, ``llm_retries``."""
         return cls(model, settings.llm_url, settings.llm_timeout, settings.llm_concurrency, settings.llm_retries)
 
@@ -308,7 +311,7 @@ class OpenAILLM(_Base):
         super().__init__(model, str(self._client.base_url).rstrip("/"), timeout, concurrency, retries, "openai")
 
     @classmethod
-    def from_settings(cls, model: str, settings: Any) -> OpenAILLM:
+    def from_settings(cls, model: str, settings: Settings) -> OpenAILLM:
         """Built from ``llm_url``, ``llm_api_key``, ``llm_timeout``, ``llm_concurrency``, ``llm_retries``."""
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
         return cls(model, settings.llm_url, key, settings.llm_timeout, settings.llm_concurrency, settings.llm_retries)
@@ -380,7 +383,7 @@ def parse_llm_spec(spec: str) -> tuple[str, str]:
     return provider.strip().lower(), model.strip()
 
 
-def make_llm(spec: str, settings: Any) -> LLM:
+def make_llm(spec: str, settings: Settings) -> LLM:
     """The LLM named by ``spec`` (``provider:model``), found in the ``esrag.llms`` registry and
     configured from ``settings`` (``llm_url``, ``llm_api_key``, ``llm_timeout``,
     ``llm_concurrency``, ``llm_retries``).

@@ -42,11 +42,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esrag.errors import ConfigError
 from esrag.model import SECTION_SEPARATOR, Chunk, Hit, content_hash
 from esrag.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from esrag.stores.base import Store
 
 JOINER = "\n\n"
 KINDS = ("neighbours", "parent", "auto-merge", "none")
@@ -125,7 +128,7 @@ def joined_tokens(chunks: Sequence[Chunk]) -> int:
 class SourceCache:
     """Chunks of one source by position, read from the store once per search."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._all: dict[tuple[str, str, str], list[Chunk]] = {}
 
@@ -208,7 +211,7 @@ class _Unit:
 
 def expand_hits(
     hits: list[Hit],
-    store: Any,
+    store: Store,
     spec_for: Callable[[Hit], ExpandSpec | None],
     max_tokens: int | None = 1024,
 ) -> list[Hit]:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from esrag.llm.cache import CachedLLM
 from esrag.llm.clients import LLMOptions
 from esrag.llm.json_reply import ask, parse_json_object
 from esrag.llm.prompts import REFORMULATE, load_prompt
 from esrag.search.fusion import Fused, rrf
+
+if TYPE_CHECKING:
+    from esrag.config import Settings
 
 PROMPT = REFORMULATE
 DEFAULT_N = 5
@@ -148,7 +151,7 @@ def fuse_queries(lists: Sequence[list[Fused]], rrf_k: int = 60) -> list[Fused]:
     return fused
 
 
-def make_reformulator(settings: Any, n: int | None = None) -> Reformulator:
+def make_reformulator(settings: Settings, n: int | None = None) -> Reformulator:
     """A :class:`Reformulator` with the configured LLM (``settings.llm``, ``llm_url``…) behind
     the persistent LLM cache (``settings.llm_cache_path``).
 

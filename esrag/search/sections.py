@@ -31,10 +31,13 @@ budgeted metrics keep measuring the retriever (seed 000 §4.7).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from esrag.model import Chunk, Hit
 from esrag.search.expand import JOINER, SourceCache, common_path, is_record, joined_chunk, joined_tokens, parent_path, within
+
+if TYPE_CHECKING:
+    from esrag.stores.base import Store
 
 #: Default of ``search.min_hit_tokens``: a hit with fewer cl100k tokens is not returned alone.
 MIN_HIT_TOKENS = 40
@@ -75,7 +78,7 @@ def members_of(hit: Hit) -> list[Chunk]:
 
 
 def shape_hits(
-    hits: list[Hit], store: Any, min_tokens: int = MIN_HIT_TOKENS, merge: bool = True, max_tokens: int | None = 1024
+    hits: list[Hit], store: Store, min_tokens: int = MIN_HIT_TOKENS, merge: bool = True, max_tokens: int | None = 1024
 ) -> list[Hit]:
     """``hits`` (best first) with small hits grown and adjacent hits of one section merged (see
     the module docstring). ``min_tokens`` 0 leaves small hits alone; ``merge`` False keeps

@@ -8,7 +8,7 @@ reports per-source manifests so that ingest can be incremental. The shared test 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -139,12 +139,27 @@ class IndexMeta:
         return cls(**known)
 
     @classmethod
-    def build(cls, embedder: str, dims: int, index_text: Any) -> IndexMeta:
+    def build(cls, embedder: str, dims: int, index_text: IndexedText) -> IndexMeta:
         """The meta an index is built with: embedder spec and ``dims`` plus the indexed-text
         configuration ``index_text`` (anything with ``embed_fields``, ``bm25_fields`` and
         ``analyzer``: :class:`esrag.config.IndexTextSettings`, an evaluation arm), stamped with
         this esrag's version. The one place an ``IndexMeta`` is made from configuration."""
         return cls(embedder, dims, list(index_text.embed_fields), dict(index_text.bm25_fields), __version__, analyzer=index_text.analyzer)
+
+
+class IndexedText(Protocol):
+    """What an index's text configuration says (:class:`esrag.config.IndexTextSettings`, an
+    ingester, an evaluation arm): the fields embedded, the BM25 fields and their weights, and
+    the BM25 analyzer."""
+
+    @property
+    def embed_fields(self) -> Sequence[str]: ...
+
+    @property
+    def bm25_fields(self) -> Mapping[str, float]: ...
+
+    @property
+    def analyzer(self) -> str: ...
 
 
 @dataclass(slots=True)

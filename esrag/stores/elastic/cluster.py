@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esrag.errors import StoreError
 from esrag.stores.elastic.assets import load_asset
 from esrag.stores.elastic.connection import Connected, _warn
 from esrag.stores.elastic.documents import now
+
+if TYPE_CHECKING:
+    from esrag.config import ElasticsearchSettings
 
 #: key in an index's ``_meta`` while it is bulk-loaded: ``{"started_at", "restore"}``
 BULK_LOAD_KEY = "bulk_load"
@@ -52,7 +55,7 @@ class ClusterOptions:
     health_timeout: float = 120.0
 
     @classmethod
-    def from_settings(cls, es: Any) -> ClusterOptions:
+    def from_settings(cls, es: ElasticsearchSettings) -> ClusterOptions:
         """From :class:`esrag.config.ElasticsearchSettings` (``settings.elasticsearch``)."""
         return cls(es.shards, es.replicas, es.retry_seconds, es.bulk_load, es.health_timeout)
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import numpy as np
@@ -86,6 +86,9 @@ from esrag.stores.elastic.connection import (
 from esrag.stores.elastic.documents import META_FIELDS, chunk_document, chunk_from_source, cosines, decode_vector, now, scored
 from esrag.stores.elastic.reranking import Reranking
 from esrag.stores.elastic.vector_options import VectorPlan
+
+if TYPE_CHECKING:
+    from esrag.config import Settings
 
 #: Seconds between tries of a search that only some shards answered: in the seconds after a node
 #: dies, a search whose fetch phase was on that node comes back partial although a replica holds
@@ -201,7 +204,7 @@ class ElasticStore(Reranking):
         self.read_only = read_only
 
     @classmethod
-    def from_settings(cls, settings: Any, read_only: bool = False) -> ElasticStore:
+    def from_settings(cls, settings: Settings, read_only: bool = False) -> ElasticStore:
         """The store for ``settings`` (``es_url`` or ``es_cloud_id``, ``index``, ``es_api_key``,
         ``es_user``, ``es_password``, ``es_ca_certs``, ``es_ssl_assert_fingerprint``,
         ``es_verify_certs``).
