@@ -169,3 +169,28 @@ def test_single_leg_modes_take_k_hits_and_feedback_legs_go_through_the_store_onc
     ).search("queue workers", k=3, mode="hybrid")
     assert store.calls == ["bm25", "knn", "bm25", "knn"]  # the first legs, then bm25_prf and dense_prf
     assert "feedback from the first 2 hits (bm25_prf, dense_prf)" in prf.fusion
+
+
+def test_a_budgeted_search_embeds_its_query_once_however_often_it_asks_for_more(store):
+    """A budget the first hits do not fill makes the pipeline ask again for 4x as many hits;
+    the query is embedded by the searcher once (the vector comes back on the result and is
+    handed to the next ask), and every ask reaches the store's legs once each."""
+    from esrag.search.pipeline import Pipeline
+
+    emb = BagEmbedder()
+    settings = Settings().model_copy(update={"search": Settings().search.model_copy(update={"rank_window_size": 1})})
+    searcher = Searcher(store, lambda: emb, settings.search, {"text": 1.0})
+    pipeline = Pipeline(settings, store, searcher)
+    store.calls.clear()
+    result = pipeline.search("queue workers deploy", k=1, mode="hybrid", budget=10_000, sections=False)
+    asks = store.calls.count("bm25")
+    assert asks >= 2, store.calls  # the budget asked again (6 chunks hold far fewer than 10,000 tokens)
+    assert store.calls.count("knn") == asks
+    assert len(emb.threads) == 1, f"the query was embedded {len(emb.threads)} times over {asks} asks"
+    assert {h.chunk.id for h in result.hits} == set(TEXTS)  # every chunk fits the budget
+    assert "embed" in result.timings_ms and "search.embed" in result.timings_ms
+
+    direct = searcher.search("queue workers deploy", k=2, mode="hybrid", vector=bag("queue workers deploy"))
+    assert len(emb.threads) == 1  # a given vector is not embedded again
+    assert np.array_equal(direct.vector, bag("queue workers deploy"))
+    assert searcher.search("queue", k=2, mode="bm25").vector is None

@@ -215,16 +215,20 @@ class Pipeline:
         base = replace(filters, corpora=[]) if corpora else filters
         branches = self.branches(corpora, k, base)
         queries = [query] + self._reformulations(query, n_reform, timings, notes, diagnostics)
-        vectors = self._embed(queries, mode, timings)
+        b0 = branches[0]
+        direct = not fanout and len(queries) == 1 and b0.mmr_lambda is None and not b0.cap
+        # a direct search embeds its query in the searcher (BM25 overlapping the embedding) and
+        # hands the vector back for the budget's further asks; the branch road embeds here, once
+        vectors: list[np.ndarray | None] = [None] if direct else self._embed(queries, mode, timings)
         if fanout and s.router:
             self._route(branches, query, vectors[0], diagnostics)
         if not fanout:
             b = branches[0]
             want = max(2 * k if shaping else k, top_n if rerank else 0, s.rank_window_size if budget else 0)
             branches[0] = Branch(b.corpus, want, b.filters, b.mmr_lambda, b.pool, b.cap, b.cap_by)
-        hits, fusion = self._retrieve(queries, vectors, branches, mode, fanout, timings)
+        hits, fusion = self._retrieve(queries, vectors, branches, mode, fanout, timings, direct)
         if budget and not fanout:
-            hits = self._grow_for_budget(queries, vectors, branches, mode, hits, budget, timings)
+            hits = self._grow_for_budget(queries, vectors, branches, mode, hits, budget, timings, direct)
         self._label(hits)
         if rerank:
             t0 = time.perf_counter()
@@ -295,12 +299,18 @@ class Pipeline:
         mode: str,
         fanout: bool,
         timings: dict[str, float],
+        direct: bool = False,
     ) -> tuple[list[Hit], str]:
-        """Branch searches -> per-branch fusion over queries -> selection -> fusion over corpora -> hits."""
+        """Branch searches -> per-branch fusion over queries -> selection -> fusion over corpora
+        -> hits; or, ``direct`` (one branch, one query, no selection), the searcher's search,
+        whose query vector is kept in ``vectors[0]`` for the next ask."""
         s = self.settings.search
         b0 = branches[0]
-        if not fanout and len(queries) == 1 and b0.mmr_lambda is None and not b0.cap:
-            r = self.searcher.search(queries[0], k=b0.k, mode=mode, filters=b0.filters)
+        if direct:
+            r = self.searcher.search(queries[0], k=b0.k, mode=mode, filters=b0.filters, vector=vectors[0])
+            if vectors[0] is None:  # the first ask: the query's embedding is the searcher's
+                timings.update({name: r.timings_ms[name] for name in ("model_load", "embed") if name in r.timings_ms})
+                vectors[0] = r.vector
             timings.update({f"search.{name}": v for name, v in r.timings_ms.items() if name != "total"})
             return r.hits, r.fusion
         t0 = time.perf_counter()
@@ -349,11 +359,14 @@ class Pipeline:
         hits: list[Hit],
         budget: int,
         timings: dict[str, float],
+        direct: bool = False,
     ) -> list[Hit]:
+        """Ask again for 4x as many hits while ``hits`` hold fewer than ``budget`` tokens and the
+        index held as many as asked (up to :data:`MAX_BUDGET_CANDIDATES`)."""
         b = branches[0]
         while sum(h.chunk.tokens for h in hits) < budget and len(hits) >= b.k and b.k < MAX_BUDGET_CANDIDATES:
             b.k = min(b.k * 4, MAX_BUDGET_CANDIDATES)
-            hits, _ = self._retrieve(queries, vectors, branches, mode, False, timings)
+            hits, _ = self._retrieve(queries, vectors, branches, mode, False, timings, direct)
         return hits
 
     def _demote(self, hits: list[Hit]) -> list[Hit]:

@@ -44,12 +44,15 @@ if TYPE_CHECKING:
 
 @dataclass
 class SearchResult:
-    """Hits best first, the mode used, and per-stage timings in milliseconds."""
+    """Hits best first, the mode used, per-stage timings in milliseconds, the fusion's
+    description, and the query vector the search used ([dims] float32; None in BM25 mode), so
+    a caller searching the same query again (a budget asking for more hits) embeds it once."""
 
     hits: list[Hit]
     mode: str
     timings_ms: dict[str, float] = field(default_factory=dict)
     fusion: str = ""
+    vector: np.ndarray | None = field(default=None, repr=False, compare=False, kw_only=True)
 
 
 class Searcher:
@@ -124,8 +127,11 @@ class Searcher:
         with self._lock:
             return emb.embed_query(query)
 
-    def search(self, query: str, k: int | None = None, mode: str | None = None, filters: Filters | None = None) -> SearchResult:
-        """Search ``query``; returns up to ``k`` hits.
+    def search(
+        self, query: str, k: int | None = None, mode: str | None = None, filters: Filters | None = None, *, vector: np.ndarray | None = None
+    ) -> SearchResult:
+        """Search ``query``; returns up to ``k`` hits. ``vector`` is ``query``'s vector when the
+        caller has it (:attr:`SearchResult.vector` of an earlier search): not embedded again.
 
         Raises:
             ConfigError: unknown mode (lists the valid ones) or k < 1.
@@ -141,7 +147,7 @@ class Searcher:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         window = max(self.settings.rank_window_size, k)
-        fused, fusion_name, prefetched = self._fused(query, k, mode, filters, window, timings)
+        fused, fusion_name, prefetched, used = self._fused(query, k, mode, filters, window, timings, vector)
         t0 = time.perf_counter()
         top = fused[:k]
         chunks = prefetched([f.id for f in top])
@@ -151,16 +157,16 @@ class Searcher:
         hits = [Hit(chunks[f.id], f.score, f.legs) for f in top if f.id in chunks]
         timings["fetch"] = elapsed_ms(t0)
         timings["total"] = elapsed_ms(started)
-        return SearchResult(hits, mode, timings, fusion_name)
+        return SearchResult(hits, mode, timings, fusion_name, vector=used)
 
     def _fused(
-        self, query: str, k: int, mode: str, filters: Filters, window: int, timings: dict[str, float]
-    ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]]]:
-        """The fused list, the fusion's description, and a function giving the chunks the
-        store's response already held (by id): the first pass, then the second-pass signals
-        that are switched on (see the module docstring)."""
+        self, query: str, k: int, mode: str, filters: Filters, window: int, timings: dict[str, float], given: np.ndarray | None = None
+    ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]], np.ndarray | None]:
+        """The fused list, the fusion's description, a function giving the chunks the store's
+        response already held (by id), and the query vector: the first pass, then the
+        second-pass signals that are switched on (see the module docstring)."""
         s = self.settings
-        fused, how, fetched, legs, vector = self._first_pass(query, k, mode, filters, window, timings)
+        fused, how, fetched, legs, vector = self._first_pass(query, k, mode, filters, window, timings, given)
         if s.prf_docs and fused:
             fused, how, fetched = self._feedback(query, mode, filters, window, fused, how, fetched, legs, vector, timings)
         if (s.parent_section or s.parent_page) and fused:
@@ -170,7 +176,7 @@ class Searcher:
             fetched = _known(chunks, fetched)
             how += f"; parent signals (section {s.parent_section:g}, page {s.parent_page:g})"
             timings["parents"] = elapsed_ms(t0)
-        return fused, how, fetched
+        return fused, how, fetched, vector
 
     def _chunks(self, ids: list[str], fetched: Callable[[list[str]], dict[str, Chunk]]) -> dict[str, Chunk]:
         """The chunks of ``ids``: those the store's response held, the rest read from the store."""
@@ -226,14 +232,15 @@ class Searcher:
         return out, f"{how}; feedback from the first {len(top)} hits ({', '.join(extra)})", _known(chunks, fetched)
 
     def _first_pass(
-        self, query: str, k: int, mode: str, filters: Filters, window: int, timings: dict[str, float]
+        self, query: str, k: int, mode: str, filters: Filters, window: int, timings: dict[str, float], given: np.ndarray | None = None
     ) -> tuple[list[Fused], str, Callable[[list[str]], dict[str, Chunk]], dict[str, list[tuple[str, float]]] | None, np.ndarray | None]:
         """The first ranking: fused list, description, prefetched chunks, the legs (None when
-        the store fused them natively) and the query vector (None in BM25 mode)."""
+        the store fused them natively) and the query vector (None in BM25 mode; ``given`` when
+        the caller had it)."""
         s = self.settings
-        load = (lambda: self.embedder) if self._embedder is None else None  # timed apart as model_load
+        load = (lambda: self.embedder) if self._embedder is None and given is None else None  # timed apart as model_load
         if mode == "hybrid" and one_round_trip(self.store):
-            qvec = embed_timed(lambda: self.embed_query(query), load, timings)
+            qvec = given if given is not None else embed_timed(lambda: self.embed_query(query), load, timings)
             t0 = time.perf_counter()
             answer = hybrid(
                 self.store,
@@ -254,7 +261,7 @@ class Searcher:
             if answer.round_trip_ms is not None:
                 timings["round_trip"] = float(answer.round_trip_ms)
             return answer.fused, answer.how, answer.chunks, None, qvec
-        embed = (lambda: self.embed_query(query)) if mode in ("dense", "hybrid") else None
+        embed = None if mode == "bm25" else (lambda: given) if given is not None else (lambda: self.embed_query(query))
         legs, vector = legs_while_embedding(
             self.store,
             query,
