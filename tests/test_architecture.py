@@ -171,29 +171,27 @@ def test_no_import_cycle_between_esrag_modules():
     assert not found, "import cycles (counting imports inside functions):\n" + "\n".join(found)
 
 
-def test_stores_never_import_search():
-    bad = sorted(
+def upward_imports(lower: str, higher: str) -> list[str]:
+    """``file:line imports target`` for every import of package ``higher`` (or a module in it) by
+    a module of package ``lower``, sorted."""
+    return sorted(
         {
             f"{_where(name, line)} imports {target}"
             for name in modules()
-            if name.startswith("esrag.stores")
+            if name.startswith(lower)
             for target, line in imports(name)
-            if target == "esrag.search" or target.startswith("esrag.search.")
+            if target == higher or target.startswith(higher + ".")
         }
     )
+
+
+def test_stores_never_import_search():
+    bad = upward_imports("esrag.stores", "esrag.search")
     assert not bad, "a store imports esrag.search (a lower floor depending on a higher one):\n" + "\n".join(bad)
 
 
 def test_formats_never_import_chunking():
-    bad = sorted(
-        {
-            f"{_where(name, line)} imports {target}"
-            for name in modules()
-            if name.startswith("esrag.formats")
-            for target, line in imports(name)
-            if target == "esrag.chunking" or target.startswith("esrag.chunking.")
-        }
-    )
+    bad = upward_imports("esrag.formats", "esrag.chunking")
     assert not bad, "a format imports esrag.chunking (a lower floor depending on a higher one):\n" + "\n".join(bad)
 
 

@@ -125,6 +125,7 @@ def legs_while_embedding(
     fields: dict[str, float],
     num_candidates: int,
     timings: dict[str, float],
+    vector: np.ndarray | None = None,
 ) -> tuple[dict[str, Ranking], np.ndarray | None]:
     """One search's legs leg by leg on any store, the BM25 leg overlapping the query embedding.
 
@@ -139,6 +140,8 @@ def legs_while_embedding(
         num_candidates: the kNN leg's candidates, passed to :func:`knn_leg` as given.
         timings: filled in place, in milliseconds: ``model_load`` (when ``load`` ran),
             ``embed``, ``bm25``, ``knn`` for the steps that ran.
+        vector: the query vector when the caller already has it: nothing is embedded (``embed``
+            and ``load`` are not called) and the legs run in turn.
 
     Returns:
         ``(legs, vector)``: ``{"bm25": ..., "dense": ...}`` (those the search has, in that
@@ -148,9 +151,10 @@ def legs_while_embedding(
         StoreError, NotIndexedError: from the store; whatever ``load``/``embed`` raise.
     """
     early = None
-    if with_bm25 and embed is not None and load is None:
+    if vector is None and with_bm25 and embed is not None and load is None:
         early = _pool().submit(_timed_bm25, store, query, window, filters, fields)
-    vector = embed_timed(embed, load, timings) if embed is not None else None
+    if vector is None and embed is not None:
+        vector = embed_timed(embed, load, timings)
     legs: dict[str, Ranking] = {}
     if with_bm25 and early is None:
         legs["bm25"], timings["bm25"] = _timed_bm25(store, query, window, filters, fields)

@@ -84,18 +84,22 @@ class Reformulator:
         return self.reformulate(query)
 
     def reformulations(self, query: str, n: int) -> Reformulations:
-        """:class:`QueryReformulator`: :meth:`reformulate` asking for ``n`` (which becomes
-        this reformulator's ``n``), with ``last_error`` as the error."""
-        self.n = n
-        found = self.reformulate(query)[:n]
-        return Reformulations(found, self.last_error)
+        """:class:`QueryReformulator`: up to ``n`` reformulations asked for in one call (this
+        reformulator's ``n`` is left as it is), with the failure, if any, as the error."""
+        return self._ask(query, n)
 
     def reformulate(self, query: str) -> list[str]:
         """Up to ``n`` distinct reformulations (none equal to the query, ignoring case and
         spacing). A failed or unusable call gives ``[]`` (the search runs on the original alone)
         and sets ``last_error``; seeds 1–3 are tried while the reply is not usable JSON."""
+        got = self._ask(query, self.n)
+        self.last_error = got.error
+        return got.queries
+
+    def _ask(self, query: str, n: int) -> Reformulations:
+        """One cached LLM call for ``n`` reformulations of ``query`` (see :meth:`reformulate`)."""
         prompt = load_prompt(PROMPT)
-        text = prompt.render(n=self.n, query=query)
+        text = prompt.render(n=n, query=query)
         options = LLMOptions(max_tokens=self.max_tokens, json=True)
         got = ask(
             self.llm,
@@ -103,16 +107,14 @@ class Reformulator:
             prompt.sha256,
             options,
             "reformulate",
-            lambda reply: clean(parse_json_object(reply), query, self.n) or None,
+            lambda reply: clean(parse_json_object(reply), query, n) or None,
             "no usable reformulations (JSON with a 'reformulations' list)",
         )
         if got.value is not None:
-            self.last_error = None
-            return got.value
-        self.last_error = (
-            got.error if got.transport else (f"{self.llm.spec} gave no usable reformulations (JSON with a 'reformulations' list)")
+            return Reformulations(got.value)
+        return Reformulations(
+            [], got.error if got.transport else f"{self.llm.spec} gave no usable reformulations (JSON with a 'reformulations' list)"
         )
-        return []
 
 
 def clean(obj: dict[str, Any] | None, query: str, n: int) -> list[str]:

@@ -261,7 +261,7 @@ class Searcher:
             if answer.round_trip_ms is not None:
                 timings["round_trip"] = float(answer.round_trip_ms)
             return answer.fused, answer.how, answer.chunks, None, qvec
-        embed = None if mode == "bm25" else (lambda: given) if given is not None else (lambda: self.embed_query(query))
+        embed = None if mode == "bm25" else (lambda: self.embed_query(query))
         legs, vector = legs_while_embedding(
             self.store,
             query,
@@ -273,6 +273,7 @@ class Searcher:
             self.bm25_fields,
             max(s.num_candidates, window),
             timings,
+            given if embed is not None else None,
         )
         t0 = time.perf_counter()
         if mode == "hybrid":
