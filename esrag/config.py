@@ -34,6 +34,7 @@ OTHER_ENV = (
     "ESRAG_RERANK_MODEL",  # http: reranker (esrag.search.rerank)
     "ESRAG_RERANK_API_KEY",  # http: reranker (esrag.search.rerank)
     "ESRAG_MODEL_CACHE",  # exported OpenVINO models (esrag.embedding.openvino_backend)
+    "ESRAG_MAVEN_REPO",  # embedding models from Maven Central (esrag.embedding.maven_models)
     "ESRAG_CPU_BF16",  # CPU probe overrides (esrag.embedding.local)
     "ESRAG_CPU_VNNI",  # CPU probe overrides (esrag.embedding.local)
     "ESRAG_SHARED_DIR",  # tests/paths.py: the shared data folder

