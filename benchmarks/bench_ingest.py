@@ -27,7 +27,8 @@ Two CPU classes, each with its own baseline run, in one run of this script:
     would be the same or slower for both sides.
 Every arm runs in its own process (so peak RSS and model load are its own), one after another;
 the load average (1 min) at its start and end is printed beside it, since the machine may be
-shared: ratios within one run are what count. Prints a table; writes benchmarks/results/ingest.json.
+shared: ratios within one run are what count. Prints a table; writes benchmarks/results/ingest.json
+(with ``--model M``, another embedder for esrag's arms: ingest-<M's last path part>.json).
 
     .venv/bin/python benchmarks/bench_ingest.py [--docs DIR] [--classes bf16,no-bf16] [--skip-baseline]
         [--backends openvino,openvino:int8,openvino:fp32,torch]
@@ -53,6 +54,7 @@ from _data import default_chunker, default_ingester, shared_data
 from rich.console import Console
 from rich.table import Table
 
+from esrag.embedding.base import DEFAULT_MODEL
 from esrag.formats.markdown_blocks import _block_parser, normalize
 from esrag.indexed_text import embed_text
 from esrag.model import Document
@@ -60,6 +62,7 @@ from esrag.model import Document
 HERE = Path(__file__).resolve().parent
 DEFAULT_DOCS = shared_data() / "corpora" / "laravel-docs"
 EMBED_FIELDS = ["section_path", "text"]
+MODEL = DEFAULT_MODEL  # esrag's arms and the fidelity reference (--model); the peer baseline keeps MiniLM
 CLASSES = {
     "bf16": {},
     "no-bf16": {"ESRAG_CPU_BF16": "0", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_VNNI"},
@@ -127,7 +130,7 @@ def arm_esrag(docs: Path, backend: str, precision: str, sample: list[str], vecto
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(Path(tmp) / "esrag.db")
         t0 = time.perf_counter()
-        embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", backend=backend, precision=precision)
+        embedder = SentenceTransformerEmbedder(MODEL, backend=backend, precision=precision)
         load_s = time.perf_counter() - t0
         cache = Path(tmp) / "embedding_cache.db"  # fresh: the first ingest embeds every passage
         first = default_ingester(store, embedder, cache).run(docs, "laravel", ["*.md"], [])
@@ -148,7 +151,7 @@ def arm_esrag(docs: Path, backend: str, precision: str, sample: list[str], vecto
 def arm_reference(sample: list[str], vectors_out: Path) -> dict:
     from esrag.embedding import SentenceTransformerEmbedder
 
-    np.save(vectors_out, SentenceTransformerEmbedder(backend="torch", precision="fp32").embed_documents(sample))
+    np.save(vectors_out, SentenceTransformerEmbedder(MODEL, backend="torch", precision="fp32").embed_documents(sample))
     return {}
 
 
@@ -188,11 +191,14 @@ def main() -> None:
                     help="BACKEND[:PRECISION] arms, comma-separated; CLASS/BACKEND[:PRECISION] runs in that class only")
     ap.add_argument("--skip-baseline", action="store_true", help="skip the LangChain + sentence-transformers baseline")
     ap.add_argument("--fidelity-step", type=int, default=4, help="cosine over every N-th chunk (1 = all)")
+    ap.add_argument("--model", default=None, help="esrag's embedding model (default: esrag's default); the baseline keeps all-MiniLM-L6-v2")
     ap.add_argument("--arm", help=argparse.SUPPRESS)
     ap.add_argument("--backend", help=argparse.SUPPRESS)
     ap.add_argument("--sample", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--vectors", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global MODEL
+    MODEL = args.model or MODEL
     if args.arm:  # a child: one measurement, JSON on the last line of stdout
         sample = json.loads(args.sample.read_text()) if args.sample else []
         result = (arm_baseline(args.docs) if args.arm == "baseline" else
@@ -205,7 +211,7 @@ def main() -> None:
 
     files = load(args.docs)
     chunking = bench_chunking(files)
-    model_dir = Path(resolve_model_path("all-MiniLM-L6-v2"))
+    model_dir = Path(resolve_model_path(MODEL))
     fresh = not (cache_dir_for(model_dir) / "model.xml").is_file()
     t0 = time.perf_counter()
     exported_model(model_dir)  # one-time export; every arm then loads the cached IR
@@ -219,7 +225,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sample_path = Path(tmp) / "sample.json"
         sample_path.write_text(json.dumps(fidelity_texts(files, args.fidelity_step)))
-        common = ["--docs", str(args.docs), "--sample", str(sample_path)]
+        common = ["--docs", str(args.docs), "--sample", str(sample_path), "--model", MODEL]
         ref = Path(tmp) / "ref.npy"
         run_arm(["--arm", "reference", *common, "--vectors", str(ref)], {})
         print("reference vectors done", file=sys.stderr, flush=True)
@@ -244,9 +250,10 @@ def main() -> None:
     report(args, files, chunking, export_s, quantize_s, results, cpu_features(), cpu_has_fast_bf16(), len(reference))
     out = HERE / "results"
     out.mkdir(exist_ok=True)
-    (out / "ingest.json").write_text(json.dumps({
+    name = "ingest.json" if MODEL == DEFAULT_MODEL else f"ingest-{MODEL.rsplit('/', 1)[-1]}.json"  # another model: its own file
+    (out / name).write_text(json.dumps({
         "cpu_features": cpu_features(), "cpu_fast_bf16": cpu_has_fast_bf16(), "classes": CLASSES, "backends": args.backends, "chunking": chunking,
-        "export_seconds": export_s, "quantize_seconds": quantize_s, "fidelity_sample": len(reference), "results": results}, indent=2))
+        "model": MODEL, "export_seconds": export_s, "quantize_seconds": quantize_s, "fidelity_sample": len(reference), "results": results}, indent=2))
 
 
 def report(args, files, chunking, export_s, quantize_s, results, features, bf16, n_sample) -> None:
@@ -257,7 +264,7 @@ def report(args, files, chunking, export_s, quantize_s, results, features, bf16,
     console.print(f"markdown-it block parse {chunking['parse_mb_s']:.2f} MB/s; header-led chunking {chunking['chunk_mb_s']:.2f} MB/s "
                   f"({chunking['chunks']} chunks)" + (f"; one-time OpenVINO export {export_s:.1f} s" if export_s else "")
                   + (f"; one-time int8 quantization {quantize_s:.1f} s" if quantize_s else ""))
-    table = Table(title=f"first ingest of {args.docs.name} ({chunking['mb']:.2f} MB, {len(files)} files), embedded store")
+    table = Table(title=f"first ingest of {args.docs.name} ({chunking['mb']:.2f} MB, {len(files)} files), embedded store; esrag embeds with {MODEL}")
     for col in ("CPU class", "arm", "seconds", "chunks", "chunks/s", "speed-up", "peak RSS", "cos mean / min", "re-ingest", "load avg"):
         table.add_column(col, justify="left" if col in ("CPU class", "arm") else "right")
     for cls, res in results.items():
