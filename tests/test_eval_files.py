@@ -30,5 +30,6 @@ def test_an_eval_file_loads_and_its_arms_build(path):
     for c in cfg.contrasts:
         for side in (c.a, c.b):
             arm, _, retriever = side.partition("/")
-            assert arm in arms or make_arm(arm, settings, cfg.custom_arms), f"{path.name}: contrast names arm {arm!r}"
+            if arm not in arms:
+                make_arm(arm, settings, cfg.custom_arms)  # ConfigError "unknown arm ..." when it names none
             assert retriever in ("bm25", "dense", "hybrid"), f"{path.name}: contrast names retriever {retriever!r}"

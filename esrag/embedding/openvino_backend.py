@@ -83,7 +83,7 @@ def library_versions() -> dict[str, str]:
 def model_hash(model_dir: Path) -> str:
     """SHA-256 (hex) over the model files that enter the export (names and bytes)."""
     h = hashlib.sha256()
-    for rel in _MODEL_FILES:
+    for rel in (*_MODEL_FILES, *_pooling_config_path(model_dir)):
         f = model_dir / rel
         if f.is_file():
             h.update(rel.encode() + b"\0")
@@ -91,6 +91,17 @@ def model_hash(model_dir: Path) -> str:
                 for block in iter(functools.partial(fh.read, 1 << 20), b""):
                     h.update(block)
     return h.hexdigest()
+
+
+def _pooling_config_path(model_dir: Path) -> tuple[str, ...]:
+    """The pooling config's path when ``modules.json`` puts it elsewhere than ``1_Pooling/`` (it
+    decides mean or CLS pooling, so it enters the hash wherever it lives); ``()`` otherwise."""
+    try:
+        modules = json.loads((model_dir / "modules.json").read_text())
+        rel = next(m["path"] for m in modules if m["type"].endswith("Pooling")) + "/config.json"
+    except (OSError, ValueError, KeyError, StopIteration, TypeError):
+        return ()
+    return () if rel in _MODEL_FILES else (rel,)
 
 
 def cache_dir_for(model_dir: Path, versions: dict[str, str] | None = None) -> Path:
