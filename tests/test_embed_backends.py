@@ -70,12 +70,18 @@ def test_auto_takes_openvino_for_the_default_model_and_torch_when_asked():
         SentenceTransformerEmbedder(backend="onnx")
 
 
+def repooled(folder: Path, mode: str) -> Path:
+    """A copy of the default model at ``folder`` whose Pooling module uses ``pooling_mode_<mode>``
+    instead of mean pooling."""
+    shutil.copytree(MODEL_DIR, folder)
+    pooling = json.loads((folder / "1_Pooling" / "config.json").read_text())
+    pooling.update({"pooling_mode_mean_tokens": False, f"pooling_mode_{mode}": True})
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    return folder
+
+
 def test_a_model_of_another_shape_stays_on_torch_or_fails_with_the_reason(tmp_path):
-    model = tmp_path / "max-pooled"
-    shutil.copytree(MODEL_DIR, model)
-    pooling = json.loads((model / "1_Pooling" / "config.json").read_text())
-    pooling.update(pooling_mode_mean_tokens=False, pooling_mode_max_tokens=True)
-    (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    model = repooled(tmp_path / "max-pooled", "max_tokens")
     assert choose_backend("auto", str(model)) == "torch"
     with pytest.raises(
         ModelLoadError, match=r"openvino cannot run .*pooling \['pooling_mode_max_tokens'\] is neither mean nor CLS pooling"
@@ -88,11 +94,7 @@ def test_a_cls_pooled_model_runs_on_openvino_like_torch(tmp_path, monkeypatch, l
     """BGE models pool the [CLS] token: the export returns that token's state, and its vectors
     match sentence-transformers' own CLS pooling (torch fp32)."""
     monkeypatch.setenv("ESRAG_MODEL_CACHE", str(tmp_path / "cache"))
-    model = tmp_path / "cls-pooled"
-    shutil.copytree(MODEL_DIR, model)
-    pooling = json.loads((model / "1_Pooling" / "config.json").read_text())
-    pooling.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
-    (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    model = repooled(tmp_path / "cls-pooled", "cls_token")
     assert choose_backend("auto", str(model)) == "openvino"
     texts = laravel_texts[:40]
     ov = SentenceTransformerEmbedder(str(model), backend="openvino", precision="fp32").embed_documents(texts)

