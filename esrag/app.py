@@ -42,6 +42,14 @@ from esrag.sites import Site
 from esrag.stores.base import IndexMeta, Installable, Rebuildable, Removable, Store
 
 
+def site_names() -> tuple[str, ...]:
+    """The ``--site`` values: every registered documentation generator and its variants
+    (:func:`esrag.sites.registry.site_names`, in detection order)."""
+    from esrag.sites.registry import site_names as names
+
+    return names()
+
+
 def connect(settings: Settings, read_only: bool = False) -> Store:
     """The configured store, open; the caller closes it (:func:`open_store` does that for you).
     Elasticsearch when ``ESRAG_ES_URL`` is set, else the SQLite file. ``read_only``: for the
@@ -185,10 +193,15 @@ def make_site(
     base_url: str | None = None,
     url_template: str | None = None,
     doc_version: str | None = None,
+    include_root: Path | None = None,
+    built_site: Path | None = None,
+    sitemap: str | None = None,
 ) -> Site:
     """Where the tree at ``root`` is published: flags first, then ``[corpora.NAME] site /
     base_url / url_template / doc_version``, then the generator's config found in the tree
-    (:func:`esrag.sites.resolve_site`).
+    (:func:`esrag.sites.resolve_site`). ``include_root`` (``--root``): the folder include
+    directives may read from; ``built_site`` / ``sitemap`` (``--built-site``, ``--sitemap``): the
+    published site whose page URLs and heading ids win over the generator's rules.
 
     Raises:
         ConfigError: unknown site, a base URL that is not absolute http(s) or a ``url_template``
@@ -207,7 +220,10 @@ def make_site(
     if url_template is None and cs is not None:
         url_template = cs.url_template and check_url_template(cs.url_template, f"[corpora.{corpus}] url_template")
     version = doc_version if doc_version is not None else (cs.doc_version if cs is not None and cs.doc_version else "")
-    return resolve_site(root, site, base_url, url_template, version)
+    where = resolve_site(root, site, base_url, url_template, version, include_root=include_root)
+    if built_site is not None or sitemap:
+        where.attach_built(built_site, sitemap)
+    return where
 
 
 def make_ingester(

@@ -260,8 +260,8 @@ class CorpusSettings(BaseModel):
     ``"none"`` or an expansion spec overriding the search's; ``intent``: what this corpus
     answers, for the router; ``records``: field names when ingested with ``--records``;
     ``query_prefix``/``passage_prefix``: the embedder's prefixes for this corpus instead of the
-    model table's (never stored in ``text`` or counted in budgets); ``site`` (``mkdocs``,
-    ``mdbook``, ``sphinx``, ``sphinx-dirhtml``, ``docusaurus``, ``hugo``, ``github``, ``plain``),
+    model table's (never stored in ``text`` or counted in budgets); ``site`` (a registered
+    generator: ``esrag ingest --help`` lists them, :func:`esrag.sites.registry.site_names`),
     ``base_url`` (absolute http(s)) and ``url_template``: where the corpus is published
     (:mod:`esrag.sites`; as ``esrag ingest --site/--base-url/--url-template``); ``doc_version``:
     the version stored on every chunk (``--doc-version``); ``default_version``: the version

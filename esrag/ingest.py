@@ -518,8 +518,9 @@ class Ingester:
         hidden = self.site.prepare(doc) if self.site is not None else ""
         if hidden:
             return doc, [], hidden
-        if src.root is not None:
-            doc.source, doc.root = str(src.path), str(src.root)
+        if src.root is not None:  # includes may read anything under the site's include root
+            root = self.site.include_root if self.site is not None and self.site.include_root is not None else src.root
+            doc.source, doc.root = str(src.path), str(root)
         chunks = (chunker or self.chunker).chunk(doc)
         if self.site is not None and chunker is None:
             self.site.apply(doc, chunks)

@@ -1,7 +1,8 @@
 """Registries by name, extended through Python entry points.
 
 Groups: ``esrag.chunkers``, ``esrag.embedders``, ``esrag.stores``, ``esrag.llms``,
-``esrag.rerankers``, ``esrag.enrichers``, ``esrag.extractors``. Built-ins register through esrag's own
+``esrag.rerankers``, ``esrag.enrichers``, ``esrag.extractors``, ``esrag.sites`` (documentation
+generators: :mod:`esrag.sites.generator`). Built-ins register through esrag's own
 ``pyproject.toml`` exactly as a third-party package would::
 
     [project.entry-points."esrag.chunkers"]
@@ -29,6 +30,7 @@ GROUPS = (
     "esrag.rerankers",
     "esrag.enrichers",
     "esrag.extractors",
+    "esrag.sites",
 )
 
 #: the plugin a group's bare argument means (a spec without ``name:``): a bare model name is a

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 from esrag.app import make_chunker
 from esrag.config import load_settings
 from esrag.model import Chunk
-from esrag.sites import resolve_site
+from esrag.sites import Site, resolve_site
 from esrag.sources import discover, load_document
 
 
@@ -30,24 +30,30 @@ class SiteChunks:
 
     chunks: list[Chunk] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (path, problem) the chunker left
+    site: Site | None = None  # the resolved site (its describe() is the summary's site block)
 
 
-def site_chunks(root: Path, site: str | None, base_url: str) -> SiteChunks:
-    """Chunk ``root`` as ``esrag ingest ROOT [--site SITE] --base-url BASE_URL`` does."""
+def site_chunks(root: Path, site: str | None, base_url: str, built_site: Path | None = None, sitemap: str | None = None) -> SiteChunks:
+    """Chunk ``root`` as ``esrag ingest ROOT [--site SITE] --base-url BASE_URL [--built-site DIR]
+    [--sitemap FILE]`` does."""
     settings = load_settings()
     where = resolve_site(root, site, base_url)
+    if built_site is not None or sitemap:
+        where.attach_built(built_site, sitemap)
     chunker = make_chunker(settings)
-    out = SiteChunks()
+    out = SiteChunks(site=where)
     for src in discover(root, [*settings.ingest.include, *where.include], settings.ingest.exclude):
         doc = load_document(src, "c", settings.ingest.max_file_bytes)
         reason = where.prepare(doc)
         if reason:
             out.skipped.append((src.rel, reason))
             continue
-        doc.source, doc.root = str(src.path), str(src.root)
+        doc.source, doc.root = str(src.path), str(where.include_root or src.root)  # as Ingester._chunked
         chunks = chunker.chunk(doc)
         where.apply(doc, chunks)
         out.chunks.extend(chunks)
+        out.problems.extend((src.rel, p) for p in doc.problems)
     return out
 
 
@@ -67,15 +73,18 @@ class _Ids(HTMLParser):
 class Build:
     """A generator's output folder; ``resolve(url)`` checks one URL against it."""
 
-    def __init__(self, out: Path, base_url: str) -> None:
+    def __init__(self, out: Path, base_url: str, clean_urls: bool = False) -> None:
         self.out, self.base = out, base_url
+        self.clean_urls = clean_urls  # VitePress cleanUrls: /guide/x is served from guide/x.html
         self._pages: dict[Path, set[str] | None] = {}
 
     def page_file(self, url: str) -> Path:
         path = unquote(urlsplit(url).path)
         rel = path[len(urlsplit(self.base).path) :] if path.startswith(urlsplit(self.base).path) else path.lstrip("/")
         file = self.out / rel
-        return file / "index.html" if rel.endswith("/") or rel == "" else file
+        if rel.endswith("/") or rel == "":
+            return file / "index.html"
+        return file.with_name(file.name + ".html") if self.clean_urls and not file.name.endswith(".html") else file
 
     def ids(self, file: Path) -> set[str] | None:
         if file not in self._pages:
@@ -278,3 +287,40 @@ def mkdocs_build(tree: Path, config: str, out: Path) -> tuple[Path, list[str]]:
     path.write_text(yaml.dump(cfg, Dumper=_Dumper, allow_unicode=True, sort_keys=False), encoding="utf-8")
     run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(path), "-d", str(out)], cwd=path.parent)
     return out, left_out
+
+
+VITEPRESS_VERSION = "2.0.0-alpha.20"  # the first release after the vitepress-docs corpus commit (ed2bfb26)
+VITEPRESS_ROOT = Path.home() / ".cache" / "esrag-tests" / f"vitepress-{VITEPRESS_VERSION}"
+
+
+def vitepress() -> Path:
+    """The ``vitepress`` CLI script (the pinned version), installed once with ``npm install
+    --no-audit --no-fund vitepress@VERSION`` under ``~/.cache/esrag-tests/vitepress-VERSION``."""
+    script = VITEPRESS_ROOT / "node_modules" / "vitepress" / "bin" / "vitepress.js"
+    if not script.is_file():
+        VITEPRESS_ROOT.mkdir(parents=True, exist_ok=True)
+        (VITEPRESS_ROOT / "package.json").write_text('{"private": true}\n', encoding="utf-8")
+        run(["npm", "install", "--no-audit", "--no-fund", f"vitepress@{VITEPRESS_VERSION}"], cwd=VITEPRESS_ROOT, timeout=1800)
+    return script
+
+
+def vitepress_build(tree: Path, project: str, out: Path, stubs: dict[str, str | bytes] | None = None) -> Path:
+    """``vitepress build PROJECT --outDir OUT`` of a (writable) copy of ``tree``; ``stubs``
+    (path relative to the copy -> content) are written first: files the corpus lacks that the
+    build imports (images of ``public/``, Vue components), none of them naming a heading."""
+    import os
+
+    work = out.parent / (out.name + "-src")
+    shutil.copytree(tree, work, dirs_exist_ok=True, copy_function=shutil.copyfile)
+    for folder, _, _ in os.walk(work):
+        os.chmod(folder, 0o755)
+    for rel, content in (stubs or {}).items():
+        path = work / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    script = vitepress()
+    link = work / "node_modules"
+    if not link.exists():
+        link.symlink_to(script.parents[2], target_is_directory=True)
+    run(["node", str(script), "build", project, "--outDir", str(out)], cwd=work)
+    return out

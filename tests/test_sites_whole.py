@@ -30,11 +30,10 @@ from esrag.filereport import SUFFIX_NOT_READ
 from esrag.formats.shortcodes import content_finder, expand
 from esrag.ingest import Ingester
 from esrag.model import Document
-from esrag.sites import ANCHOR_RULES, resolve_site
+from esrag.sites import resolve_site
 from esrag.sites.docusaurus import doc_slug, read_docusaurus, strip_number_prefix
 from esrag.sites.hugo import read_hugo, sanitize_path
 from esrag.sites.jsconfig import UNKNOWN, evaluate
-from esrag.sites.slugs import page_anchors
 from esrag.sources import discover, load_document
 from paths import DATA
 
@@ -57,7 +56,7 @@ def site_pages(root: Path):
         doc.source, doc.root = str(src.path), str(src.root)
         chunks = HeaderChunker().chunk(doc)
         site.apply(doc, chunks)
-        anchors = page_anchors(ANCHOR_RULES[site.site], [h.title for h in doc.headers], [h.anchor for h in doc.headers])
+        anchors = [a for a, _ in site.section_anchors(doc)]
         pages[src.rel] = (site.page_url(doc), set(anchors), doc.doc_version, chunks, doc.problems)
     return site, pages, skipped
 

@@ -87,8 +87,8 @@ class _RichObserver(Observer):
 )
 @click.option(
     "--site",
-    help="Where PATH is published: mkdocs, mdbook, sphinx, sphinx-dirhtml, docusaurus, hugo, github or "
-    "plain (default: [corpora.NAME] site, else the generator whose config is in the tree, else plain).",
+    help=f"Where PATH is published: {', '.join(app.site_names())} (default: [corpora.NAME] site, else the "
+    "generator whose config is in the tree, above it or in its docs folder, else plain).",
 )
 @click.option(
     "--base-url",
@@ -104,6 +104,24 @@ class _RichObserver(Observer):
     "--doc-version",
     help="Documentation version stored on every chunk (e.g. 12.x); versions of one corpus live "
     "side by side (default: [corpora.NAME] doc_version, none).",
+)
+@click.option(
+    "--root",
+    "include_root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder include directives may read from (default: the git repository holding PATH, else PATH); "
+    "e.g. the repository root when PATH is its docs/en.",
+)
+@click.option(
+    "--built-site",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The generator's HTML output for this tree: page URLs and heading ids are taken from it where "
+    "esrag's own rules differ (the summary lists each page that differed).",
+)
+@click.option(
+    "--sitemap",
+    help="The published sitemap.xml (file or http(s) URL): page URLs are taken from it where esrag's own rules "
+    "differ (e.g. directory URLs the tree does not configure).",
 )
 @click.option(
     "--allow-delete",
@@ -132,6 +150,9 @@ def ingest(
     base_url: str | None = None,
     url_template: str | None = None,
     doc_version: str | None = None,
+    include_root: Path | None = None,
+    built_site: Path | None = None,
+    sitemap: str | None = None,
     allow_delete: bool = False,
 ) -> None:
     """Chunk, embed and index the Markdown, MDX and reStructuredText files under PATH, include
@@ -149,7 +170,7 @@ def ingest(
         entities=entities_spec,
     )
     corpus = corpus or app.default_corpus(path)
-    where = app.make_site(settings, path, corpus, site, base_url, url_template, doc_version)
+    where = app.make_site(settings, path, corpus, site, base_url, url_template, doc_version, include_root, built_site, sitemap)
     with open_store(settings) as store:
         if rebuild:
             app.rebuildable(store)  # fails before any progress is drawn
@@ -266,6 +287,23 @@ def _site_rows(s: IngestSummary) -> list[tuple[str, str]]:
         if site.get("languages"):
             rows.append(("languages", ", ".join(map(str, site["languages"]))))
         rows.append(("suffixes read", ", ".join(site.get("suffixes") or []) or "-"))
+        for note in site.get("notes") or []:
+            rows.append(("note", escape(str(note))))
+        built = site.get("built")
+        if built:
+            differs, missing = built.get("differs") or [], built.get("missing") or []
+            example = f" (e.g. {escape(differs[0]['computed'])} -> {escape(differs[0]['built'])})" if differs else ""
+            rows.append(("built site", escape(f"{built['source']}: {built['pages']} pages")))
+            rows.append(("  URL from the build", f"{len(differs)} pages differ from esrag's rule{example}"))
+            if built.get("anchors_differ"):
+                rows.append(
+                    (
+                        "  ids from the build",
+                        f"{sum(a['headings'] for a in built['anchors_differ'])} headings on {len(built['anchors_differ'])} pages",
+                    )
+                )
+            if missing:
+                rows.append(("  not in the build", escape(f"{len(missing)} pages (e.g. {', '.join(m['path'] for m in missing[:3])})")))
     report = s.file_report or {}
     if report:
         rows.append(("text files", f"{report.get('text_files', 0)} (indexed {report.get('indexed', 0)})"))

@@ -73,5 +73,6 @@ def _parse_markdown(text: str, doc: Document) -> Parsed:
         autorefs=ctx.autorefs if ctx is not None else False,
         icons=ctx.icons if ctx is not None else False,
         lines=res.lines if same else None,
+        myst=bool(doc.format_options.get("myst")),
     )
     return Parsed(res.lines, blocks, res.line_map, problems=res.problems, dependencies=res.dependencies)

@@ -166,7 +166,30 @@ def anchor_names(html: str) -> list[str]:
     return [next(g for g in m.groups() if g is not None) for m in _ANCHOR_NAME.finditer(html)]
 
 
-def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: list[str] | None = None) -> list[Block]:
+_MYST_FENCE_OPEN = re.compile(r"^ {0,3}(:{3,})\{[^}\s]+\}")
+
+
+def myst_directive_spans(lines: list[str]) -> list[tuple[int, int]]:
+    """The 0-based half-open line spans of MyST colon-fence directives (``:::{note}`` …
+    ``:::``; myst-parser's ``colon_fence`` extension, mdit-py-plugins ``colon_fence``: a closing
+    line holds only colons, at least as many as the opening). Only the outermost spans; an
+    unclosed fence runs to the end of the document, as a code fence does."""
+    out: list[tuple[int, int]] = []
+    i, n = 0, len(lines)
+    while i < n:
+        m = _MYST_FENCE_OPEN.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        width, j = len(m.group(1)), i + 1
+        while j < n and not (lines[j].strip().startswith(":" * width) and not lines[j].strip().strip(":")):
+            j += 1
+        out.append((i, min(j + 1, n)))
+        i = j + 1
+    return out
+
+
+def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: list[str] | None = None, myst: bool = False) -> list[Block]:
     """Parse normalised Markdown into blocks in document order, each with its section path.
 
     Args:
@@ -175,6 +198,9 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: 
             mkdocs-autorefs renders them (:func:`header_title`).
         icons: headers drop MkDocs Material icon shortcodes (:func:`header_title`).
         lines: ``text.split("\\n")`` when the caller has it (not split again).
+        myst: the page is MyST Markdown (Sphinx with myst-parser / myst-nb): a header inside a
+            directive (:func:`myst_directive_spans`) opens no section, as docutils allows no
+            section inside a directive's body; it is a paragraph.
 
     Returns:
         Blocks with 1-based inclusive line spans. A header block's section path ends with its
@@ -199,8 +225,11 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: 
     paragraph, header, anchor_kind = BlockKind.PARAGRAPH, BlockKind.HEADER, BlockKind.ANCHOR
     kinds = _TOKEN_KIND
     leads: list[str] = []  # the <a name|id> names of the run of anchor blocks that ends ``blocks``
+    directives = myst_directive_spans(lines) if myst else []
     for ttype, start, end, payload in raw:
         kind = kinds[ttype]
+        if kind is header and directives and any(a < start < b for a, b in directives):
+            kind, payload = paragraph, None
         if covered_until < start and (start - covered_until > 1 or _filled(lines[covered_until])):  # (rare)
             gap = _gap_paragraphs(lines, covered_until, start, stack)
             if gap:

@@ -1,11 +1,13 @@
 """Where every chunk is published: page URLs and section anchors per documentation generator.
 
+Each generator is one module behind one protocol (:mod:`esrag.sites.generator`), registered in
+the ``esrag.sites`` entry-point group (:mod:`esrag.sites.registry`).
 ``Site`` is resolved once per ingest (:func:`resolve_site`) from the flags / ``[corpora.NAME]``
-settings and the generator's own config in the tree (:mod:`esrag.sites.generators`), then
+settings and the generator's own config in the tree (:func:`esrag.sites.registry.detect`), then
 applied to each document: :meth:`Site.prepare` reads its front matter (title, description,
 tags, URL keys, draft/unlisted) before chunking, :meth:`Site.apply` gives every chunk its
 ``anchor`` (explicit id, else the generator's slug, :mod:`esrag.sites.slugs`) and ``url``
-(base URL + page path, :mod:`esrag.sites.urls`, + ``#anchor``) after chunking.
+(base URL + the generator's page path + ``#anchor``) after chunking.
 
 Docusaurus and Hugo sites carry a :class:`esrag.sites.layout.Layout` read from their own
 configuration (:mod:`esrag.sites.docusaurus`, :mod:`esrag.sites.hugo`): it says which files
@@ -23,25 +25,13 @@ from typing import Any
 
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Document
+from esrag.sites.built import BuiltSite
 from esrag.sites.frontmatter import is_hidden, parse_front_matter
-from esrag.sites.generators import detect
-from esrag.sites.layout import Layout
-from esrag.sites.slugs import mkdocs_page_anchors, page_anchors
-from esrag.sites.urls import page_path, plain_path
+from esrag.sites.generator import AnchorRule, Detected, Generator
+from esrag.sites.layout import Layout, up_to_repository_root
+from esrag.sites.plain import plain_path
+from esrag.sites.registry import detect, generator_of, page_rule, site_names
 
-#: the ``--site`` values.
-SITES = ("mkdocs", "mdbook", "sphinx", "sphinx-dirhtml", "docusaurus", "hugo", "github", "plain")
-#: which slug rule a site's headers get when they have no explicit id.
-ANCHOR_RULES = {
-    "mkdocs": "mkdocs",
-    "mdbook": "mdbook",
-    "sphinx": "sphinx",
-    "sphinx-dirhtml": "sphinx",
-    "docusaurus": "docusaurus",
-    "hugo": "hugo",
-    "github": "github",
-    "plain": "github",
-}
 _MARKDOWN = (".md", ".markdown", ".mdx", ".mdown")
 
 
@@ -56,9 +46,10 @@ def check_base_url(value: str, where: str = "--base-url") -> str:
 
 
 def check_site(value: str, where: str = "--site") -> str:
-    """``value`` if it is a known site, else ConfigError listing the valid ones."""
-    if value not in SITES:
-        raise ConfigError(f"{where}: unknown site {value!r}; valid: {', '.join(SITES)}")
+    """``value`` if it is a registered site (:func:`esrag.sites.registry.site_names`), else
+    ConfigError listing the valid ones."""
+    if value not in site_names():
+        raise ConfigError(f"{where}: unknown site {value!r}; valid: {', '.join(site_names())}")
     return value
 
 
@@ -86,7 +77,7 @@ class Site:
     """How one ingested tree is published.
 
     Attributes:
-        site: one of :data:`SITES`.
+        site: a ``--site`` value (:func:`esrag.sites.registry.site_names`).
         root: the ingested folder (source paths are relative to it).
         pages_dir: the generator's source folder (pages outside it get no URL).
         base_url: absolute base URL ending in ``/`` ('' = no URLs, anchors only).
@@ -99,8 +90,17 @@ class Site:
         ref: the git ref of ``github`` URLs.
         layout: the generator's :class:`esrag.sites.layout.Layout` (Docusaurus, Hugo), or None.
         config: the generator's configuration file that was read (None: none).
-        formats, include, skip, format_options, slugify: how the generator reads its pages and
-            makes header ids (:class:`esrag.sites.generators.Detected`).
+        formats, include, skip, format_options, anchors, notes: how the generator reads its
+            pages and makes header ids (:class:`esrag.sites.generator.Detected`).
+        include_root: the folder include directives may read from (``--root``, else the
+            repository root holding ``.git``, else :attr:`root`); never outside it.
+        pages_only: files outside the generator's source folder are skipped (the site was
+            found below the ingested folder: its other files are not pages of the site).
+        built, built_source: the published site (``--built-site`` / ``--sitemap``,
+            :mod:`esrag.sites.built`) whose page URLs and heading ids win over the rules, and
+            where it came from; ``built_differs`` ``{source: (computed, built)}`` and
+            ``built_missing`` ``{source: computed}`` and ``built_anchors`` ``{source: headings
+            whose built id differs from the rule's}`` are filled as pages are placed, for the summary.
     """
 
     site: str
@@ -118,7 +118,20 @@ class Site:
     include: tuple[str, ...] = ()
     skip: Callable[[str], str] | None = None
     format_options: dict[str, Any] = field(default_factory=dict)
-    slugify: Callable[[str], str] | None = None
+    anchors: AnchorRule | None = None
+    notes: list[str] = field(default_factory=list)
+    include_root: Path | None = None
+    pages_only: bool = False
+    built: BuiltSite | None = None
+    built_source: str = ""
+    built_differs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    built_missing: dict[str, str] = field(default_factory=dict)
+    built_anchors: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def generator(self) -> Generator:
+        """The registered generator :attr:`site` selects."""
+        return generator_of(self.site)
 
     def read_as(self, doc: Document) -> None:
         """Set ``doc.format`` / ``doc.format_options`` as the generator reads the file (Sphinx
@@ -130,8 +143,7 @@ class Site:
         for suffix, kind in sorted(self.formats.items(), key=lambda kv: -len(kv[0])):
             if rel.endswith(suffix):
                 doc.format = kind
-                if kind == "rst":
-                    doc.format_options = self.format_options
+                doc.format_options = self.format_options
                 return
 
     def prepare(self, doc: Document) -> str:
@@ -156,7 +168,7 @@ class Site:
             reason = self.skip(rel)
             if reason:
                 return reason
-        if rel is None and self._only_by_site(doc.path):
+        if rel is None and (self._only_by_site(doc.path) or self.pages_only):
             return "outside the generator's source folder"
         self.read_as(doc)
         if doc.format == "rst" or not doc.path.lower().endswith(_MARKDOWN):
@@ -185,8 +197,9 @@ class Site:
         if placed is not None:
             if placed.doc_version and not self.doc_version:
                 doc.doc_version = placed.doc_version
-            if placed.language:
-                doc.metadata["language"] = placed.language
+            if placed.language:  # a locale's BCP 47 tag: its primary language, as detection stores it
+                doc.metadata["language"] = placed.language.split("-")[0].lower()
+                doc.metadata["locale"] = placed.language
         return ""
 
     def doc_versions(self) -> list[str]:
@@ -212,6 +225,16 @@ class Site:
             out.update(self.layout.describe())
             if self.doc_version:
                 out["versions"] = [{"name": self.doc_version}]
+        if self.notes:
+            out["notes"] = list(dict.fromkeys([*out.get("notes", []), *self.notes]))
+        if self.built is not None:
+            out["built"] = {
+                "source": self.built_source,
+                "pages": len(self.built.pages),
+                "differs": [{"path": p, "computed": c, "built": b} for p, (c, b) in sorted(self.built_differs.items())],
+                "missing": [{"path": p, "computed": c} for p, c in sorted(self.built_missing.items())],
+                "anchors_differ": [{"path": p, "headings": n} for p, n in sorted(self.built_anchors.items())],
+            }
         return out
 
     def page_url(self, doc: Document) -> str:
@@ -238,10 +261,11 @@ class Site:
             if found is None:
                 return ""
             rel = found
-            page = page_path(self.site, rel, doc.front_matter, self.directory_urls, self.suffix, self.ref)
+            page = self.page_path(rel, doc.front_matter)
         base = self.base_url.replace("{doc_version}", self.doc_version)
         if not self.url_template:
-            return f"{base}{page}#{anchor}" if anchor else f"{base}{page}"
+            url = self._built_page(doc.path, f"{base}{page}")
+            return f"{url}#{anchor}" if anchor else url
         values = {
             "base_url": base,
             "page": page,
@@ -259,34 +283,104 @@ class Site:
             ) from None
         return url if "{anchor}" in self.url_template or not anchor else f"{url}#{anchor}"
 
+    def attach_built(self, folder: Path | None, sitemap: str | None) -> None:
+        """Take page URLs and heading ids from the published site: the generator's output
+        ``folder`` (``--built-site``; page URLs and heading ids) or its ``sitemap`` (a file or
+        http(s) URL; page URLs only).
+
+        Raises:
+            ConfigError: no base URL to place the pages under; an unreadable folder or sitemap
+                (names it)."""
+        from esrag.sites.built import BuiltSite, read_built_site, read_sitemap
+
+        flag = "--built-site" if folder is not None else "--sitemap"
+        if not self.base_url:
+            raise ConfigError(f"{flag} needs the site's base URL: pass --base-url (or set it in the generator's configuration)")
+        if folder is not None:
+            self.built, self.built_source = read_built_site(folder, self.base_url), str(folder)
+        else:
+            assert sitemap is not None
+            self.built, self.built_source = BuiltSite.from_urls(read_sitemap(sitemap), self.base_url), sitemap
+
+    def _built_page(self, source: str, computed: str) -> str:
+        """``computed`` (a page URL), or the built site's URL of that page when one is attached
+        and it differs; the difference, or the page's absence from the build, is recorded."""
+        if self.built is None:
+            return computed
+        found = self.built.page_url(computed)
+        if found is None:
+            self.built_missing.setdefault(source, computed)
+            return computed
+        if found != computed:
+            self.built_differs.setdefault(source, (computed, found))
+        return found
+
+    def page_path(self, rel: str, front: dict[str, Any]) -> str:
+        """The page path under the base URL of ``rel`` (relative to :attr:`pages_dir`): a
+        front-matter ``permalink`` (relative to the base URL) wins on every site, else the
+        generator's rule (:func:`esrag.sites.registry.page_rule`; ``plain``'s when it has none)."""
+        permalink = front.get("permalink")
+        if isinstance(permalink, str) and permalink:
+            return permalink.lstrip("/")
+        rule = page_rule(self.site) or plain_path
+        return rule(rel, front, self)
+
     def section_anchors(self, doc: Document) -> list[tuple[str, tuple[str, ...]]]:
         """The anchor and the other ids (:attr:`esrag.model.Heading.alt_anchors`) of each of
         ``doc``'s headers, in order.
 
+        The rule is the site's (:attr:`anchors`, from its configuration) or its generator's.
         mdBook gives every header its own id (``normalize_id`` of its text, or ``{#id}``): an
-        ``<a id>`` kept above it (an old anchor of a renamed header) is an alternative there;
-        the other generators keep the ``<a name|id>`` as the anchor, as before.
+        ``<a id>`` kept above it (an old anchor of a renamed header) is an alternative there
+        (:attr:`Generator.html_anchor_is_alt`); the other generators keep the ``<a name|id>``
+        as the anchor.
         """
         headers = doc.headers
         if not headers:
             return []
-        own = self.site == "mdbook"
+        gen = self.generator
+        own = gen.html_anchor_is_alt
         explicit = ["" if own and h.html_anchor else h.anchor for h in headers]
-        titles = [h.title for h in headers]
-        if self.site == "mkdocs" and self.slugify is not None:  # mkdocs.yml's toc slugify
-            anchors = mkdocs_page_anchors(titles, explicit, self.slugify)
-        else:
-            rule = (self.layout.anchor_rule if self.layout is not None else "") or ANCHOR_RULES[self.site]  # Hugo's autoHeadingIDType
-            anchors = page_anchors(rule, titles, explicit)
+        anchors = (self.anchors or gen.anchors)([h.title for h in headers], explicit)
+        if self.built is not None:
+            anchors = self._built_anchors(doc, anchors)
         out = []
         for h, a in zip(headers, anchors):
             alts = (h.anchor, *h.alt_anchors) if own and h.html_anchor else h.alt_anchors
             out.append((a, tuple(x for x in dict.fromkeys(alts) if x and x != a)))
         return out
 
+    def _built_anchors(self, doc: Document, anchors: list[str]) -> list[str]:
+        """``anchors`` of ``doc``'s headers, each replaced by the built page's id of the same
+        heading where the page lacks the computed one (:meth:`esrag.sites.built.BuiltSite.anchor`;
+        repeated titles matched in order)."""
+        page = self.page_url(doc)
+        if not page or self.built is None:
+            return anchors
+        seen: dict[str, int] = {}
+        out = []
+        for h, a in zip(doc.headers, anchors):
+            ordinal = seen.get(h.title, 0)
+            seen[h.title] = ordinal + 1
+            out.append(self.built.anchor(page, h.title, ordinal, a))
+        changed = sum(1 for a, b in zip(anchors, out) if a != b)
+        if changed:
+            self.built_anchors[doc.path] = changed
+        return out
+
+    def page_heading(self, doc: Document) -> str:
+        """The page's h1 when the generator renders front matter ``title`` as it
+        (:attr:`esrag.sites.generator.Generator.title_from_front`) and the page has no level-1
+        header of its own, else ''."""
+        title = doc.front_matter.get("title")
+        if not self.generator.title_from_front or not isinstance(title, (str, int, float)) or not str(title).strip():
+            return ""
+        return "" if any(h.level == 1 for h in doc.headers) else str(title).strip()
+
     def apply(self, doc: Document, chunks: list[Chunk]) -> None:
         """Give each chunk the anchor of its section, its URL and its section's other URLs
-        (``alt_urls``, from :meth:`section_anchors`; [] without a base URL) in place."""
+        (``alt_urls``, from :meth:`section_anchors`; [] without a base URL) in place; where the
+        page's h1 is its front matter title (:meth:`page_heading`), it heads each section path."""
         by_path: dict[str, list[tuple[int, str, tuple[str, ...]]]] = {}
         for h, (a, alts) in zip(doc.headers, self.section_anchors(doc)):
             by_path.setdefault(h.section_path, []).append((h.line, a, alts))
@@ -298,6 +392,10 @@ class Site:
             c.anchor = anchor
             c.url = self.chunk_url(doc, anchor)
             c.alt_urls = [u for u in (self.chunk_url(doc, x) for x in alts) if u] + self.alias_urls(doc, anchor) if c.url else []
+        heading = self.page_heading(doc)
+        if heading:
+            for c in chunks:
+                c.section_path = f"{heading} > {c.section_path}" if c.section_path else heading
 
     def alias_urls(self, doc: Document, anchor: str) -> list[str]:
         """The section's URLs on the page's other addresses (Hugo ``aliases``, from the layout):
@@ -350,6 +448,7 @@ def resolve_site(
     url_template: str | None = None,
     doc_version: str = "",
     where: str = "--site",
+    include_root: Path | None = None,
 ) -> Site:
     """The :class:`Site` of an ingest of ``root``.
 
@@ -368,33 +467,42 @@ def resolve_site(
         base_url = check_base_url(base_url, "--base-url" if where == "--site" else where.replace("site", "base_url"))
     root = root.resolve()
     folder = root if root.is_dir() else root.parent
-    found = detect(root, site) if site not in ("github", "plain") else None
+    found = detect(root, site)
     chosen = site or (found.site if found else "plain")
     base = base_url or ""
     if not base and found is not None and found.base_url.startswith(("http://", "https://")):
         base = check_base_url(found.base_url, str(found.config))
-    pages = found.pages_dir if found is not None and found.site.split("-")[0] == chosen.split("-")[0] else folder
-    ref = "HEAD"
+    out = Site(chosen, folder, folder, base, url_template or "", doc_version)
+    out.include_root = _include_root(folder, include_root)
+    if found is not None:
+        _take(out, found)
     if chosen == "github":
-        pages = _git_toplevel(folder) or folder
-        ref = _git_ref(folder)
+        out.pages_dir = _git_toplevel(folder) or folder
+        out.ref = _git_ref(folder)
         if base and ("/blob/" in base or "/tree/" in base):  # the base already names the ref
-            base, url_template = base.replace("/tree/", "/blob/"), url_template or "{base_url}{file}"
-    same = found is not None and found.site.split("-")[0] == chosen.split("-")[0]
-    out = Site(
-        chosen,
-        folder,
-        pages,
-        base,
-        url_template or "",
-        doc_version,
-        found.directory_urls if found else True,
-        found.suffix if found else ".html",
-        ref,
-        found.layout if same and found is not None else None,
-        found.config if same and found is not None else None,
-    )
-    if same and found is not None:  # how the generator reads its pages
-        out.formats, out.include, out.skip, out.format_options = found.formats, found.include, found.skip, found.format_options
-        out.slugify = found.slugify
+            out.base_url, out.url_template = base.replace("/tree/", "/blob/"), url_template or "{base_url}{file}"
     return out
+
+
+def _include_root(folder: Path, given: Path | None) -> Path:
+    """``given`` (``--root``; it must hold ``folder``), else the repository root above
+    ``folder`` (the first folder holding ``.git``), else ``folder``.
+
+    Raises:
+        ConfigError: ``given`` is not a folder holding ``folder``."""
+    if given is not None:
+        given = given.resolve()
+        if not given.is_dir() or not folder.is_relative_to(given):
+            raise ConfigError(f"--root {given}: must be a folder that holds the ingested folder {folder}")
+        return given
+    top = up_to_repository_root(folder)[-1]
+    return top if (top / ".git").exists() else folder
+
+
+def _take(site: Site, found: Detected) -> None:
+    """Copy what the detected configuration says into ``site``."""
+    site.pages_dir, site.directory_urls, site.suffix = found.pages_dir, found.directory_urls, found.suffix
+    site.layout, site.config = found.layout, found.config
+    site.formats, site.include, site.skip, site.format_options = found.formats, found.include, found.skip, found.format_options
+    site.anchors, site.notes = found.anchors, list(found.notes)
+    site.pages_only = found.found_below

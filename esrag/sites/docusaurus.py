@@ -39,8 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from esrag.sites.generator import Detected, Generator
 from esrag.sites.jsconfig import UNKNOWN, read_config
 from esrag.sites.layout import OUTSIDE, Placement
+from esrag.sites.slugs import github_page_anchors
 
 CONFIG_NAMES = (
     "docusaurus.config.js",
@@ -178,7 +180,6 @@ class DocusaurusLayout:
     """
 
     generator = "docusaurus"
-    anchor_rule = ""  # Docusaurus's own slugger (esrag.sites.ANCHOR_RULES["docusaurus"])
 
     def __init__(self, config: Path, cfg: dict[str, Any]) -> None:
         self.config = config
@@ -409,7 +410,32 @@ def matches(folder: Path) -> bool:
     return any((folder / n).is_file() for n in CONFIG_NAMES)
 
 
+def detect(folder: Path) -> Detected | None:
+    """The Docusaurus site whose configuration file lies in ``folder`` (its layout places every
+    docs plugin instance, version and locale).
+
+    Raises:
+        ConfigError: the configuration cannot be read as JavaScript (names file and line).
+    """
+    layout = read_docusaurus(folder)
+    if layout is None:
+        return None
+    first = next((v.content_dir for p in layout.plugins for v in p.versions), folder / "docs")
+    return Detected("docusaurus", first, layout.base_url, config=layout.config, layout=layout, notes=list(layout.notes))
+
+
+GENERATOR = Generator(
+    name="docusaurus",
+    detect=detect,
+    anchors=github_page_anchors,
+    config_files=("docusaurus.config.{js,ts,mjs,cjs}",),
+    summary="every docs plugin, version and locale; number prefixes dropped, front matter `id`/`slug`; anchors github-slugger, `{#id}`",
+    source="@docusaurus/plugin-content-docs (docs.ts, slug.ts, numberPrefix.ts), @docusaurus/utils; github-slugger",
+    priority=30,
+)
+
 __all__ = [
+    "GENERATOR",
     "CONFIG_NAMES",
     "DocsPlugin",
     "DocsVersion",

@@ -2,7 +2,7 @@
 
 The keys esrag reads: ``title`` (the document title), ``description`` and ``tags`` (kept in the
 chunk metadata), ``slug`` / ``id`` / ``permalink`` / ``url`` (the page URL, see
-:mod:`esrag.sites.urls`), and ``draft`` / ``unlisted`` (a true value leaves the page out of
+:meth:`esrag.sites.Site.page_path`), and ``draft`` / ``unlisted`` (a true value leaves the page out of
 the index; the ingest summary lists it as skipped).
 """
 

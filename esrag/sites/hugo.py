@@ -33,6 +33,7 @@ Read from the project's own configuration, following Hugo (0.123+, ``config/allc
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import posixpath
 import re
@@ -46,7 +47,9 @@ import yaml
 
 from esrag.errors import ConfigError
 from esrag.sites.frontmatter import parse_front_matter
+from esrag.sites.generator import Detected, Generator
 from esrag.sites.layout import EXCLUDED, NOT_BUILT, OUTSIDE, Placement, up_to_repository_root
+from esrag.sites.slugs import blackfriday_slug, hugo_ascii_slug, hugo_page_anchors, hugo_slug
 
 CONFIG_BASENAMES = ("hugo", "config")
 CONFIG_EXTS = (".toml", ".yaml", ".yml", ".json")
@@ -227,8 +230,8 @@ class HugoLayout:
         self.cascades = _config_cascades(cfg)
         parser = _dict(_dict(_dict(cfg.get("markup")).get("goldmark")).get("parser"))
         id_type = str(parser.get("autoheadingidtype") or "github").lower()
-        #: the slug rule of headings (:data:`esrag.sites.slugs.PAGE_ANCHORS` key) for autoHeadingIDType
-        self.anchor_rule = {"github-ascii": "hugo-github-ascii", "blackfriday": "hugo-blackfriday"}.get(id_type, "hugo")
+        #: the slug of headings for autoHeadingIDType (``github``, ``github-ascii``, ``blackfriday``)
+        self.heading_slug = {"github-ascii": hugo_ascii_slug, "blackfriday": blackfriday_slug}.get(id_type, hugo_slug)
         perma = _dict(cfg.get("permalinks"))
         self.permalinks = {"page": {k: v for k, v in perma.items() if isinstance(v, str)}, "section": {}}
         for kind in ("page", "section"):
@@ -572,3 +575,28 @@ def read_hugo(folder: Path) -> HugoLayout | None:
     if not files:
         return None
     return HugoLayout(folder.resolve(), cfg, files)
+
+
+def detect(folder: Path) -> Detected | None:
+    """The Hugo project whose configuration (``hugo.*``, ``config/_default/``, or ``config.*``
+    beside ``content/``) lies in ``folder``; its layout places pages by mounts and languages.
+
+    Raises:
+        ConfigError: a configuration that cannot be read (names the file).
+    """
+    layout = read_hugo(folder)
+    if layout is None:
+        return None
+    anchors = functools.partial(hugo_page_anchors, slug=layout.heading_slug)
+    return Detected("hugo", layout.mounts[0].source, layout.base_url, config=layout.config, layout=layout, anchors=anchors)
+
+
+GENERATOR = Generator(
+    name="hugo",
+    detect=detect,
+    anchors=hugo_page_anchors,
+    config_files=("hugo.{toml,yaml,json}", "config/_default/", "config.{toml,yaml,json}"),
+    summary="content mounts and languages; `a/b.md` -> `a/b/` (lowercased), `_index.md`, permalinks, `slug`/`url`; anchors goldmark `autoHeadingIDType`",
+    source="hugo: config/allconfig, hugolib/filesystems, resources/page/permalinks.go, markup/goldmark/autoid.go",
+    priority=40,
+)

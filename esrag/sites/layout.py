@@ -3,8 +3,9 @@ esrag about one source file: :class:`Placement` (where the page is published, it
 language) or a skip reason, and the ``site`` block of the ingest summary.
 
 A :class:`Layout` is built from the generator's own configuration by its module
-(:mod:`esrag.sites.docusaurus`, :mod:`esrag.sites.hugo`) and carried by
-:class:`esrag.sites.Site`; generators without one keep the single ``pages_dir`` rule.
+(:mod:`esrag.sites.docusaurus`, :mod:`esrag.sites.hugo`, :mod:`esrag.sites.vitepress`,
+:mod:`esrag.sites.starlight`) and carried by :class:`esrag.sites.Site`; generators without one
+keep the single ``pages_dir`` rule (:attr:`esrag.sites.generator.Generator.page_path`).
 """
 
 from __future__ import annotations
@@ -54,9 +55,6 @@ class Layout(Protocol):
 
     generator: str
     config: Path
-    anchor_rule: str
-    """The anchor rule of :data:`esrag.sites.ANCHOR_RULES` its configuration selects ('' = the
-    generator's default), e.g. Hugo's ``markup.goldmark.parser.autoHeadingIDType``."""
 
     def skip_reason(self, file: Path, front: dict[str, Any]) -> str:
         """Why the generator does not publish ``file`` (absolute path; ``front``: its front

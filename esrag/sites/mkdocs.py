@@ -19,16 +19,23 @@
 from __future__ import annotations
 
 import functools
+import posixpath
 import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pathspec
 import yaml
+
+from esrag.sites.generator import Detected, Generator
+from esrag.sites.slugs import mkdocs_page_anchors
+
+if TYPE_CHECKING:
+    from esrag.sites import Site
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,3 +242,47 @@ def read_mkdocs(path: Path) -> MkDocsConf:
     elif separator != "-":
         conf.slugify = functools.partial(toc_slugify, separator=separator)
     return conf
+
+
+# -- the generator ---------------------------------------------------------------------------
+def detect(folder: Path) -> Detected | None:
+    """The MkDocs site whose ``mkdocs.yml`` (or ``mkdocs.yaml``) lies in ``folder``."""
+    for name in ("mkdocs.yml", "mkdocs.yaml"):
+        path = folder / name
+        if path.is_file():
+            cfg = read_mkdocs(path)
+            notes = [f"mkdocs.yml toc slugify {cfg.slugify_unknown} is not known: Python-Markdown's default slug is used"]
+            return Detected(
+                "mkdocs",
+                cfg.docs_dir,
+                cfg.site_url,
+                cfg.use_directory_urls,
+                config=path,
+                skip=cfg.excluded,
+                anchors=functools.partial(mkdocs_page_anchors, slug=cfg.slugify) if cfg.slugify is not None else None,
+                notes=notes if cfg.slugify_unknown else [],
+            )
+    return None
+
+
+def page_path(rel: str, front: dict[str, Any], site: Site) -> str:
+    """MkDocs ``File.url``: ``a/b.md`` -> ``a/b/`` (``use_directory_urls``) or ``a/b.html``;
+    ``index.md``/``README.md`` are the folder's page."""
+    folder, name = posixpath.split(rel)
+    stem = posixpath.splitext(name)[0]
+    prefix = f"{folder}/" if folder else ""
+    if stem.lower() in ("index", "readme"):
+        return prefix if site.directory_urls else f"{prefix}index.html"
+    return f"{prefix}{stem}/" if site.directory_urls else f"{prefix}{stem}.html"
+
+
+GENERATOR = Generator(
+    name="mkdocs",
+    detect=detect,
+    anchors=mkdocs_page_anchors,
+    page_path=page_path,
+    config_files=("mkdocs.yml",),
+    summary="`a/b.md` -> `a/b/` (`use_directory_urls`) or `a/b.html`; anchors Python-Markdown `toc` slugify (or the one mkdocs.yml names), duplicates `_1`",
+    source="mkdocs/config/defaults.py, mkdocs/structure/files.py; markdown/extensions/toc.py",
+    priority=10,
+)

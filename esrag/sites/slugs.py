@@ -166,20 +166,17 @@ def hugo_slug(value: str) -> str:
     return "".join(out)
 
 
-# -- per-generator anchors of a whole page ---------------------------------------------------
-def _mkdocs_page(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
-    return mkdocs_page_anchors(titles, explicit, mkdocs_slug)
-
-
-def mkdocs_page_anchors(titles: Sequence[str], explicit: Sequence[str], slug: Callable[[str], str]) -> list[str]:
+# -- anchors of a whole page: explicit ids and each generator's duplicate rule ----------------
+def mkdocs_page_anchors(titles: Sequence[str], explicit: Sequence[str], slug: Callable[[str], str] = mkdocs_slug) -> list[str]:
     """MkDocs anchors of a page's headers with the ``toc`` slug function ``slug`` (mkdocs.yml
     ``markdown_extensions: toc: slugify``): explicit ids kept, the rest ``toc.unique``-d."""
     used = {e for e in explicit if e}  # toc collects every existing id first
     return [e or mkdocs_unique(slug(t), used) for t, e in zip(titles, explicit)]
 
 
-def _counter_page(slug: Callable[[str], str]) -> Callable[[Sequence[str], Sequence[str]], list[str]]:
-    """``x``, ``x-1``, ``x-2`` per slug (mdBook's ``id_counter``; github-slugger's occurrences)."""
+def counter_page_anchors(slug: Callable[[str], str]) -> Callable[[Sequence[str], Sequence[str]], list[str]]:
+    """The page rule ``x``, ``x-1``, ``x-2`` per slug with explicit ids counted (mdBook's
+    ``id_counter``; github-slugger's occurrences; markdown-it-anchor's ``uniqueSlug``)."""
 
     def page(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
         occurrences: dict[str, int] = {}
@@ -218,7 +215,9 @@ def blackfriday_slug(value: str) -> str:
     return "".join(out)
 
 
-def _hugo_page(titles: Sequence[str], explicit: Sequence[str], slug: Callable[[str], str] = hugo_slug) -> list[str]:
+def hugo_page_anchors(titles: Sequence[str], explicit: Sequence[str], slug: Callable[[str], str] = hugo_slug) -> list[str]:
+    """Hugo (goldmark ``idFactory``): explicit ids kept, ``-1``, ``-2`` for repeats, an empty
+    slug is ``heading``."""
     vals = {e for e in explicit if e}
     out = []
     for t, e in zip(titles, explicit):
@@ -234,7 +233,9 @@ def _hugo_page(titles: Sequence[str], explicit: Sequence[str], slug: Callable[[s
     return out
 
 
-def _sphinx_page(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
+def sphinx_page_anchors(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
+    """docutils ``document.set_id`` with Sphinx's ``auto_id_prefix`` ``id``: a slug already used
+    (or empty) becomes ``id1``, ``id2``…"""
     ids: set[str] = {e for e in explicit if e}
     counter = 0
     out = []
@@ -243,7 +244,7 @@ def _sphinx_page(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
             out.append(e)
             continue
         cand = docutils_make_id(t)
-        if not cand or cand in ids:  # docutils document.set_id with Sphinx's auto_id_prefix "id"
+        if not cand or cand in ids:
             while True:
                 counter += 1
                 cand = f"id{counter}"
@@ -254,29 +255,5 @@ def _sphinx_page(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
     return out
 
 
-#: anchors of a page's headers, in document order, by generator: ``f(titles, explicit_ids)``.
-PAGE_ANCHORS: dict[str, Callable[[Sequence[str], Sequence[str]], list[str]]] = {
-    "mkdocs": _mkdocs_page,
-    "mdbook": _counter_page(mdbook_slug),
-    "sphinx": _sphinx_page,
-    "github": _counter_page(github_slug),
-    "docusaurus": _counter_page(github_slug),
-    "hugo": _hugo_page,
-    "hugo-github-ascii": lambda titles, explicit: _hugo_page(titles, explicit, hugo_ascii_slug),
-    "hugo-blackfriday": lambda titles, explicit: _hugo_page(titles, explicit, blackfriday_slug),
-}
-
-
-def page_anchors(generator: str, titles: Sequence[str], explicit: Sequence[str] | None = None) -> list[str]:
-    """The anchor of every header of one page, in document order.
-
-    Args:
-        generator: a key of :data:`PAGE_ANCHORS` (``mkdocs``, ``mdbook``, ``sphinx``, ``github``,
-            ``docusaurus``, ``hugo``).
-        titles: the headers' rendered texts, in document order.
-        explicit: explicit ids per header ('' where none), same length as ``titles``.
-
-    Raises:
-        KeyError: unknown generator.
-    """
-    return PAGE_ANCHORS[generator](titles, explicit or [""] * len(titles))
+#: github-slugger anchors of a page (GitHub, Docusaurus, Starlight).
+github_page_anchors = counter_page_anchors(github_slug)

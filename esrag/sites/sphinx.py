@@ -25,14 +25,34 @@ and ``?`` stay inside one path segment, ``**`` crosses them).
 from __future__ import annotations
 
 import ast
+import posixpath
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from esrag.sites.generator import Detected, Generator
+from esrag.sites.slugs import sphinx_page_anchors
+
+if TYPE_CHECKING:
+    from esrag.sites import Site
 
 #: Sphinx's ``Config.source_suffix`` default.
 DEFAULT_SUFFIXES = {".rst": "restructuredtext"}
+#: source suffixes Sphinx extensions register in their ``setup(app)`` with
+#: ``app.add_source_suffix`` (merged under ``conf.py``'s own ``source_suffix`` at
+#: ``config-inited``: an explicit entry wins, as ``sphinx.registry.merge_source_suffix`` does).
+#: Sources: ``myst_parser/sphinx_ext/main.py`` (``setup_sphinx``), ``myst_nb/sphinx_ext.py``
+#: (``.md`` and ``.ipynb``), ``recommonmark/__init__.py`` (0.5+), ``nbsphinx/__init__.py``.
+EXTENSION_SUFFIXES: dict[str, dict[str, str]] = {
+    "myst_parser": {".md": "markdown"},
+    "myst_nb": {".md": "markdown", ".ipynb": "notebook"},
+    "recommonmark": {".md": "markdown"},
+    "nbsphinx": {".ipynb": "notebook"},
+}
+#: extensions whose ``.md`` pages are MyST Markdown (directives in colon fences hold no section).
+MYST_EXTENSIONS = frozenset({"myst_parser", "myst_nb"})
 #: what ``Project.discover`` always leaves out (``sphinx/builders/__init__.py``, ``EXCLUDE_PATHS``).
 ALWAYS_EXCLUDED = ("**/_sources", ".#*", "**/.#*", "*.lproj/**")
 
@@ -55,6 +75,7 @@ class SphinxConf:
             ``parse_node`` function names the object in code, so its id is unknown), and which
             of them are crossref types (targets only, no visible signature) in ``crossref_types``.
         skipped: settings present but not literal (left at Sphinx's default).
+        notes: how esrag proceeded where the configuration could not be evaluated.
     """
 
     path: Path
@@ -67,6 +88,7 @@ class SphinxConf:
     object_types: dict[str, str] = field(default_factory=dict)
     crossref_types: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     def excluded(self, rel: str) -> str:
         """The reason Sphinx does not build ``rel`` (a path relative to the source folder), or ''.
@@ -207,6 +229,7 @@ def read_conf(path: Path) -> SphinxConf:
     suffix = values.get("html_file_suffix")
     conf.file_suffix = suffix if isinstance(suffix, str) and suffix else ".html"
     conf.extensions = _strings(values.get("extensions"))
+    conf.suffixes, conf.notes = _with_extension_suffixes(conf.suffixes, conf.extensions, "extensions" in other)
     types, crossref = registered_object_types(tree)
     dirs = [path.parent, *_path_dirs(tree, path.parent)]
     for ext in conf.extensions:
@@ -232,6 +255,23 @@ def read_conf(path: Path) -> SphinxConf:
     )
     conf.skipped = tuple(n for n in wanted if n in other)
     return conf
+
+
+def _with_extension_suffixes(
+    suffixes: dict[str, str], extensions: tuple[str, ...], unknown: bool
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """``suffixes`` plus those the ``extensions`` register (:data:`EXTENSION_SUFFIXES`; conf.py's
+    own entries win), and the notes to show. ``unknown``: ``extensions`` is computed in conf.py,
+    so which parsers it adds cannot be known — ``.md`` is read as Markdown rather than dropped on
+    a guess, and a note says so."""
+    out, notes = dict(suffixes), []
+    for ext in extensions:
+        for suffix, kind in EXTENSION_SUFFIXES.get(ext, {}).items():
+            out.setdefault(suffix, kind)
+    if unknown and ".md" not in out:
+        out[".md"] = "markdown"
+        notes.append("conf.py computes `extensions`, so the parsers they add are unknown: .md files are read as Markdown")
+    return out, tuple(notes)
 
 
 @lru_cache(maxsize=256)
@@ -282,3 +322,71 @@ def matches(rel: str, patterns: tuple[str, ...]) -> bool:
     prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
     expanded = [*patterns, *(p[3:] for p in patterns if p.startswith("**/"))]  # Matcher: "**/x" also matches "x"
     return any(_pattern(p.rstrip("/")).match(prefix) for p in expanded if p for prefix in prefixes)
+
+
+# -- the generator ---------------------------------------------------------------------------
+def _dirhtml_hint(*folders: Path) -> bool:
+    """A ``builder: dirhtml`` in ``.readthedocs.y(a)ml`` (Read the Docs builds with it)."""
+    for folder in folders:
+        for name in (".readthedocs.yaml", ".readthedocs.yml"):
+            p = folder / name
+            if p.is_file() and re.search(r"builder:\s*['\"]?dirhtml", p.read_text(encoding="utf-8", errors="replace")):
+                return True
+    return False
+
+
+def detect(folder: Path) -> Detected | None:
+    """The Sphinx project whose ``conf.py`` lies in ``folder`` (or its ``docs/``, ``source/``,
+    ``doc/``, ``docs/source/``), read by :func:`read_conf`; ``sphinx-dirhtml`` when Read the
+    Docs builds it with ``dirhtml``. Confidence 0.5: ``conf.py`` is a common file name."""
+    for sub in ("", "docs", "source", "doc", "docs/source"):
+        conf = folder / sub / "conf.py"
+        if not conf.is_file():
+            continue
+        cfg = read_conf(conf.resolve())
+        kinds = {"restructuredtext": "rst", "markdown": "markdown"}
+        formats = {s: kinds[k] for s, k in cfg.suffixes.items() if k in kinds}
+        options = {
+            "object_types": dict(cfg.object_types),
+            "crossref_types": list(cfg.crossref_types),
+            "myst": bool(MYST_EXTENSIONS & set(cfg.extensions)) or bool(cfg.notes),
+        }
+        return Detected(
+            "sphinx-dirhtml" if _dirhtml_hint(folder, conf.parent) else "sphinx",
+            conf.parent,
+            cfg.base_url,
+            suffix=cfg.file_suffix,
+            config=conf,
+            formats=formats,
+            include=tuple(f"*{s}" for s in formats),
+            skip=cfg.excluded,
+            format_options=options,
+            notes=list(cfg.notes),
+            confidence=0.5 if sub else 0.6,
+        )
+    return None
+
+
+def _html_path(rel: str, front: dict[str, Any], site: Site) -> str:
+    """Sphinx ``html`` builder: the document name plus ``html_file_suffix``."""
+    return posixpath.splitext(rel)[0] + site.suffix
+
+
+def _dirhtml_path(rel: str, front: dict[str, Any], site: Site) -> str:
+    """Sphinx ``dirhtml`` builder: ``a/b`` -> ``a/b/``, ``a/index`` -> ``a/``."""
+    folder, name = posixpath.split(posixpath.splitext(rel)[0])
+    prefix = f"{folder}/" if folder else ""
+    return prefix if name == "index" else f"{prefix}{name}/"
+
+
+GENERATOR = Generator(
+    name="sphinx",
+    detect=detect,
+    anchors=sphinx_page_anchors,
+    page_path=_html_path,
+    config_files=("conf.py",),
+    summary="`a/b.rst` -> `a/b.html` (`html_file_suffix`); `sphinx-dirhtml`: `a/b/`; anchors docutils `make_id`, duplicates `id1`…",
+    source="sphinx/config.py, sphinx/project.py, sphinx/builders/html, sphinx/builders/dirhtml.py; docutils nodes.make_id",
+    variants={"sphinx-dirhtml": _dirhtml_path},
+    priority=90,
+)
