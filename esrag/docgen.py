@@ -1,5 +1,6 @@
-"""The generated parts of the manual: the CLI reference (``docs/cli.md``) and the settings table
-(``docs/configuration.md``), made from the code so that they cannot drift from it.
+"""The generated parts of the manual: the CLI reference (``docs/cli.md``), the settings table
+(``docs/configuration.md``) and the generators table (``docs/sites.md``, from the ``esrag.sites``
+registry), made from the code so that they cannot drift from it.
 
 Each generated block sits between two markers in its page; everything around them is written by
 hand and left alone::
@@ -293,10 +294,25 @@ def settings_reference() -> str:
 
 # ------------------------------------------------------------------------------------- pages
 
+
 #: page (relative to the project root) -> {block name: generator}
+def sites_table() -> str:
+    """The generators table of ``docs/sites.md``: one row per registered generator
+    (:func:`esrag.sites.registry.describe_generators`, in detection order)."""
+    from esrag.sites.registry import describe_generators
+
+    rows = ["| `--site` | configuration read | pages, URLs and anchors | rules read from |", "|---|---|---|---|"]
+    for g in describe_generators():
+        names = ", ".join(f"`{n}`" for n in [g["name"], *g["variants"]])
+        config = ", ".join(f"`{c}`" for c in g["config_files"]) or "none (chosen with `--site`)"
+        rows.append(f"| {names} | {config} | {_cell(g['summary'])} | {_cell(g['source'])} |")
+    return "\n".join(rows)
+
+
 PAGES: dict[str, dict[str, Callable[[], str]]] = {
     "docs/cli.md": {"cli": cli_reference},
     "docs/configuration.md": {"settings": settings_reference},
+    "docs/sites.md": {"sites": sites_table},
 }
 
 

@@ -65,6 +65,9 @@ class IncludeContext:
         include_variants: ``mkdocs.yml`` enables FastAPI's ``markdown_include_variants``
             (``{* path hl[…] ln[…] title["…"] *}``).
         mkdocs: the ``mkdocs.yml`` that governs the file, or None.
+        vitepress_src: the ``srcDir`` of the VitePress project the file belongs to (its
+            ``<!--@include: …-->`` and ``<<< path`` snippets are resolved,
+            :mod:`esrag.formats.vitepress_includes`; ``@/`` names this folder), or None.
     """
 
     file: Path
@@ -77,6 +80,7 @@ class IncludeContext:
     mdx_include_base: Path | None = None
     include_variants: bool = False
     mkdocs: Path | None = None
+    vitepress_src: Path | None = None
 
 
 def checked_target(path: Path, ctx: IncludeContext, stack: tuple[Path, ...], shown: str) -> Path:

@@ -49,7 +49,9 @@ from esrag.formats.base import UNRESOLVED
 from esrag.formats.include_base import IncludeContext, IncludeError, Resolved, checked_target, read_included
 from esrag.formats.mkdocs_config import find_mkdocs, read_mkdocs
 from esrag.formats.shortcodes import Finder, content_finder, expand
+from esrag.formats.vitepress_includes import resolve_vitepress
 from esrag.sites.hugo import project_of, read_hugo
+from esrag.sites.vitepress import find_project, read_vitepress
 
 MAX_DEPTH = 10  # mdBook's MAX_LINK_NESTED_DEPTH
 
@@ -82,6 +84,9 @@ def context_for(file: Path, root: Path) -> IncludeContext:
     book = _find_upwards(file.parent, "book.toml")
     if book is not None and book.parent.is_relative_to(root):
         allowed = book.parent
+    vitepress_src = _vitepress_src(file.parent) if book is None else None
+    if vitepress_src is not None:  # a VitePress project's <!--@include--> and <<< snippets
+        return IncludeContext(file, allowed, vitepress_src=vitepress_src)
     found = find_mkdocs(file.parent)
     if found is None:  # a Hugo project's include shortcodes, outside an mdBook
         return IncludeContext(file, allowed, mdbook=book is not None, hugo=_hugo_finder(file.parent, allowed) if book is None else None)
@@ -127,6 +132,23 @@ def _content_finder(project: Path) -> Finder | None:
     return content_finder([(m.source, m.target) for m in layout.mounts]) if layout is not None else None
 
 
+def _vitepress_src(start: Path) -> Path | None:
+    """The ``srcDir`` of the VitePress project at or above ``start`` (the nearest folder holding
+    ``.vitepress/config.*``), or None outside one (or when its configuration cannot be read:
+    the site layer reports that)."""
+    project = find_project(start)
+    return _vitepress_src_of(project) if project is not None else None
+
+
+@functools.lru_cache(maxsize=16)
+def _vitepress_src_of(project: Path) -> Path | None:
+    try:
+        layout = read_vitepress(project)
+    except Exception:  # an invalid configuration is reported by the site layer; no includes here
+        return None
+    return layout.src_dir if layout is not None else None
+
+
 def _find_upwards(start: Path, name: str) -> Path | None:
     for d in (start, *start.parents):
         if (d / name).is_file():
@@ -167,6 +189,8 @@ def resolve(text: str, ctx: IncludeContext | None) -> Resolved:
         out.dependencies, out.directives = expanded.dependencies, len(expanded.dependencies)
         return out
     src = list(range(1, len(lines) + 1))
+    if ctx is not None and ctx.vitepress_src is not None:
+        lines, src = resolve_vitepress(lines, src, ctx, out)
     if ctx is not None and ctx.include_variants:
         lines, src = _variants(lines, src, ctx, out)
     if ctx is not None and ctx.mdx_include_base is not None:

@@ -17,7 +17,11 @@ module reads the *literal* parts of such a file the way a JavaScript engine woul
   literals without substitutions, and names bound by a top-level ``const``/``let``/``var`` to
   such a literal. Anything computed at build time (a call, an arithmetic expression, a template
   literal with substitutions, a function) becomes :data:`UNKNOWN`, so a caller can tell "not
-  set" (key missing) from "set to something we cannot know".
+  set" (key missing) from "set to something we cannot know";
+* :func:`call_arguments` finds the options an integration is called with, where the exported
+  object only holds a call: ``integrations: [starlight({…})]`` with ``import starlight from
+  '@astrojs/starlight'``; :func:`arguments_of` the object given to a named helper
+  (``defineConfig({…})`` inside wrapper calls).
 """
 
 from __future__ import annotations
@@ -594,6 +598,63 @@ def _returned(tokens: list[Token], i: int, parser: _Parser) -> Any:
         elif depth == 1 and t.kind == "name" and t.value == "return":
             found = k
     return parser.value(found + 1)[0] if found is not None else UNKNOWN
+
+
+def _default_import(tokens: list[Token], module: str) -> str | None:
+    """The name bound to ``module``'s default export: ``import NAME from 'module'`` (also
+    ``import NAME, {…} from``) or ``const NAME = require('module')``; None when not imported."""
+    for i, tok in enumerate(tokens[:-3]):
+        nxt = tokens[i + 1]
+        if tok.kind != "name" or nxt.kind != "name":
+            continue
+        if tok.value == "import" and nxt.value not in ("type", "*"):
+            j = i + 2
+            while j < len(tokens) and tokens[j].kind != "string" and tokens[j].value != ";":
+                j += 1
+            if j < len(tokens) and tokens[j].kind == "string" and tokens[j].value == module and tokens[j - 1].value == "from":
+                return str(nxt.value)
+        if tok.value in ("const", "let", "var") and tokens[i + 2].value == "=" and tokens[i + 3].value == "require":
+            arg = tokens[i + 5] if i + 5 < len(tokens) else None
+            if arg is not None and arg.kind == "string" and arg.value == module:
+                return str(nxt.value)
+    return None
+
+
+def call_arguments(text: str, module: str) -> list[Any] | None:
+    """The first argument of every call of ``module``'s default import in ``text``
+    (``starlight({...})`` inside ``integrations: [...]`` after ``import starlight from
+    '@astrojs/starlight'``), evaluated as :func:`evaluate` does (``{}`` for a call without
+    arguments, :data:`UNKNOWN` when computed); None when ``text`` does not import ``module``.
+
+    Raises:
+        JsSyntaxError: lexically invalid JavaScript.
+    """
+    tokens = tokenize(text)
+    name = _default_import(tokens, module)
+    return None if name is None else _first_arguments(tokens, name)
+
+
+def arguments_of(text: str, callee: str) -> list[Any]:
+    """The first argument of every call ``callee(…)`` in ``text`` (a helper such as VitePress's
+    ``defineConfig({…})``, however it is wrapped: ``withPwa(defineConfig({…}))``), evaluated as
+    :func:`evaluate` does; [] when there is none.
+
+    Raises:
+        JsSyntaxError: lexically invalid JavaScript.
+    """
+    return _first_arguments(tokenize(text), callee)
+
+
+def _first_arguments(tokens: list[Token], name: str) -> list[Any]:
+    """The evaluated first argument of every call of ``name`` in ``tokens`` (not its
+    declaration, import or a method of that name)."""
+    parser = _Parser(tokens, _top_level_bindings(tokens))
+    out: list[Any] = []
+    for i in range(1, len(tokens) - 2):
+        tok, prev = tokens[i], tokens[i - 1]
+        if tok.kind == "name" and tok.value == name and tokens[i + 1].value == "(" and prev.value not in ("import", "function", "."):
+            out.append({} if tokens[i + 2].value == ")" else parser.value(i + 2)[0])
+    return out
 
 
 def read_config(path: Path) -> dict[str, Any]:
