@@ -231,6 +231,36 @@ def test_mdx_keeps_prose_and_drops_code_lines():
     assert chunks[0].start_line == 1 and chunks[-1].end_line <= 26
 
 
+def test_mdx_template_literal_props_are_code_not_headers():
+    """Starlight's ``<Code code={`…`} />`` (biome's getting-started page): the shell comments in
+    the literal are code the page shows, not Markdown headers; a ``>`` inside the literal or a
+    quoted prop does not end the tag; a stray ``<Word`` followed by a blank line is text."""
+    src = "\n".join(
+        [
+            "# Getting started",
+            "<Tabs>",
+            '\t<Code frame="none" showLineNumbers={false} code={`',
+            "# Format all files",
+            "npx @biomejs/biome format --write <files>",
+            "# Lint ${'}'} \\` files",
+            '`} lang="shell" title="a > b"/>',
+            "</Tabs>",
+            "## Next",
+            "<Stray words here",
+            "",
+            "text >",
+        ]
+    )
+    out = blank_code_lines(src).split("\n")
+    assert len(out) == 12
+    assert out[2] == out[6] == "~~~" and out[3:6] == src.split("\n")[3:6]
+    assert out[1] == out[7] == "" and out[9:] == ["<Stray words here", "", "text >"]
+    doc = Document("page.mdx", src)
+    chunks = HeaderChunker().chunk(doc)
+    assert [h.title for h in doc.headers] == ["Getting started", "Next"]
+    assert "npx @biomejs/biome format --write <files>" in chunks[0].text
+
+
 def test_async_book_every_include_resolves_and_spans_stay_on_the_page():
     settings = Settings()
     files = discover(ASYNC_BOOK, settings.ingest.include, settings.ingest.exclude)

@@ -51,16 +51,85 @@ def blank_code_lines(text: str) -> str:
             continue
         if _JSX_ONLY.match(line) or _EXPR_ONLY.match(line):
             lines[i] = ""
-        elif _JSX_OPEN.match(line):  # <Component\n  prop="x"\n/> : blank through the closing '>'
-            j = i
-            while j < len(lines) and ">" not in lines[j]:
-                j += 1
-            if j < len(lines) and lines[j].rstrip().endswith(">") and "<" not in lines[j][: lines[j].find(">")].lstrip("/"):
-                for k in range(i, j + 1):
-                    lines[k] = ""
-                i = j
+        elif _JSX_OPEN.match(line):  # <Component\n  prop="x"\n  code={`…`}\n/> : through the closing '>'
+            end = _tag_end(lines, i, line.index("<") + 1)
+            if end is not None and not lines[end.line][end.column + 1 :].strip():
+                _blank_tag(lines, i, end)
+                i = end.line
         i += 1
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class _TagEnd:
+    """Where a JSX tag that opened on an earlier line ends: ``line`` and ``column`` of its ``>``
+    (0-based), and ``literal``: the lines wholly inside a template literal of one of its
+    attribute expressions (``code={`…`}``: what the component shows as text)."""
+
+    line: int
+    column: int
+    literal: tuple[int, ...]
+
+
+#: how many lines a JSX tag may span before it is taken for text (a stray ``<Word`` line)
+MAX_TAG_LINES = 400
+
+
+def _tag_end(lines: list[str], start: int, column: int) -> _TagEnd | None:
+    """The end of the JSX tag whose name starts at ``lines[start][column]`` (MDX 3 / JSX: an
+    attribute value is a quoted string or a ``{…}`` JavaScript expression, in which strings,
+    nested braces and template literals with ``${…}`` hold any character, ``>`` included), or
+    None when it does not close within :data:`MAX_TAG_LINES` lines or a blank line comes first
+    outside an expression (then the line was text, as MDX would also refuse the tag)."""
+    stack: list[str] = []  # "{" expression, "`" template literal, a quote: a string
+    literal: list[int] = []
+    for n in range(start, min(len(lines), start + MAX_TAG_LINES)):
+        text = lines[n]
+        began_in_literal = bool(stack) and stack[-1] == "`"
+        k = column if n == start else 0
+        while k < len(text):
+            ch = text[k]
+            top = stack[-1] if stack else ""
+            if top in ("`", '"', "'") and ch == "\\":
+                k += 2
+                continue
+            if top == "`":
+                if ch == "`":
+                    stack.pop()
+                elif text.startswith("${", k):
+                    stack.append("{")
+                    k += 1
+            elif top in ('"', "'"):
+                if ch == top:
+                    stack.pop()
+            elif ch in ('"', "'", "`") and (top == "{" or ch != "`"):
+                stack.append(ch)
+            elif ch == "{":
+                stack.append("{")
+            elif ch == "}" and top == "{":
+                stack.pop()
+            elif ch == ">" and not stack:
+                return _TagEnd(n, k, tuple(literal))
+            k += 1
+        if began_in_literal and stack and stack[-1] == "`" and n > start:
+            literal.append(n)
+        if not text.strip() and (not stack or stack[-1] in ('"', "'")):
+            return None  # a blank line between attributes or in a string: a stray '<Word', not a tag
+    return None
+
+
+def _blank_tag(lines: list[str], start: int, end: _TagEnd) -> None:
+    """Empty the lines ``start``..``end.line`` of a JSX tag; the lines of a template literal it
+    passes to the component (``<Code code={`…`} />``) stay, fenced as code, because the reader
+    sees them as code, never as Markdown (a ``# comment`` in a shell snippet is no header)."""
+    keep = set(end.literal)
+    for k in range(start, end.line + 1):
+        if k not in keep:
+            lines[k] = ""
+    if keep:
+        fence = "~" * max(3, 1 + max(len(r) for k in keep for r in re.findall(r"~+", lines[k]) or [""]))
+        lines[min(keep) - 1] = fence
+        lines[max(keep) + 1] = fence
 
 
 def _front_matter_end(lines: list[str]) -> int:
