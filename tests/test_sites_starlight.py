@@ -328,3 +328,37 @@ def test_starlight_build_conformance(tmp_path):
 def _page_file(url: str, base: str) -> str:
     path = url.split("#", 1)[0][len(base) :]
     return path + "index.html" if path == "" or path.endswith("/") else path
+
+
+def test_front_matter_after_blank_lines(tmp_path):
+    """Astro's frontmatterRE accepts blank lines before the opening ``---`` (biome's
+    getting-started page starts with one): the title is read, no setext header is made of the
+    front matter, and every content line keeps its number."""
+    from esrag.app import make_chunker
+    from esrag.config import load_settings
+    from esrag.sites import resolve_site
+    from esrag.sites.frontmatter import lift_front_matter
+    from esrag.sources import discover, load_document
+
+    assert lift_front_matter("\n\n---\ntitle: A\n---\ntext\n") == "---\ntitle: A\n---\n\n\ntext\n"
+    assert lift_front_matter("\ntext\n---\n") == "\ntext\n---\n"  # no front matter after the blank lines
+    root = site(
+        tmp_path,
+        config(),
+        {
+            "guides/start.mdx": "\n---\ntitle: Getting Started\nslug: begin\n---\n\n## Install\n\n"
+            + "npm i " * 300
+            + "\n\n## Use\n\n"
+            + "run " * 300
+        },
+    )
+    where = resolve_site(root, None, None)
+    src = next(f for f in discover(root, load_settings().ingest.include, []) if f.rel.endswith("start.mdx"))
+    doc = load_document(src, "c", 10**6)
+    assert where.prepare(doc) == ""
+    chunks = make_chunker(load_settings()).chunk(doc)
+    where.apply(doc, chunks)
+    assert doc.title == "Getting Started"
+    install = next(c for c in chunks if c.section_path == "Getting Started > Install")
+    assert install.start_line == 7 and install.url == "https://docs.example.com/begin/#install"
+    assert not any("title-getting-started" in (c.url or "") for c in chunks)

@@ -26,7 +26,7 @@ from typing import Any
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Document
 from esrag.sites.built import BuiltSite
-from esrag.sites.frontmatter import is_hidden, parse_front_matter
+from esrag.sites.frontmatter import is_hidden, lift_front_matter, parse_front_matter
 from esrag.sites.generator import AnchorRule, Detected, Generator
 from esrag.sites.layout import Layout, up_to_repository_root
 from esrag.sites.plain import plain_path
@@ -70,6 +70,10 @@ def check_url_template(template: str, where: str = "--url-template") -> str:
             + " (write {{ and }} for braces)"
         ) from None
     return template
+
+
+#: the formats :func:`esrag.formats.parse` reads; a generator may publish others (notebooks).
+READ_FORMATS = ("markdown", "rst")
 
 
 @dataclass(slots=True)
@@ -133,6 +137,18 @@ class Site:
         """The registered generator :attr:`site` selects."""
         return generator_of(self.site)
 
+    def unread_reason(self, rel: str) -> str:
+        """Why the page at ``rel`` (relative to the ingested folder), which the generator publishes,
+        is not indexed: its format is one esrag has no reader for (:data:`READ_FORMATS`), such as
+        the notebooks Sphinx builds with ``nbsphinx`` or ``myst_nb``; '' for any other file."""
+        page = self._page_rel(rel)
+        if page is None:
+            return ""
+        for suffix, kind in self.formats.items():
+            if page.endswith(suffix) and kind not in READ_FORMATS:
+                return f"a {kind} page {self.generator.name} publishes (esrag does not read {kind}s yet)"
+        return ""
+
     def read_as(self, doc: Document) -> None:
         """Set ``doc.format`` / ``doc.format_options`` as the generator reads the file (Sphinx
         ``source_suffix``: ``.txt`` pages are reStructuredText); files outside the generator's
@@ -142,8 +158,9 @@ class Site:
             return
         for suffix, kind in sorted(self.formats.items(), key=lambda kv: -len(kv[0])):
             if rel.endswith(suffix):
-                doc.format = kind
-                doc.format_options = self.format_options
+                if kind in READ_FORMATS:  # a notebook stays what its suffix says (unread_reason)
+                    doc.format = kind
+                    doc.format_options = self.format_options
                 return
 
     def prepare(self, doc: Document) -> str:
@@ -173,6 +190,8 @@ class Site:
         self.read_as(doc)
         if doc.format == "rst" or not doc.path.lower().endswith(_MARKDOWN):
             return self._place(doc, file)
+        if self.generator.front_matter_after_blank_lines:
+            doc.text = lift_front_matter(doc.text)
         front = parse_front_matter(doc.text, doc.path)
         doc.front_matter = front
         if isinstance(front.get("title"), (str, int, float)) and str(front["title"]).strip():

@@ -32,6 +32,24 @@ def split_front_matter(text: str) -> tuple[str, str, int] | None:
     return None
 
 
+def lift_front_matter(text: str) -> str:
+    """``text`` with the whitespace-only lines before its front matter moved to just after it, so
+    that the front matter opens the file and every line after it keeps its number; ``text``
+    unchanged when no front matter follows its leading blank lines. For generators that accept
+    them (Astro ``@astrojs/markdown-remark`` ``frontmatterRE``: ``(?:^\\uFEFF?|^\\s*\\n)---``)."""
+    lines = text.split("\n")
+    k = 0
+    while k < len(lines) - 1 and not lines[k].strip():
+        k += 1
+    if k == 0:
+        return text
+    found = split_front_matter("\n".join(lines[k:]))
+    if found is None:
+        return text
+    end = found[2]  # 1-based line of the closing fence within lines[k:]
+    return "\n".join(lines[k : k + end] + lines[:k] + lines[k + end :])
+
+
 def parse_front_matter(text: str, path: str) -> dict[str, Any]:
     """The front matter of a page as a dict ({} when the page has none).
 

@@ -114,6 +114,8 @@ class Generator:
         title_from_front: front matter ``title`` is rendered as the page's h1.
         html_anchor_is_alt: an ``<a id>`` above a header is an old anchor, the header keeps its
             own (mdBook), instead of being the header's anchor.
+        front_matter_after_blank_lines: front matter may follow whitespace-only lines (Astro's
+            ``frontmatterRE``), not only open the file.
     """
 
     name: str
@@ -127,3 +129,4 @@ class Generator:
     priority: int = 100
     title_from_front: bool = False
     html_anchor_is_alt: bool = False
+    front_matter_after_blank_lines: bool = False

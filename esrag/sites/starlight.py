@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from esrag.errors import ConfigError, SourceError
-from esrag.sites.frontmatter import parse_front_matter
+from esrag.sites.frontmatter import lift_front_matter, parse_front_matter
 from esrag.sites.generator import Detected, Generator
 from esrag.sites.jsconfig import UNKNOWN, JsSyntaxError, call_arguments, evaluate
 from esrag.sites.layout import OUTSIDE, Placement
@@ -345,7 +345,7 @@ def _choice(value: Any, allowed: tuple[str, ...], key: str, notes: list[str]) ->
 
 def _front(path: Path) -> dict[str, Any]:
     try:
-        return parse_front_matter(path.read_text(encoding="utf-8", errors="replace"), str(path))
+        return parse_front_matter(lift_front_matter(path.read_text(encoding="utf-8", errors="replace")), str(path))
     except SourceError:
         return {}
 
@@ -417,6 +417,7 @@ GENERATOR = Generator(
     ),
     source="withastro/starlight packages/starlight (loaders.ts, utils/routing, utils/slugs.ts); withastro/astro (content/utils.ts, rehype-collect-headings.ts)",
     title_from_front=True,
+    front_matter_after_blank_lines=True,
 )
 
 __all__ = [
