@@ -40,7 +40,7 @@ from esrag import section_context
 from esrag.chunking.base import Chunker
 from esrag.embedding import CachedEmbedder, Embedder, ReportsRuntime
 from esrag.errors import EsragError
-from esrag.filereport import FileReport, survey
+from esrag.filereport import SUFFIX_NOT_READ, FileReport, survey
 from esrag.formats.base import is_unresolved_include
 from esrag.indexed_text import embed_text
 from esrag.model import Chunk, Document, content_hash
@@ -344,6 +344,11 @@ class Ingester:
             else FileReport(text_files=len(files))
         )
         self._report.docs_roots = self._docs_roots(root.resolve())
+        if self.site is not None:  # a page the generator publishes in a format esrag cannot read says so
+            for rel in list(self._report.skipped.get(SUFFIX_NOT_READ, [])):
+                reason = self.site.unread_reason(rel)
+                if reason:
+                    self._report.relabel(rel, reason)
         self._loaded = set()
         # a site whose layout gives each file its version (Docusaurus) defines every version of the
         # corpus: compare with (and prune) all of them, also when versions come or go

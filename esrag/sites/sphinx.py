@@ -345,7 +345,8 @@ def detect(folder: Path) -> Detected | None:
             continue
         cfg = read_conf(conf.resolve())
         kinds = {"restructuredtext": "rst", "markdown": "markdown"}
-        formats = {s: kinds[k] for s, k in cfg.suffixes.items() if k in kinds}
+        # every suffix Sphinx reads; those of a parser esrag lacks (notebooks) are named, not read
+        formats = {s: kinds.get(k, k) for s, k in cfg.suffixes.items()}
         options = {
             "object_types": dict(cfg.object_types),
             "crossref_types": list(cfg.crossref_types),
@@ -358,7 +359,7 @@ def detect(folder: Path) -> Detected | None:
             suffix=cfg.file_suffix,
             config=conf,
             formats=formats,
-            include=tuple(f"*{s}" for s in formats),
+            include=tuple(f"*{s}" for s, kind in formats.items() if kind in kinds.values()),
             skip=cfg.excluded,
             format_options=options,
             notes=list(cfg.notes),
