@@ -183,7 +183,10 @@ class SearchService:
             self.check_corpora(req.corpora)
         s = self.settings
         languages = language_filter(list(req.languages) or s.language.filter, req.query, s.language.candidates)
-        filters = Filters(corpora=list(req.corpora), path_prefix=req.path_prefix, languages=languages, doc_version=req.doc_version)
+        # no language asked for: each site in its default locale, not a mix of its translations
+        filters = Filters(
+            corpora=list(req.corpora), path_prefix=req.path_prefix, languages=languages, doc_version=req.doc_version, translations=False
+        )
         pipeline = self.pipeline(req.corpora[0] if len(req.corpora) == 1 else None, req.embedder)
         return pipeline.search(
             req.query,
@@ -219,7 +222,9 @@ class SearchService:
             answerer = self._answerer
         want = budget or self.settings.answer.budget
         fitted = answerer.fit_budget(want)
-        result = self.pipeline(None).search(question, filters=Filters(corpora=list(corpora or [])), budget=fitted, **stages)
+        result = self.pipeline(None).search(
+            question, filters=Filters(corpora=list(corpora or []), translations=False), budget=fitted, **stages
+        )
         return answerer.answer(question, result.hits)
 
     def page(self, path: str, corpus: str | None = None, doc_version: str | None = None) -> Any:

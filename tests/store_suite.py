@@ -315,6 +315,33 @@ class StoreContract:
         # a filter applied after taking the top 1 would return nothing
         assert [i for i, _ in store.knn(unit(0, 3), 1, Filters(exclude_superseded=True, effective_on="2024-06-01"), 20)] != ["docs-a.md-3"]
 
+    def test_translations_are_searched_only_when_a_language_is_asked(self, store):
+        """A site's translated pages (``translation`` set at ingest) stay out of a search without
+        a language filter, in both legs and inside the search (k=1 still finds the default
+        locale's page); ``languages`` or ``translations=True`` bring them back; the field
+        round-trips and a metadata-only update can clear it."""
+        chunks = [
+            make_chunk(0, "configure the formatter", path="guides/format.md", metadata={"language": "en"}),
+            make_chunk(1, "configure the formatter", path="ja/guides/format.md", metadata={"language": "ja", "translation": "ja"}),
+            make_chunk(2, "configure the formatter", path="pt-br/guides/format.md", metadata={"language": "pt", "translation": "pt-BR"}),
+            make_chunk(3, "configure the formatter", corpus="notes", path="n.md"),  # no site, no locale
+        ]
+        self.write(store, chunks, [unit(0, 1), unit(0), unit(0), unit(0, 2)])
+        default = {"docs-guides/format.md-0", "notes-n.md-3"}
+        no_translations = Filters(translations=False)  # what the service asks when no language is given
+        assert {i for i, _ in store.bm25("formatter", 10, no_translations, FIELDS)} == default
+        assert {i for i, _ in store.knn(unit(0), 10, no_translations, 20)} == default
+        assert [i for i, _ in store.knn(unit(0), 1, Filters(corpora=["docs"], translations=False), 20)] == ["docs-guides/format.md-0"]
+        ja = Filters(languages=["ja"], translations=False)
+        assert {i for i, _ in store.bm25("formatter", 10, ja, FIELDS)} == {"docs-ja/guides/format.md-1"}
+        assert len(store.knn(unit(0), 10, Filters(), 20)) == 4
+        assert store.get(["docs-ja/guides/format.md-1"])[0].metadata["translation"] == "ja"
+        assert "translation" not in store.get(["docs-guides/format.md-0"])[0].metadata
+        moved = make_chunk(1, "configure the formatter", path="ja/guides/format.md", metadata={"language": "ja"})
+        store.update_meta([moved], ["m2"])
+        store.refresh()
+        assert "docs-ja/guides/format.md-1" in {i for i, _ in store.bm25("formatter", 10, no_translations, FIELDS)}
+
     def test_vectors_by_id(self, store):
         self.write(store, [make_chunk(0, "a"), make_chunk(1, "b")], [unit(0), unit(1, 2)])
         got = store.vectors(["docs-a.md-1", "nope", "docs-a.md-0"])

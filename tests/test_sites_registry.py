@@ -127,7 +127,9 @@ def test_a_users_package_adds_a_generator(tmp_path):
     site = tmp_path / "site"
     (site / "pages" / "guide").mkdir(parents=True)
     (site / "exampledoc.toml").write_text('base_url = "https://ex.example/"\n', encoding="utf-8")
-    (site / "pages" / "guide" / "start.md").write_text("# Start Here\n\ntext one\n\n## Start Here\n\ntext two\n", encoding="utf-8")
+    (site / "pages" / "guide" / "start.md").write_text(
+        "# Start Here\n\n" + "text one " * 200 + "\n\n## Start Here\n\n" + "text two " * 200 + "\n", encoding="utf-8"
+    )
     code = (
         "import json,sys; from pathlib import Path; from site_builds import site_chunks; "
         "r = site_chunks(Path(sys.argv[1]), None, ''); print(json.dumps(sorted({c.url for c in r.chunks})))"

@@ -225,6 +225,7 @@ def test_locales_root_language_and_fallbacks(tmp_path):
     home = place(layout, "index.md")
     assert home is not None and home.path == "" and home.alt_paths == ["zh-cn/"]
     assert layout.describe()["languages"] == ["en", "ja", "zh-CN"]
+    assert not en.translation and not home.translation and ja.translation and zh.translation  # root is the default
 
 
 def test_locales_without_root(tmp_path):
@@ -236,13 +237,14 @@ def test_locales_without_root(tmp_path):
     assert b is not None and b.language == "fr-FR" and b.alt_paths == []
     stray = place(layout, "notes.md")  # outside every locale folder: the default locale's
     assert stray is not None and stray.language == "en"
+    assert not a.translation and b.translation and not stray.translation
 
 
 def test_single_root_locale_is_monolingual(tmp_path):
     layout = layout_of(site(tmp_path, config(options="locales: { root: { label: 'Deutsch', lang: 'de' } }"), {"a.md": ""}))
     assert not layout.locales.multilingual and layout.locales.default_lang == "de"
     placed = place(layout, "a.md")
-    assert placed is not None and placed.language == "" and placed.alt_paths == []
+    assert placed is not None and placed.language == "" and placed.alt_paths == [] and not placed.translation
     assert layout.describe()["languages"] == ["de"]
 
 
@@ -362,3 +364,27 @@ def test_front_matter_after_blank_lines(tmp_path):
     install = next(c for c in chunks if c.section_path == "Getting Started > Install")
     assert install.start_line == 7 and install.url == "https://docs.example.com/begin/#install"
     assert not any("title-getting-started" in (c.url or "") for c in chunks)
+
+
+def test_merged_short_sections_keep_their_addresses(tmp_path):
+    """Starlight's badges page: ``### text`` and ``### size`` are too short to be chunks of their
+    own, so the chunker merges them into ``## Badge props``; a link to ``#text`` must still land
+    on that chunk (``alt_urls``), and a chunk's own URL is never repeated there."""
+    from esrag.app import make_chunker
+    from esrag.config import load_settings
+    from esrag.sites import resolve_site
+    from esrag.sources import discover, load_document
+
+    page = "---\ntitle: Badges\n---\n\n## Badge props\n\nThe props.\n\n### text\n\nThe text.\n\n### size\n\nThe size.\n"
+    root = site(tmp_path, config(), {"components/badges.mdx": page})
+    where = resolve_site(root, None, None)
+    src = next(f for f in discover(root, load_settings().ingest.include, []) if f.rel.endswith("badges.mdx"))
+    doc = load_document(src, "c", 10**6)
+    assert where.prepare(doc) == ""
+    chunks = make_chunker(load_settings()).chunk(doc)
+    where.apply(doc, chunks)
+    base = "https://docs.example.com/components/badges/"
+    holding = [c for c in chunks if "The size." in c.text]
+    assert len(holding) == 1 and len(chunks) == 1, [c.section_path for c in chunks]
+    assert f"{base}#text" in holding[0].alt_urls and f"{base}#size" in holding[0].alt_urls
+    assert holding[0].url not in holding[0].alt_urls

@@ -212,6 +212,7 @@ def test_rewrites_first_match_wins_and_locales(tmp_path):
         "packages/p/src/index.md": ("p/", "en-US"),
     }
     assert layout.describe()["languages"] == ["en-US", "zh-Hans", "en-GB"]
+    assert {p for p, x in placed.items() if x.translation} == {"zh/index.md", "zh/guide/x.md", "fr/a.md"}  # root: the default
 
 
 def test_rewrites_function_is_noted(tmp_path):
@@ -383,3 +384,15 @@ def test_vitepress_build_conformance(tmp_path):
     print(f"vitepress-docs: {len(built)} pages built, {len(indexed)} indexed, {len(skipped)} skipped")
     assert built == indexed, (sorted(built - indexed)[:10], sorted(indexed - built)[:10])  # every built page indexed, nothing else
     assert not skipped  # no Markdown page of the corpus is left out
+
+
+def test_summary_languages_are_the_pages_languages(tmp_path):
+    """vite.dev: locales without ``lang`` read as en-US, as every page is; vitest.dev: a locale
+    that only links to another site (no folder) publishes no page here, so it is no language."""
+    config = "export default defineConfig({ locales: { root: { label: 'English' }, zh: { label: '中文', link: 'https://cn.x.dev/' } } })"
+    root = _site(tmp_path, config, {"index.md": "# A", "guide/a.md": "# B"})
+    layout = detect(root).layout
+    assert layout.describe()["languages"] == ["en-US"]
+    assert layout.place(root / "guide/a.md", {}).language == "en-US"
+    (root / "zh").mkdir()
+    assert layout.describe()["languages"] == ["en-US"]  # zh has no lang: the default, listed once

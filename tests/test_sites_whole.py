@@ -563,3 +563,35 @@ def test_notebooks_sphinx_publishes_are_named_not_dropped(sqlite_store, tmp_path
     assert skipped[reason]["examples"] == ["nb.ipynb"]
     assert skipped["suffix not read"]["examples"] == ["conf.py"]
     assert summary.file_report["indexed"] == 1
+
+
+@pytest.mark.integration
+def test_search_without_a_language_reads_each_site_in_its_default_locale(sqlite_store, tmp_path):
+    """Issue 36: a Starlight site with a Japanese translation; `esrag search` without --lang
+    answers from the default locale only (the translation is stored with ``translation``), with
+    --lang ja from the translation, and a page only the default locale has is found either way."""
+    from esrag.service import SearchRequest, SearchService
+
+    config = (
+        "import starlight from '@astrojs/starlight';\n"
+        "export default { site: 'https://x.dev', integrations: [starlight({ title: 'X', "
+        "locales: { root: { label: 'English', lang: 'en' }, ja: { label: '日本語' } } })] };\n"
+    )
+    _write(
+        tmp_path,
+        {
+            "astro.config.mjs": config,
+            "src/content/docs/guide.md": "---\ntitle: Guide\n---\n\nConfigure the formatter with biome.json.\n",
+            "src/content/docs/ja/guide.md": "---\ntitle: ガイド\n---\n\nConfigure the formatter with biome.json (ja).\n",
+        },
+    )
+    summary = _ingest(sqlite_store, tmp_path, resolve_site(tmp_path, None))
+    assert summary.file_report["indexed"] == 2
+    service = SearchService(load_settings(), sqlite_store)
+
+    def paths(**kw):
+        return {h.chunk.source_path for h in service.search(SearchRequest("configure the formatter", mode="bm25", **kw)).hits}
+
+    assert paths() == {"src/content/docs/guide.md"}
+    assert paths(languages=["ja"]) == {"src/content/docs/ja/guide.md"}
+    assert paths(languages=["en", "ja"]) == {"src/content/docs/guide.md", "src/content/docs/ja/guide.md"}

@@ -56,7 +56,10 @@ def retrieval_options(f: Callable) -> Callable:
     "--lang",
     "langs",
     multiple=True,
-    help="Only chunks in this language (ISO 639-1, repeatable; 'auto': the query's language). Default: [language] filter.",
+    help=(
+        "Only chunks in this language (ISO 639-1, repeatable; 'auto': the query's language). Default: [language] filter; "
+        "with neither, a site's translated pages are left out (each site is searched in its default locale)."
+    ),
 )
 @click.option("--doc-version", help="Only chunks of this documentation version (as ingested with --doc-version).")
 @retrieval_options

@@ -219,6 +219,8 @@ class Site:
             if placed.language:  # a locale's BCP 47 tag: its primary language, as detection stores it
                 doc.metadata["language"] = placed.language.split("-")[0].lower()
                 doc.metadata["locale"] = placed.language
+            if placed.translation:  # searched only when its language is asked for
+                doc.metadata["translation"] = placed.language or "yes"
         return ""
 
     def doc_versions(self) -> list[str]:
@@ -397,12 +399,16 @@ class Site:
         return "" if any(h.level == 1 for h in doc.headers) else str(title).strip()
 
     def apply(self, doc: Document, chunks: list[Chunk]) -> None:
-        """Give each chunk the anchor of its section, its URL and its section's other URLs
-        (``alt_urls``, from :meth:`section_anchors`; [] without a base URL) in place; where the
-        page's h1 is its front matter title (:meth:`page_heading`), it heads each section path."""
+        """Give each chunk the anchor of its section, its URL and its other URLs in place
+        (``alt_urls``: its section's other ids, from :meth:`section_anchors`, the URLs of the
+        headers of shorter sections merged into it, and its page's aliases; [] without a base
+        URL); where the page's h1 is its front matter title (:meth:`page_heading`), it heads
+        each section path."""
         by_path: dict[str, list[tuple[int, str, tuple[str, ...]]]] = {}
+        every: list[tuple[int, str, tuple[str, ...]]] = []
         for h, (a, alts) in zip(doc.headers, self.section_anchors(doc)):
             by_path.setdefault(h.section_path, []).append((h.line, a, alts))
+            every.append((h.line, a, alts))
         for c in chunks:
             anchor, alts = "", ()
             for line, a, others in by_path.get(c.section_path, []) if c.section_path else []:
@@ -410,7 +416,14 @@ class Site:
                     anchor, alts = a, others
             c.anchor = anchor
             c.url = self.chunk_url(doc, anchor)
-            c.alt_urls = [u for u in (self.chunk_url(doc, x) for x in alts) if u] + self.alias_urls(doc, anchor) if c.url else []
+            if not c.url:
+                c.alt_urls = []
+                continue
+            # the chunk's other addresses: its section's, its page aliases', and those of the short
+            # sections the chunker merged into it (a link to one of them lands on this chunk)
+            merged = [x for line, a, others in every if c.start_line < line <= c.end_line and a != anchor for x in (a, *others)]
+            urls = [self.chunk_url(doc, x) for x in (*alts, *merged) if x]
+            c.alt_urls = list(dict.fromkeys(u for u in (*urls, *self.alias_urls(doc, anchor)) if u and u != c.url))
         heading = self.page_heading(doc)
         if heading:
             for c in chunks:

@@ -290,7 +290,8 @@ class DocusaurusLayout:
         site_root_rel = permalink[len(self.base_path) :] if permalink.startswith(self.base_path) else permalink.lstrip("/")
         versioned = any(len(p.versions) > 1 or p.versions[0].name != CURRENT for p in self.plugins if p.versions)
         language = where.locale if len(self.locales) > 1 else ""
-        return Placement(site_root_rel, where.version.name if versioned else "", language)
+        translation = bool(language) and where.locale != self.default_locale
+        return Placement(site_root_rel, where.version.name if versioned else "", language, translation=translation)
 
     def content_roots(self) -> list[Path]:
         """Every version's folder and its translations' folders that exist."""

@@ -394,7 +394,7 @@ class HugoLayout:
                 alt = a.lstrip("/") if a.startswith("/") else prefix + posixpath.normpath(posixpath.join(page_dir, a)).lstrip("./")
                 alts.append(alt)
         language = where.lang if len(self.languages) > 1 else ""
-        return Placement(path, "", language, alts)
+        return Placement(path, "", language, alts, translation=bool(language) and where.lang != self.default_lang)
 
     def _page_path(self, logical: str, front: dict[str, Any]) -> str:
         folder, name = posixpath.split(logical)

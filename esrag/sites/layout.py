@@ -41,12 +41,16 @@ class Placement:
         doc_version: the documentation version the file belongs to ('' = unversioned).
         language: the page's language or locale ('' = the site's only one).
         alt_paths: other page paths that show the same page (Hugo ``aliases``), same form.
+        translation: the page belongs to a locale other than the site's default one (what a
+            reader gets without choosing a language): a search without a language filter leaves
+            it out (:class:`esrag.stores.base.Filters`).
     """
 
     path: str
     doc_version: str = ""
     language: str = ""
     alt_paths: list[str] = field(default_factory=list)
+    translation: bool = False
 
 
 @runtime_checkable

@@ -267,9 +267,11 @@ class StarlightLayout:
         if rel is None or self._glob_reason(rel):
             return None
         slug = page_slug(rel, front)
-        language = self.locales.lang(self.locales.of(slug)) if self.locales.langs else ""
+        locale = self.locales.of(slug)
+        language = self.locales.lang(locale) if self.locales.langs else ""
         alts = [self.page_path(s) for s in self.fallbacks(slug)]
-        return Placement(self.page_path(slug), language=language, alt_paths=alts)
+        translation = self.locales.multilingual and locale != self.locales.default
+        return Placement(self.page_path(slug), language=language, alt_paths=alts, translation=translation)
 
     def page_path(self, slug: str) -> str:
         """The published path of ``slug`` under the base URL (no leading ``/``; '' = the base)."""

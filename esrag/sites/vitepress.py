@@ -210,15 +210,23 @@ class VitePressLayout:
         page = re.sub(r"(^|/)index\.md$", r"\1", page)
         return re.sub(r"\.md$", "" if self.clean_urls else ".html", page)
 
+    def locale(self, page: str) -> Locale | None:
+        """The locale other than ``root`` whose ``/key/`` starts the rewritten page path ``page``
+        (``getLocaleForPath``), or None: the root locale, VitePress's default."""
+        normal = re.sub(r"(?:(^|/)index)?(?:\.(?:md|html))?$", r"\1", "/" + page, count=1)
+        for loc in self.locales:
+            if loc.key != "root" and not re.match(r"^(?:[a-z]+:|//)", loc.key, re.I) and _locale_match(loc.key, normal):
+                return loc
+        return None
+
     def language(self, page: str) -> str:
         """The ``lang`` of the rewritten page path ``page`` ('' for a site without locales or
         ``lang``)."""
         if not self.locales and not self.lang:
             return ""
-        normal = re.sub(r"(?:(^|/)index)?(?:\.(?:md|html))?$", r"\1", "/" + page, count=1)
-        for loc in self.locales:
-            if loc.key != "root" and not re.match(r"^(?:[a-z]+:|//)", loc.key, re.I) and _locale_match(loc.key, normal):
-                return loc.lang or self.lang or DEFAULT_LANG
+        loc = self.locale(page)
+        if loc is not None:
+            return str(loc.lang or self.lang or DEFAULT_LANG)
         root = next((loc for loc in self.locales if loc.key == "root"), None)
         return (root.lang if root else "") or self.lang or DEFAULT_LANG
 
@@ -247,7 +255,7 @@ class VitePressLayout:
         rel = self._rel(file)
         assert rel is not None
         page = self.rewrite(rel)
-        return Placement(self.url_path(page), language=self.language(page))
+        return Placement(self.url_path(page), language=self.language(page), translation=self.locale(page) is not None)
 
     def content_roots(self) -> list[Path]:
         """``[srcDir]``."""
@@ -259,7 +267,13 @@ class VitePressLayout:
 
     def describe(self) -> dict[str, Any]:
         """The ingest summary's ``site`` block."""
-        langs = [x for x in dict.fromkeys([*(loc.lang for loc in self.locales), self.lang]) if x]
+        langs: list[str] = []
+        if self.locales or self.lang:  # as language() gives them: the root's, then each locale with pages
+            langs.append(self.language("index.md"))
+            for loc in self.locales:  # a locale that only links elsewhere (no folder) has no pages here
+                if loc.key != "root" and (self.rewrites or (self.src_dir / loc.key).is_dir()):
+                    langs.append(loc.lang or self.lang or DEFAULT_LANG)
+        langs = list(dict.fromkeys(langs))
         return {
             "versions": [],
             "languages": langs,

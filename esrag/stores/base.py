@@ -38,6 +38,12 @@ class Filters:
             versions are near-duplicates that differ in metadata only).
         doc_version: keep only chunks of this documentation version (None = any; '' = the
             unversioned ones).
+        translations: keep the chunks of translated pages (``translation`` set: a page of a
+            site's locale other than its default one). False: a search with no ``languages``
+            reads each site in its default locale only, not a mix of its translations — what
+            :meth:`esrag.service.SearchService.search` (the CLI, HTTP and MCP) asks for; a
+            ``languages`` filter always decides by language alone
+            (:meth:`excludes_translations`).
     """
 
     corpora: list[str] = field(default_factory=list)
@@ -47,8 +53,15 @@ class Filters:
     effective_on: str | None = None
     exclude_superseded: bool = False
     doc_version: str | None = None
+    translations: bool = True
+
+    def excludes_translations(self) -> bool:
+        """True when chunks with a ``translation`` are left out: ``translations`` off and no
+        ``languages`` asked for."""
+        return not (self.translations or self.languages)
 
     def is_empty(self) -> bool:
+        """True when nothing but the default exclusion of translations applies."""
         return not (
             self.corpora
             or self.path_prefix

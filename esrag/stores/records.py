@@ -17,8 +17,10 @@ from typing import Any
 
 from esrag.model import Chunk, Enrichment
 
-#: metadata keys stored as fields of their own (seed 001: language, authority, dates, supersession).
-LABELS = ("language", "authority", "effective_date", "superseded_by")
+#: metadata keys stored as fields of their own (seed 001: language, authority, dates, supersession;
+#: ``translation``: the locale of a page translated from its site's default locale,
+#: :class:`esrag.sites.layout.Placement`).
+LABELS = ("language", "authority", "effective_date", "superseded_by", "translation")
 #: record fields holding lists of strings.
 LIST_FIELDS = ("keywords", "questions", "entities", "related_keys", "alt_urls")
 

@@ -53,6 +53,7 @@ _SCALAR_COLUMNS = (
     "authority",
     "effective_date",
     "superseded_by",
+    "translation",
     "title",
     "summary",
     "keywords",
@@ -70,7 +71,7 @@ _SCALAR_COLUMNS = (
     "alt_urls",
 )
 #: columns added after the first release: an older database gets them on open (ALTER TABLE).
-_ADDED_COLUMNS = ("anchor", "url", "doc_version", "alt_urls")
+_ADDED_COLUMNS = ("anchor", "url", "doc_version", "alt_urls", "translation")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -88,7 +89,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     metadata TEXT NOT NULL DEFAULT '{{}}', indexed_at TEXT,
     vector BLOB NOT NULL,
     anchor TEXT NOT NULL DEFAULT '', url TEXT NOT NULL DEFAULT '', doc_version TEXT NOT NULL DEFAULT '',
-    alt_urls TEXT NOT NULL DEFAULT ''
+    alt_urls TEXT NOT NULL DEFAULT '', translation TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_source ON chunks (corpus, source_path, position);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
@@ -509,7 +510,7 @@ class SQLiteStore:
             if self._matrix is None or self._matrix_version != version:
                 self._analyzer = None  # the index may have been rebuilt
                 rows = self._db.execute(
-                    "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by, doc_version FROM chunks"
+                    "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by, doc_version, translation FROM chunks"
                 ).fetchall()
                 meta = self.meta()
                 self._matrix = _VectorMatrix(rows, meta.dims if meta else 0)
@@ -592,6 +593,8 @@ class _VectorMatrix:
         self.effective_day = np.array([(r[5] or "")[:10] for r in rows], dtype=object)
         self.superseded = np.array([bool(r[6]) for r in rows], dtype=bool)
         self.doc_version = np.array([r[7] or "" for r in rows], dtype=object)
+        self.translation = np.array([bool(r[8]) for r in rows], dtype=bool)
+        self.has_translations = bool(self.translation.any())
         self.row = {cid: i for i, cid in enumerate(self.ids)}
         if rows:
             self.vectors = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), -1)
@@ -599,9 +602,12 @@ class _VectorMatrix:
             self.vectors = np.zeros((0, dims), dtype=np.float32)
 
     def mask(self, filters: Filters) -> np.ndarray | None:
-        if filters.is_empty():
+        drop_translations = self.has_translations and filters.excludes_translations()
+        if filters.is_empty() and not drop_translations:
             return None
         mask = np.ones(len(self.ids), dtype=bool)
+        if drop_translations:
+            mask &= ~self.translation
         if filters.corpora:
             mask &= np.isin(self.corpus, filters.corpora)
         if filters.path_prefix:
@@ -641,6 +647,8 @@ def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
         params.append(filters.effective_on[:10])
     if filters.exclude_superseded:
         clauses.append("(c.superseded_by IS NULL OR c.superseded_by = '')")
+    if filters.excludes_translations():
+        clauses.append("(c.translation IS NULL OR c.translation = '')")
     if filters.doc_version is not None:
         clauses.append("c.doc_version = ?")
         params.append(filters.doc_version)
@@ -659,6 +667,7 @@ def _row(c: Chunk, meta_hash: str, now: str) -> tuple:
         rec[name] = "\n".join(rec[name])
     rec["enrich_model"] = rec["enrich_model"] or None
     rec["prompt_sha256"] = rec["prompt_sha256"] or None
+    rec["translation"] = rec["translation"] or ""  # a column added later: NOT NULL DEFAULT ''
     rec["metadata"] = json.dumps(rec["metadata"], sort_keys=True)
     return tuple(rec[name] for name in _SCALAR_COLUMNS)
 
@@ -671,6 +680,7 @@ def _chunk(row: tuple) -> Chunk:
     """The chunk of a row (``id`` then :data:`_SCALAR_COLUMNS`), through the shared record mapping."""
     r = dict(zip(("id", *_SCALAR_COLUMNS), row))
     r["metadata"] = json.loads(r["metadata"] or "{}")
+    r["translation"] = r["translation"] or None
     for name in LIST_FIELDS:
         r[name] = _split(r[name])
     return chunk_from_record(r["id"], r)

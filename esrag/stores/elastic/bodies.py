@@ -123,6 +123,8 @@ def filter_clauses(filters: Filters) -> list[dict[str, Any]]:
         )
     if filters.exclude_superseded:
         out.append({"bool": {"must_not": [{"exists": {"field": "superseded_by"}}]}})
+    if filters.excludes_translations():
+        out.append({"bool": {"must_not": [{"exists": {"field": "translation"}}]}})
     if filters.doc_version is not None:
         out.append(version_clause(filters.doc_version))
     return out

@@ -30,6 +30,7 @@ META_FIELDS = (
     "authority",
     "effective_date",
     "superseded_by",
+    "translation",
     "metadata",
     "meta_hash",
     "indexed_at",

@@ -198,11 +198,11 @@ class Lifecycle(BulkLoad, ClusterFacts):
         self._info = {**state, "raw": raw, "learned": learned}
 
     def _add_link_fields(self, index: str, meta: dict[str, Any] | None = None) -> None:
-        """Map ``doc_version``, ``anchor``, ``url`` and ``alt_urls`` in an index made before they existed
+        """Map ``doc_version``, ``anchor``, ``url``, ``alt_urls`` and ``translation`` in an index made before they existed
         (adding fields to a mapping is allowed; the definitions are the shipped ones); with
         ``meta``, replace the index's ``_meta`` in the same request."""
         props = load_asset("mappings", "esrag-mappings.json")["template"]["mappings"]["properties"]
-        wanted = {k: props[k] for k in ("doc_version", "anchor", "url", "alt_urls")}
+        wanted = {k: props[k] for k in ("doc_version", "anchor", "url", "alt_urls", "translation")}
         extra = {"meta": meta} if meta is not None else {}
         self._call("add the link fields to the mapping", self._es.indices.put_mapping, index=index, properties=wanted, **extra)
 
