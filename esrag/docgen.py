@@ -295,7 +295,6 @@ def settings_reference() -> str:
 # ------------------------------------------------------------------------------------- pages
 
 
-#: page (relative to the project root) -> {block name: generator}
 def sites_table() -> str:
     """The generators table of ``docs/sites.md``: one row per registered generator
     (:func:`esrag.sites.registry.describe_generators`, in detection order)."""
@@ -309,6 +308,7 @@ def sites_table() -> str:
     return "\n".join(rows)
 
 
+#: page (relative to the project root) -> {block name: generator}
 PAGES: dict[str, dict[str, Callable[[], str]]] = {
     "docs/cli.md": {"cli": cli_reference},
     "docs/configuration.md": {"settings": settings_reference},

@@ -151,6 +151,10 @@ class IngestSummary:
     file_report: dict[str, Any] = field(default_factory=dict)
     # one line when fewer than half of the text files under the docs root were indexed ('' = none)
     coverage_warning: str = ""
+    # pages of a locale other than their site's default (stored with ``translation``: searched
+    # only with a language filter), and one line when they are every indexed page ('' = none)
+    translated_pages: int = 0
+    language_warning: str = ""
 
     @property
     def chunks(self) -> int:
@@ -308,6 +312,7 @@ class Ingester:
         self._kept_chars = 0
         self._report = FileReport()
         self._loaded: set[str] = set()
+        self._translated: set[str] = set()  # pages of a locale other than the site's default
 
     @property
     def embedder(self) -> Embedder:
@@ -350,6 +355,7 @@ class Ingester:
                 if reason:
                     self._report.relabel(rel, reason)
         self._loaded = set()
+        self._translated = set()
         # a site whose layout gives each file its version (Docusaurus) defines every version of the
         # corpus: compare with (and prune) all of them, also when versions come or go
         whole = self.site is not None and self.site.layout is not None and not self.doc_version
@@ -459,6 +465,12 @@ class Ingester:
         report.indexed = sum(1 for rel in self._loaded if rel not in failed and rel not in skipped)
         summary.file_report = report.to_dict()
         summary.coverage_warning = report.coverage_warning()
+        summary.translated_pages = len(self._translated - failed)
+        if report.indexed and summary.translated_pages >= report.indexed:
+            summary.language_warning = (
+                f"every indexed page ({report.indexed}) is a translation (a locale other than the site's default): a search "
+                "without --lang leaves them out; search with --lang, or ingest the site's root"
+            )
         if self.site is not None:
             summary.site = self.site.describe(include)
 
@@ -495,6 +507,8 @@ class Ingester:
             kept = self._kept.pop(src.rel, None)
             doc, chunks, hidden = kept if kept is not None else self._chunked(src, corpus)
             self._loaded.add(src.rel)
+            if doc.metadata.get("translation") and not hidden:
+                self._translated.add(src.rel)
             if hidden:
                 summary.skipped.append(f"{src.rel} ({hidden})")
                 summary.skipped_files.append(SkippedFile(src.rel, hidden))

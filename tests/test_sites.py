@@ -119,13 +119,31 @@ def test_header_attribute_lists_leave_the_title():
         ("sphinx-dirhtml", "index.rst", ""),
         ("plain", "a/b.md", "a/b"),
         ("github", "docs/a.md", "blob/HEAD/docs/a.md"),
+        ("hugo", "Posts/My-Post.md", "posts/my-post/"),
+        ("hugo", "posts/_index.md", "posts/"),
+        ("hugo", "posts/trip/index.md", "posts/trip/"),
+        ("docusaurus", "guides/01-intro.md", "guides/intro"),
+        ("docusaurus", "guides/index.md", "guides/"),
     ],
 )
 def test_page_paths(site, rel, want):
-    """Generators without a layout: their registered page rule (Docusaurus and Hugo place pages
-    through their layouts: tests/test_sites_whole.py)."""
+    """Every generator's registered page rule, used when no configuration gives a layout
+    (``--site docusaurus`` on a docs folder without docusaurus.config.js; a site found places
+    its pages through its layout: tests/test_sites_whole.py)."""
     assert site in site_names()
     assert Site(site, Path("."), Path(".")).page_path(rel, {}) == want
+
+
+def test_front_matter_url_keys():
+    def path(site, rel, front):
+        return Site(site, Path("."), Path(".")).page_path(rel, front)
+
+    assert path("docusaurus", "guides/a.md", {"id": "alpha"}) == "guides/alpha"
+    assert path("docusaurus", "guides/a.md", {"slug": "/start"}) == "start"
+    assert path("docusaurus", "guides/a.md", {"slug": "rel"}) == "guides/rel"
+    assert path("docusaurus", "docs/01-guides/02-setup.md", {"slug": "/custom"}) == "custom"
+    assert path("hugo", "posts/a.md", {"slug": "Nice"}) == "posts/nice/" and path("hugo", "posts/a.md", {"url": "/x/y/"}) == "x/y/"
+    assert path("mkdocs", "a.md", {"permalink": "/p/q/"}) == "p/q/"
 
 
 def test_front_matter_permalink_wins_on_every_site():

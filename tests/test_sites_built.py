@@ -346,3 +346,28 @@ def _titled_sections(chunks: list) -> list[tuple[str, str, int, str]]:
         counts[(page, title)] = n + 1
         out.append((page, title, n, c.anchor))
     return out
+
+
+@pytest.mark.parametrize("url", ["http://exa mple.com/sitemap.xml", "http://[::1/sitemap.xml"])
+def test_a_malformed_sitemap_url_is_one_line(url):
+    with pytest.raises(ConfigError, match=r"^sitemap .*: not a URL esrag can fetch"):
+        read_sitemap(url)
+
+
+def test_a_sitemap_of_another_host_is_refused(tmp_path):
+    """www. against the apex: every page would be 'missing from the build'; the flag says why."""
+    from esrag.sites import resolve_site
+
+    (tmp_path / "mkdocs.yml").write_text("site_name: s\nsite_url: https://example.org/\n", encoding="utf-8")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n", encoding="utf-8")
+    sitemap = tmp_path / "sitemap.xml"
+    sitemap.write_text(
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://www.example.org/a/</loc></url></urlset>',
+        encoding="utf-8",
+    )
+    site = resolve_site(tmp_path, None)
+    with pytest.raises(
+        ConfigError, match=r"--sitemap .*: 1 of 1 URLs are not under the base URL https://example.org/ \(e\.g\. https://www"
+    ):
+        site.attach_built(None, str(sitemap))

@@ -61,6 +61,24 @@ def test_computed_extensions_read_md_and_say_so(tmp_path):
     assert site.describe()["notes"] == list(conf.notes)
 
 
+@pytest.mark.parametrize(
+    "conf,note",
+    [
+        ("extensions = ['sphinx.ext.autodoc']\nextensions.append('myst_parser')\n", False),
+        ("extensions = ['sphinx.ext.autodoc']\nextensions += ['myst_nb']\n", False),
+        ("extensions = []\ntry:\n    import myst_parser\n    extensions.extend(['myst_parser'])\nexcept ImportError:\n    pass\n", False),
+        ("extensions = ['sphinx.ext.autodoc']\nextensions.append(os.environ['PARSER'])\n", True),
+    ],
+)
+def test_extensions_changed_after_their_assignment(tmp_path, conf, note):
+    """Real conf.py files add parsers after the list (append, +=, extend inside try): what they
+    add is read; a change that is not a literal reads .md and says so (never 27 of 28 pages lost)."""
+    (tmp_path / "conf.py").write_text(conf, encoding="utf-8")
+    read = read_conf(tmp_path / "conf.py")
+    assert read.suffixes[".md"] == "markdown" and read.excluded("guide/page.md") == ""
+    assert bool(read.notes) is note
+
+
 def test_every_md_page_of_a_myst_site_is_indexed_with_no_setting(tmp_path):
     site = _tree(tmp_path)
     written = site_chunks(site, None, "")
@@ -101,3 +119,14 @@ def test_a_header_inside_a_myst_directive_opens_no_section():
     assert titles == ["Page", "After"]
     plain = [b.section_path[-1] for b in parse_blocks(text) if b.kind is BlockKind.HEADER]
     assert "Introduction" in plain
+
+
+def test_myst_syntax_shown_in_a_code_fence_opens_no_directive():
+    """A page that shows ``:::{note}`` inside a ```md fence (MyST's own docs do) and closes the
+    fence without ``:::``: the sections after it are still sections."""
+    from esrag.formats.markdown_blocks import parse_blocks
+    from esrag.model import BlockKind
+
+    text = "# Guide\n\n```md\n:::{note}\nshown, not run\n```\n\n## Install\n\ntext\n\n:::{tip}\n## Inside\n:::\n\n## Usage\n\ntext\n"
+    headers = [b.section_path[-1] for b in parse_blocks(text, myst=True) if b.kind is BlockKind.HEADER]
+    assert headers == ["Guide", "Install", "Usage"]

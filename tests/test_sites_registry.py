@@ -137,3 +137,24 @@ def test_a_users_package_adds_a_generator(tmp_path):
     env["PYTHONPATH"] += f":{PROJECT / 'tests'}"
     urls = json.loads(subprocess.run([sys.executable, "-c", code, str(site)], env=env, capture_output=True, text=True, check=True).stdout)
     assert urls == ["https://ex.example/guide/start.htm#start_here", "https://ex.example/guide/start.htm#start_here_2"]
+
+
+@pytest.mark.integration
+def test_a_broken_generator_plugin_breaks_only_itself(tmp_path):
+    """An installed distribution whose esrag.sites entry point does not import: every command
+    still runs (one warning names it), and only `--site broken` fails, with its error."""
+    dist = tmp_path / "site-packages" / "broken_site-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-site\nVersion: 0.1\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text("[esrag.sites]\nbroken = no_such_module_here:GENERATOR\n", encoding="utf-8")
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path / "site-packages"), "ESRAG_DB": str(tmp_path / "x.db")}
+    esrag = [str(Path(sys.executable).parent / "esrag")]
+    shown = subprocess.run([*esrag, "ingest", "--help"], env=env, capture_output=True, text=True)
+    assert shown.returncode == 0 and "mkdocs" in shown.stdout and "Traceback" not in shown.stderr
+    assert "no_such_module_here" in shown.stderr  # said, not hidden
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n", encoding="utf-8")
+    chosen = subprocess.run([*esrag, "ingest", str(docs), "--site", "broken"], env=env, capture_output=True, text=True)
+    assert chosen.returncode != 0 and "Traceback" not in chosen.stderr
+    assert "plugin 'broken' in esrag.sites failed to load" in chosen.stderr

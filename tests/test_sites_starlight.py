@@ -363,6 +363,7 @@ def test_front_matter_after_blank_lines(tmp_path):
     assert doc.title == "Getting Started"
     install = next(c for c in chunks if c.section_path == "Getting Started > Install")
     assert install.start_line == 7 and install.url == "https://docs.example.com/begin/#install"
+    assert install.metadata["page_heading"] == "Getting Started"  # in the meta hash: a re-ingest rewrites the path
     assert not any("title-getting-started" in (c.url or "") for c in chunks)
 
 

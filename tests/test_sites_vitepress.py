@@ -396,3 +396,13 @@ def test_summary_languages_are_the_pages_languages(tmp_path):
     assert layout.place(root / "guide/a.md", {}).language == "en-US"
     (root / "zh").mkdir()
     assert layout.describe()["languages"] == ["en-US"]  # zh has no lang: the default, listed once
+
+
+def test_locales_without_root_are_no_translations(tmp_path):
+    """Every page under /en/ or /zh/ and no root locale: no default to translate from, so no page
+    is left out of a search without --lang (with a root, /zh/ pages are translations)."""
+    config = "export default defineConfig({ locales: { en: { lang: 'en-US' }, zh: { lang: 'zh-CN' } } })"
+    root = _site(tmp_path, config, {"en/a.md": "# A", "zh/a.md": "# A"})
+    layout = detect(root).layout
+    placed = [layout.place(root / p, {}) for p in ("en/a.md", "zh/a.md")]
+    assert [(p.language, p.translation) for p in placed] == [("en-US", False), ("zh-CN", False)]

@@ -595,3 +595,46 @@ def test_search_without_a_language_reads_each_site_in_its_default_locale(sqlite_
     assert paths() == {"src/content/docs/guide.md"}
     assert paths(languages=["ja"]) == {"src/content/docs/ja/guide.md"}
     assert paths(languages=["en", "ja"]) == {"src/content/docs/guide.md", "src/content/docs/ja/guide.md"}
+
+
+def test_merged_anchors_never_name_another_chunk(tmp_path):
+    """Headers of an included file all map to the directive's line: a section that is a chunk of
+    its own (Beta) is never another chunk's alt_url (a link resolves to one chunk), while a short
+    section merged into a chunk (the page's intro) is one of that chunk's addresses."""
+    from esrag.app import make_chunker
+
+    _write(
+        tmp_path,
+        {
+            "mkdocs.yml": "site_name: s\nsite_url: https://s.dev/\nmarkdown_extensions:\n  - pymdownx.snippets\n",
+            "docs/page.md": '# Page\n\nintro\n\n--8<-- "part.md"\n',
+            "docs/part.md": "## Alpha\n\nshort\n\n## Beta\n\n" + "long text " * 400 + "\n",
+        },
+    )
+    where = resolve_site(tmp_path, None)
+    settings = load_settings()
+    src = next(f for f in discover(tmp_path, settings.ingest.include, []) if f.rel == "docs/page.md")
+    doc = load_document(src, "c", 10**6)
+    assert where.prepare(doc) == ""
+    doc.source, doc.root = str(src.path), str(where.include_root)  # as the ingest does
+    chunks = make_chunker(settings).chunk(doc)
+    where.apply(doc, chunks)
+    by_url = {c.url: c for c in chunks}
+    assert "https://s.dev/page/#beta" in by_url
+    assert all("https://s.dev/page/#beta" not in c.alt_urls for c in chunks)
+    # the short intro of "# Page" went into the Alpha chunk: a link to #page lands there
+    assert [c.alt_urls for c in chunks if c.url == "https://s.dev/page/#alpha"] == [["https://s.dev/page/#page"]]
+
+
+def test_a_corpus_of_translations_only_says_so(sqlite_store, tmp_path):
+    """Ingesting one translation of a site (its locale folder): every page is a translation, so a
+    search without --lang would find none of them; the summary counts them and warns once."""
+    config = (
+        "import starlight from '@astrojs/starlight';\n"
+        "export default { integrations: [starlight({ title: 'X', locales: { root: { label: 'English', lang: 'en' }, ja: { label: 'J' } } })] };\n"
+    )
+    _write(tmp_path, {"astro.config.mjs": config, "src/content/docs/ja/a.md": "# A\n\ntext\n", "src/content/docs/ja/b.md": "# B\n\ntext\n"})
+    summary = _ingest(sqlite_store, tmp_path, resolve_site(tmp_path, None))
+    assert summary.translated_pages == 2 and summary.file_report["indexed"] == 2
+    assert summary.language_warning.startswith("every indexed page (2) is a translation")
+    assert summary.to_dict()["translated_pages"] == 2

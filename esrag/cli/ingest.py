@@ -270,6 +270,8 @@ def _print_summary(s: IngestSummary) -> None:
             err.print(f"[yellow]skipped[/yellow] {escape(k.path)}: {escape(k.detail)}", soft_wrap=True)
     if s.coverage_warning:
         err.print(f"[yellow]warning[/yellow] {escape(s.coverage_warning)}", soft_wrap=True)
+    if s.language_warning:
+        err.print(f"[yellow]warning[/yellow] {escape(s.language_warning)}", soft_wrap=True)
 
 
 def _site_rows(s: IngestSummary) -> list[tuple[str, str]]:
@@ -286,6 +288,8 @@ def _site_rows(s: IngestSummary) -> list[tuple[str, str]]:
             rows.append(("versions", ", ".join(versions)))
         if site.get("languages"):
             rows.append(("languages", ", ".join(map(str, site["languages"]))))
+        if s.translated_pages:
+            rows.append(("translated pages", f"{s.translated_pages} (searched only with --lang)"))
         rows.append(("suffixes read", ", ".join(site.get("suffixes") or []) or "-"))
         for note in site.get("notes") or []:
             rows.append(("note", escape(str(note))))

@@ -167,16 +167,29 @@ def anchor_names(html: str) -> list[str]:
 
 
 _MYST_FENCE_OPEN = re.compile(r"^ {0,3}(:{3,})\{[^}\s]+\}")
+_CODE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def myst_directive_spans(lines: list[str]) -> list[tuple[int, int]]:
     """The 0-based half-open line spans of MyST colon-fence directives (``:::{note}`` …
     ``:::``; myst-parser's ``colon_fence`` extension, mdit-py-plugins ``colon_fence``: a closing
     line holds only colons, at least as many as the opening). Only the outermost spans; an
-    unclosed fence runs to the end of the document, as a code fence does."""
+    unclosed fence runs to the end of the document, as a code fence does. A ``:::{x}`` line
+    inside a backtick or tilde code fence is code (a page showing MyST syntax), not a directive."""
     out: list[tuple[int, int]] = []
     i, n = 0, len(lines)
+    code: str | None = None  # the open code fence's marker
     while i < n:
+        fence = _CODE_FENCE.match(lines[i])
+        if code is not None:
+            if fence and fence.group(1)[0] == code[0] and len(fence.group(1)) >= len(code) and not lines[i].strip().strip(code[0]):
+                code = None
+            i += 1
+            continue
+        if fence:
+            code = fence.group(1)
+            i += 1
+            continue
         m = _MYST_FENCE_OPEN.match(lines[i])
         if m is None:
             i += 1

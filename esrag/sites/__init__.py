@@ -252,6 +252,7 @@ class Site:
             out["built"] = {
                 "source": self.built_source,
                 "pages": len(self.built.pages),
+                "outside_base_url": len(self.built.outside),
                 "differs": [{"path": p, "computed": c, "built": b} for p, (c, b) in sorted(self.built_differs.items())],
                 "missing": [{"path": p, "computed": c} for p, c in sorted(self.built_missing.items())],
                 "anchors_differ": [{"path": p, "headings": n} for p, n in sorted(self.built_anchors.items())],
@@ -311,7 +312,7 @@ class Site:
 
         Raises:
             ConfigError: no base URL to place the pages under; an unreadable folder or sitemap
-                (names it)."""
+                (names it); a sitemap most of whose URLs lie outside the base URL."""
         from esrag.sites.built import BuiltSite, read_built_site, read_sitemap
 
         flag = "--built-site" if folder is not None else "--sitemap"
@@ -322,6 +323,12 @@ class Site:
         else:
             assert sitemap is not None
             self.built, self.built_source = BuiltSite.from_urls(read_sitemap(sitemap), self.base_url), sitemap
+            outside, kept = self.built.outside, len(self.built.pages)
+            if outside and len(outside) > kept:  # www. vs apex, http vs https: nothing would match
+                raise ConfigError(
+                    f"--sitemap {sitemap}: {len(outside)} of {len(outside) + kept} URLs are not under the base URL "
+                    f"{self.base_url} (e.g. {outside[0]}); pass the base URL the sitemap uses with --base-url"
+                )
 
     def _built_page(self, source: str, computed: str) -> str:
         """``computed`` (a page URL), or the built site's URL of that page when one is attached
@@ -409,6 +416,7 @@ class Site:
         for h, (a, alts) in zip(doc.headers, self.section_anchors(doc)):
             by_path.setdefault(h.section_path, []).append((h.line, a, alts))
             every.append((h.line, a, alts))
+        own: list[tuple[str, ...]] = []
         for c in chunks:
             anchor, alts = "", ()
             for line, a, others in by_path.get(c.section_path, []) if c.section_path else []:
@@ -416,18 +424,25 @@ class Site:
                     anchor, alts = a, others
             c.anchor = anchor
             c.url = self.chunk_url(doc, anchor)
+            own.append(alts)
+        primary = {c.anchor for c in chunks if c.anchor}
+        for c, alts in zip(chunks, own):
             if not c.url:
                 c.alt_urls = []
                 continue
             # the chunk's other addresses: its section's, its page aliases', and those of the short
-            # sections the chunker merged into it (a link to one of them lands on this chunk)
-            merged = [x for line, a, others in every if c.start_line < line <= c.end_line and a != anchor for x in (a, *others)]
+            # sections the chunker merged into it (a link to one of them lands on this chunk) —
+            # never a section that is a chunk of its own (included headers share one line)
+            merged = [x for line, a, others in every if c.start_line <= line <= c.end_line and a not in primary for x in (a, *others)]
             urls = [self.chunk_url(doc, x) for x in (*alts, *merged) if x]
-            c.alt_urls = list(dict.fromkeys(u for u in (*urls, *self.alias_urls(doc, anchor)) if u and u != c.url))
+            c.alt_urls = list(dict.fromkeys(u for u in (*urls, *self.alias_urls(doc, c.anchor)) if u and u != c.url))
         heading = self.page_heading(doc)
         if heading:
             for c in chunks:
                 c.section_path = f"{heading} > {c.section_path}" if c.section_path else heading
+                # in the metadata, so the meta hash (esrag.ingest.meta_hash) changes with it and a
+                # re-ingest rewrites the stored section path (the content hash never saw it)
+                c.metadata["page_heading"] = heading
 
     def alias_urls(self, doc: Document, anchor: str) -> list[str]:
         """The section's URLs on the page's other addresses (Hugo ``aliases``, from the layout):

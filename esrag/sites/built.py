@@ -1,7 +1,7 @@
 """The published site as ground truth: page URLs and heading ids read from a generator's output.
 
-esrag computes every chunk's URL from the generator's rules (:mod:`esrag.sites.urls`,
-:mod:`esrag.sites.slugs`). When the user has the built site (``--built-site DIR``: the HTML the
+esrag computes every chunk's URL from the generator's rules (each generator's module behind
+:mod:`esrag.sites.registry`, and :mod:`esrag.sites.slugs`). When the user has the built site (``--built-site DIR``: the HTML the
 generator wrote) or its ``sitemap.xml`` (``--sitemap FILE|URL``), this module says what the
 server really publishes, so the computed URL can be checked and, where the rules guessed, replaced:
 
@@ -25,6 +25,7 @@ route ``ref/models``).
 
 from __future__ import annotations
 
+import http.client
 import os
 import posixpath
 import re
@@ -97,7 +98,7 @@ def _part_source(index: str, loc: str) -> str:
 
 
 def _is_url(source: str) -> bool:
-    return urlsplit(source).scheme in ("http", "https")
+    return source.lower().startswith(("http://", "https://"))
 
 
 def _load(source: str, timeout: float) -> bytes:
@@ -132,8 +133,8 @@ def _read_file(source: str) -> bytes:
 
 def _fetch(url: str, timeout: float) -> bytes:
     """GET ``url`` with the stdlib (no proxy magic beyond urllib's own environment handling)."""
-    request = urllib.request.Request(url, headers={"User-Agent": f"esrag/{__version__}", "Accept": "application/xml, text/xml, */*"})
     try:
+        request = urllib.request.Request(url, headers={"User-Agent": f"esrag/{__version__}", "Accept": "application/xml, text/xml, */*"})
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.read(SITEMAP_MAX_BYTES + 1)
     except urllib.error.HTTPError as exc:
@@ -142,6 +143,8 @@ def _fetch(url: str, timeout: float) -> bytes:
         raise ConfigError(f"sitemap {url}: cannot reach it ({exc.reason})") from None
     except OSError as exc:  # TimeoutError while reading, a reset connection
         raise ConfigError(f"sitemap {url}: cannot read it ({exc or type(exc).__name__}; timeout {timeout:g} s)") from None
+    except (ValueError, http.client.HTTPException) as exc:  # a malformed URL, a truncated answer
+        raise ConfigError(f"sitemap {url}: not a URL esrag can fetch ({exc or type(exc).__name__})") from None
 
 
 def _parse_sitemap(source: str, data: bytes) -> tuple[str, list[str]]:

@@ -425,10 +425,18 @@ def detect(folder: Path) -> Detected | None:
     return Detected("docusaurus", first, layout.base_url, config=layout.config, layout=layout, notes=list(layout.notes))
 
 
+def page_path(rel: str, front: dict[str, Any], site: Any = None) -> str:
+    """The page path of ``rel`` under the docs plugin's defaults (:func:`doc_slug`, no route base
+    path), for a docs tree ingested with ``--site docusaurus`` and no configuration found (a
+    site found carries its layout, with its plugins, versions and locales)."""
+    return doc_slug(rel, front).lstrip("/")
+
+
 GENERATOR = Generator(
     name="docusaurus",
     detect=detect,
     anchors=github_page_anchors,
+    page_path=page_path,
     config_files=("docusaurus.config.{js,ts,mjs,cjs}",),
     summary="every docs plugin, version and locale; number prefixes dropped, front matter `id`/`slug`; anchors github-slugger, `{#id}`",
     source="@docusaurus/plugin-content-docs (docs.ts, slug.ts, numberPrefix.ts), @docusaurus/utils; github-slugger",

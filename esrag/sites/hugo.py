@@ -406,17 +406,7 @@ class HugoLayout:
         pattern = self._permalink(folder, stem)
         if pattern:
             return sanitize_path(_expand_permalink(pattern, folder, stem, slug, front), self.lower).lstrip("/")
-        if stem == "_index":
-            path = f"{folder}/" if folder else ""
-        elif stem == "index":  # a leaf bundle: the folder is the page
-            head, bundle = posixpath.split(folder)
-            last = slug or bundle
-            path = f"{head}/{last}/" if head else (f"{last}/" if last else "")
-        elif self.ugly:
-            path = f"{folder}/{slug or stem}.html" if folder else f"{slug or stem}.html"
-        else:
-            path = f"{folder}/{slug or stem}/" if folder else f"{slug or stem}/"
-        return sanitize_path(path, self.lower)
+        return _default_path(folder, stem, slug, self.ugly, self.lower)
 
     def content_roots(self) -> list[Path]:
         """The content mounts' source folders that exist."""
@@ -591,10 +581,41 @@ def detect(folder: Path) -> Detected | None:
     return Detected("hugo", layout.mounts[0].source, layout.base_url, config=layout.config, layout=layout, anchors=anchors)
 
 
+def _default_path(folder: str, stem: str, slug: str, ugly: bool = False, lower: bool = True) -> str:
+    """Hugo's page path without a permalink pattern: ``_index`` and a leaf bundle's ``index`` are
+    their folder's page (``slug`` renames a bundle), other pages ``folder/stem/`` (``slug``
+    replaces the stem; ``.html`` with ``uglyURLs``), through ``sanitize_path``."""
+    if stem == "_index":
+        path = f"{folder}/" if folder else ""
+    elif stem == "index":  # a leaf bundle: the folder is the page
+        head, bundle = posixpath.split(folder)
+        last = slug or bundle
+        path = f"{head}/{last}/" if head else (f"{last}/" if last else "")
+    elif ugly:
+        path = f"{folder}/{slug or stem}.html" if folder else f"{slug or stem}.html"
+    else:
+        path = f"{folder}/{slug or stem}/" if folder else f"{slug or stem}/"
+    return sanitize_path(path, lower)
+
+
+def page_path(rel: str, front: dict[str, Any], site: Any = None) -> str:
+    """The page path of ``rel`` under Hugo's defaults, for a content tree ingested with
+    ``--site hugo`` and no Hugo configuration found (a site found carries its layout): front
+    matter ``url`` wins, else :func:`_default_path` (lower-cased, ``slug``)."""
+    url = front.get("url")
+    if isinstance(url, str) and url.strip():
+        return url.strip().lstrip("/")
+    folder, name = posixpath.split(rel)
+    slug = front.get("slug")
+    slug = str(slug).strip() if isinstance(slug, (str, int)) and str(slug).strip() else ""
+    return _default_path(folder, posixpath.splitext(name)[0], slug)
+
+
 GENERATOR = Generator(
     name="hugo",
     detect=detect,
     anchors=hugo_page_anchors,
+    page_path=page_path,
     config_files=("hugo.{toml,yaml,json}", "config/_default/", "config.{toml,yaml,json}"),
     summary="content mounts and languages; `a/b.md` -> `a/b/` (lowercased), `_index.md`, permalinks, `slug`/`url`; anchors goldmark `autoHeadingIDType`",
     source="hugo: config/allconfig, hugolib/filesystems, resources/page/permalinks.go, markup/goldmark/autoid.go",

@@ -76,14 +76,20 @@ def detect(folder: Path) -> Detected | None:
         cfg = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         cfg, notes = {}, [f"{path}: not valid TOML ({exc}); mdBook's defaults used"]
-    html = cfg.get("output", {}).get("html", {}) if isinstance(cfg.get("output"), dict) else {}
+    output = _table(cfg, "output")
+    html, book = _table(output, "html"), _table(cfg, "book")  # a key of another type: mdBook's default
     site_url = str(html.get("site-url") or "")
     base = site_url if site_url.startswith(("http://", "https://")) else ""
     repo = re.match(r"https?://github\.com/([^/]+)/", str(html.get("git-repository-url") or "") + "/")
     if not base and site_url.startswith("/") and repo:
         base = f"https://{repo.group(1).lower()}.github.io{site_url}"
-    src = folder / str(cfg.get("book", {}).get("src") or "src")
+    src = folder / str(book.get("src") or "src")
     return Detected("mdbook", src, base, config=path, skip=SummaryChapters(src / "SUMMARY.md"), notes=notes)
+
+
+def _table(cfg: dict[str, Any], key: str) -> dict[str, Any]:
+    value = cfg.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def page_path(rel: str, front: dict[str, Any], site: Site) -> str:

@@ -23,6 +23,7 @@ In one folder, generators are tried in ``priority`` order; a detection with lowe
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,18 +36,27 @@ from esrag.sites.layout import up_to_repository_root
 GROUP = "esrag.sites"
 
 
+#: generators whose entry point failed to load: name -> the one-line error (said once, as a warning)
+_BROKEN: dict[str, str] = {}
+
+
 @functools.cache
 def generators() -> dict[str, Generator]:
-    """Every registered generator by name, in detection order (``priority``, then name).
-
-    Raises:
-        PluginError: an entry point that does not name a :class:`Generator`.
-    """
+    """Every registered generator that loads, by name, in detection order (``priority``, then
+    name). A third-party entry point that fails to import or names no :class:`Generator` is
+    left out with one warning (every other command keeps working); selecting it with ``--site``
+    raises its error (:func:`generator_of`)."""
     found = []
     for name in plugins.names(GROUP):
-        gen = plugins.load(GROUP, name)
-        if not isinstance(gen, Generator):
-            raise PluginError(f"plugin {name!r} in {GROUP} is not an esrag.sites.generator.Generator: {gen!r}")
+        try:
+            gen = plugins.load(GROUP, name)
+            if not isinstance(gen, Generator):
+                raise PluginError(f"plugin {name!r} in {GROUP} is not an esrag.sites.generator.Generator: {gen!r}")
+        except PluginError as exc:
+            if name not in _BROKEN:
+                warnings.warn(f"{exc} (the site generator is left out)", RuntimeWarning, stacklevel=2)
+            _BROKEN[name] = str(exc)
+            continue
         found.append(gen)
     return {g.name: g for g in sorted(found, key=lambda g: (g.priority, g.name))}
 
@@ -60,11 +70,13 @@ def generator_of(site: str) -> Generator:
     """The generator a ``--site`` value selects (``sphinx-dirhtml`` -> Sphinx).
 
     Raises:
-        ConfigError: unknown site (lists the valid ones).
+        ConfigError: unknown site (lists the valid ones). PluginError: its entry point fails to load.
     """
     for gen in generators().values():
         if site == gen.name or site in gen.variants:
             return gen
+    if site in _BROKEN:
+        raise PluginError(_BROKEN[site])
     raise ConfigError(f"unknown site {site!r}; valid: {', '.join(site_names())}")
 
 

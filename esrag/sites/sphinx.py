@@ -130,6 +130,48 @@ def literal_assignments(tree: ast.Module) -> tuple[dict[str, Any], set[str]]:
     return values, other
 
 
+def extension_changes(tree: ast.Module) -> tuple[tuple[str, ...], bool]:
+    """What conf.py does to ``extensions`` besides a top-level literal assignment: the literal
+    names it adds (``extensions.append('myst_parser')``, ``.extend([...])``, ``.insert(0, 'x')``,
+    ``extensions += [...]``, an assignment inside ``if``/``try``/a function — every branch
+    counted, since which runs is unknown) and whether any change is not a literal (then which
+    parsers Sphinx gets cannot be known: :func:`_with_extension_suffixes` reads ``.md``)."""
+    top = {id(node) for node in tree.body}
+    added: list[str] = []
+    computed = False
+
+    def take(value: ast.expr) -> None:
+        nonlocal computed
+        try:
+            found = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            computed = True
+            return
+        names = [found] if isinstance(found, str) else list(found) if isinstance(found, (list, tuple)) else None
+        if names is None or not all(isinstance(n, str) for n in names):
+            computed = True
+            return
+        added.extend(names)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == "extensions":
+            take(node.value)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and id(node) not in top and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(x, ast.Name) and x.id == "extensions" for x in targets):
+                take(node.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "extensions"
+            and node.func.attr in ("append", "extend", "insert")
+            and node.args
+        ):
+            take(node.args[-1])
+    return tuple(dict.fromkeys(added)), computed
+
+
 def _suffixes(value: Any) -> dict[str, str] | None:
     if isinstance(value, str):
         return {value: "restructuredtext"}
@@ -228,8 +270,9 @@ def read_conf(path: Path) -> SphinxConf:
     conf.base_url = base if isinstance(base, str) else ""
     suffix = values.get("html_file_suffix")
     conf.file_suffix = suffix if isinstance(suffix, str) and suffix else ".html"
-    conf.extensions = _strings(values.get("extensions"))
-    conf.suffixes, conf.notes = _with_extension_suffixes(conf.suffixes, conf.extensions, "extensions" in other)
+    added, computed = extension_changes(tree)
+    conf.extensions = tuple(dict.fromkeys((*_strings(values.get("extensions")), *added)))
+    conf.suffixes, conf.notes = _with_extension_suffixes(conf.suffixes, conf.extensions, "extensions" in other or computed)
     types, crossref = registered_object_types(tree)
     dirs = [path.parent, *_path_dirs(tree, path.parent)]
     for ext in conf.extensions:

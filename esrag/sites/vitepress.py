@@ -255,7 +255,9 @@ class VitePressLayout:
         rel = self._rel(file)
         assert rel is not None
         page = self.rewrite(rel)
-        return Placement(self.url_path(page), language=self.language(page), translation=self.locale(page) is not None)
+        # a translation only beside the root locale's pages (the default): with no root, each locale is a site of its own
+        translated = self.locale(page) is not None and any(loc.key == "root" for loc in self.locales)
+        return Placement(self.url_path(page), language=self.language(page), translation=translated)
 
     def content_roots(self) -> list[Path]:
         """``[srcDir]``."""

@@ -25,6 +25,7 @@ META_FIELDS = (
     "position",
     "n_chunks",
     "doc_title",
+    "section_path",
     "parent_id",
     "language",
     "authority",
