@@ -638,3 +638,20 @@ def test_a_corpus_of_translations_only_says_so(sqlite_store, tmp_path):
     assert summary.translated_pages == 2 and summary.file_report["indexed"] == 2
     assert summary.language_warning.startswith("every indexed page (2) is a translation")
     assert summary.to_dict()["translated_pages"] == 2
+
+
+def test_a_docusaurus_repository_from_its_root_keeps_every_version(tmp_path):
+    """docusaurus-docs ingested from the repository root (the site found below, in website/):
+    the current docs and every version the layout places are indexed (versioned_docs/ lies
+    outside the docs folder, but the layout, not the docs folder, decides what is a page)."""
+    from site_builds import site_chunks
+
+    written = site_chunks(DATA / "corpora" / "docusaurus-docs", None, "https://docusaurus.io/")
+    assert written.site is not None and written.site.site == "docusaurus"
+    versions = {c.doc_version for c in written.chunks}
+    assert {"current", "3.8.1"} <= versions
+    assert any(
+        c.source_path.startswith("website/versioned_docs/") and c.url.startswith("https://docusaurus.io/docs/") for c in written.chunks
+    )
+    reasons = {reason for _, reason in written.skipped}
+    assert "outside the generator's source folder" not in reasons

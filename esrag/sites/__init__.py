@@ -185,7 +185,7 @@ class Site:
             reason = self.skip(rel)
             if reason:
                 return reason
-        if rel is None and (self._only_by_site(doc.path) or self.pages_only):
+        if rel is None and self.layout is None and (self._only_by_site(doc.path) or self.pages_only):  # a layout decided above
             return "outside the generator's source folder"
         self.read_as(doc)
         if doc.format == "rst" or not doc.path.lower().endswith(_MARKDOWN):
