@@ -208,10 +208,11 @@ def with_language_field(fields: dict[str, float], language: str, subfields: dict
 
 def language_filter(codes: Sequence[str], query: str, candidates: Sequence[str] = ()) -> list[str]:
     """``--lang`` values resolved for a search: ``auto`` becomes ``query``'s detected language
-    (nothing when undecided); other codes are kept, lowercased, without duplicates."""
+    (nothing when undecided); other codes are kept lowercased, a BCP 47 tag as its primary
+    language subtag (``pt-BR`` -> ``pt``, as site locales are stored), without duplicates."""
     out: list[str] = []
     for code in codes:
-        code = code.strip().lower()
+        code = code.strip().lower().split("-")[0]  # a BCP 47 tag (pt-BR): its primary language, as chunks store it
         if code == "auto":
             code = detect_query(query, candidates)
         if code and code not in out:

@@ -73,6 +73,7 @@ def test_language_chunker_labels_chunks_and_short_ones_take_the_document_languag
 
 def test_language_filter_resolves_auto():
     assert language_filter(["DE", "de", "auto"], "¿Cuántos puntos dejaron escapar en defensa los Panthers?") == ["de", "es"]
+    assert language_filter(["pt-BR", "zh-Hans", "pt"], "x") == ["pt", "zh"]  # site locales are stored by primary subtag
     assert language_filter(["auto"], "ok") == []
 
 

@@ -260,3 +260,47 @@ def test_versions_and_urls_through_the_sdk_client(tmp_path):
             assert older["doc_version"] == "11.x"
 
     anyio.run(main)
+
+
+def test_languages_through_the_sdk_client_and_http(tmp_path):
+    """Issue 36: a Starlight site with a Japanese translation, ingested as a user would. Without
+    a language, MCP search_docs and GET /search answer from the default locale only; with
+    ``language`` / ``lang`` from the translation; a bad code is a 422, not a 500."""
+    from serve_helpers import run_cli
+
+    site = tmp_path / "site"
+    docs = site / "src" / "content" / "docs"
+    (docs / "ja").mkdir(parents=True)
+    (site / "astro.config.mjs").write_text(
+        "import starlight from '@astrojs/starlight';\nexport default { site: 'https://x.dev', integrations: [starlight({ title: 'X', "
+        "locales: { root: { label: 'English', lang: 'en' }, ja: { label: 'J' } } })] };\n",
+        encoding="utf-8",
+    )
+    text = "## Formatter options\n\nSet the indent width of the formatter in biome.json with formatter.indentWidth.\n"
+    (docs / "formatter.md").write_text("---\ntitle: Formatter\n---\n\n" + text, encoding="utf-8")
+    (docs / "ja" / "formatter.md").write_text("---\ntitle: フォーマッター\n---\n\n" + text, encoding="utf-8")
+    env = {"ESRAG_DB": str(tmp_path / "l.db")}
+    run_cli(["ingest", str(site), "--corpus", "x"], env)
+    query = "formatter indent width"
+    params = StdioServerParameters(command=ESRAG, args=["mcp"], env=clean_env(env))
+
+    async def main() -> tuple[list[str], list[str]]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            plain = json.loads(text_of(await session.call_tool("search_docs", {"query": query, "format": "json"})))["hits"]
+            ja = json.loads(text_of(await session.call_tool("search_docs", {"query": query, "format": "json", "language": "ja"})))["hits"]
+            return [h["url"] for h in plain], [h["url"] for h in ja]
+
+    plain, ja = anyio.run(main)
+    assert plain and all(u.startswith("https://x.dev/formatter/") for u in plain)
+    assert ja and all(u.startswith("https://x.dev/ja/formatter/") for u in ja)
+    server = Server(["serve"], env)
+    try:
+        urls = [h["url"] for h in httpx.get(server.url + "/search", params={"q": query}, timeout=60).json()["hits"]]
+        assert urls and not any("/ja/" in u for u in urls)
+        urls = [h["url"] for h in httpx.get(server.url + "/search", params={"q": query, "lang": "ja"}, timeout=60).json()["hits"]]
+        assert urls and all("/ja/" in u for u in urls)
+        bad = httpx.get(server.url + "/search", params={"q": query, "lang": "ja;drop"}, timeout=60)
+        assert bad.status_code == 422 and bad.json()["error"].startswith("lang")
+    finally:
+        server.stop()

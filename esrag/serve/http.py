@@ -74,6 +74,8 @@ def _not_bool(value: Any) -> Any:
 
 
 Int = Annotated[int, BeforeValidator(_not_bool)]
+#: a language code as ``--lang`` takes it: ISO 639-1 (or a BCP 47 tag, reduced to its primary subtag by the search) or ``auto``
+Lang = Annotated[str, Field(min_length=2, max_length=35, pattern=r"^(?:auto|[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*)$")]
 
 
 class SearchParams(BaseModel):
@@ -98,8 +100,16 @@ class SearchParams(BaseModel):
     )
     expand: str | None = Field(None, max_length=100, description="neighbours:W, parent or auto-merge:M.")
     explain: bool = Field(False, description="Add the fusion and diagnostics (each hit's legs are always there).")
+    lang: list[Lang] = Field(
+        default_factory=list,
+        max_length=10,
+        description=(
+            "Only chunks in this language (ISO 639-1, repeatable; 'auto': the query's language). Default: [language] filter; "
+            "with neither, a site's translated pages are left out (each site in its default locale)."
+        ),
+    )
 
-    @field_validator("corpus", mode="before")
+    @field_validator("corpus", "lang", mode="before")
     @classmethod
     def _one_corpus(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
@@ -196,7 +206,16 @@ def create_app(
 
     def run_search(p: SearchParams) -> Response:
         budget = p.budget if p.budget is not None or p.token_budget is None else candidate_budget(p.token_budget)
-        req = SearchRequest(p.q, k=p.k, mode=p.mode, corpora=list(p.corpus), doc_version=p.doc_version, budget=budget, expand=p.expand)
+        req = SearchRequest(
+            p.q,
+            k=p.k,
+            mode=p.mode,
+            corpora=list(p.corpus),
+            doc_version=p.doc_version,
+            budget=budget,
+            expand=p.expand,
+            languages=list(p.lang),
+        )
         body = result_json(service.search(req, check_corpora=True), explain=p.explain)
         if p.token_budget is None:
             return FastJSON(body)

@@ -153,6 +153,17 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
         k: Count = None,
         token_budget: SearchBudget = None,
         format: Format = "markdown",
+        language: Annotated[
+            str | None,
+            Field(
+                max_length=35,
+                pattern=r"^(?:auto|[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*)$",
+                description=(
+                    "Only sections in this language (ISO 639-1, e.g. 'ja'; 'auto': the query's language). Default: each "
+                    "site in its default locale (translated pages left out)."
+                ),
+            ),
+        ] = None,
     ) -> Any:
         """Search the documentation index for `query`. Returns the best sections in rank order:
         each with its section path (as a heading), its URL (pass it to get_page to read on) and
@@ -162,7 +173,14 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
         budget = DEFAULT_SEARCH_BUDGET if token_budget is None else token_budget
         try:
             result = service.search(
-                SearchRequest(query, k=k, corpora=[corpus] if corpus else [], doc_version=doc_version, budget=candidate_budget(budget)),
+                SearchRequest(
+                    query,
+                    k=k,
+                    corpora=[corpus] if corpus else [],
+                    doc_version=doc_version,
+                    budget=candidate_budget(budget),
+                    languages=[language] if language else [],
+                ),
                 check_corpora=True,
             )
         except EsragError as exc:
