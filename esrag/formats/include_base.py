@@ -4,6 +4,7 @@ included file (inside the allowed tree, no cycle, a readable file)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,3 +112,17 @@ def read_included(target: Path, shown: str) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         raise IncludeError(f"cannot read {shown}: {exc}") from exc
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def expand_lines(lines: list[str], src: list[int], marker: str, expand: Callable[[str, int], list[str]]) -> tuple[list[str], list[int]]:
+    """``lines`` (with their source lines ``src``) where each line holding ``marker`` is replaced
+    by ``expand(line, n)``'s lines, every one of them mapped to that line's source line ``n``;
+    the other lines keep theirs. The line-level step of the include syntaxes that may stand
+    anywhere on a line (mdx_include ``{!…!}``, VitePress ``<!--@include:…-->``)."""
+    new: list[str] = []
+    new_src: list[int] = []
+    for line, n in zip(lines, src):
+        parts = expand(line, n) if marker in line else [line]
+        new.extend(parts)
+        new_src.extend([n] * len(parts))
+    return new, new_src

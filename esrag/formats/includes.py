@@ -46,7 +46,7 @@ import re
 from pathlib import Path
 
 from esrag.formats.base import UNRESOLVED
-from esrag.formats.include_base import IncludeContext, IncludeError, Resolved, checked_target, read_included
+from esrag.formats.include_base import IncludeContext, IncludeError, Resolved, checked_target, expand_lines, read_included
 from esrag.formats.mkdocs_config import find_mkdocs, read_mkdocs
 from esrag.formats.shortcodes import Finder, content_finder, expand
 from esrag.formats.vitepress_includes import resolve_vitepress
@@ -364,17 +364,7 @@ def _mdx_include(
     ``line_slice_separator``); included files are themselves resolved (``{!+…!}`` / ``{!-…!}``
     force it on or off); relative paths start at ``base_path``. A file that cannot be read is
     left out (``truncate_on_failure``) and reported; URLs are not downloaded."""
-    new: list[str] = []
-    new_src: list[int] = []
-    for line, n in zip(lines, src):
-        if "{!" not in line:
-            new.append(line)
-            new_src.append(n)
-            continue
-        parts = _mdx_line(line, n, ctx, parent, stack, out, depth)
-        new.extend(parts)
-        new_src.extend([n] * len(parts))
-    return new, new_src
+    return expand_lines(lines, src, "{!", lambda line, n: _mdx_line(line, n, ctx, parent, stack, out, depth))
 
 
 def _mdx_line(line: str, n: int, ctx: IncludeContext, parent: Path, stack: tuple[Path, ...], out: Resolved, depth: int) -> list[str]:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from esrag.formats.include_base import IncludeContext, IncludeError, Resolved, checked_target, read_included
+from esrag.formats.include_base import IncludeContext, IncludeError, Resolved, checked_target, expand_lines, read_included
 from esrag.formats.markdown_blocks import header_title, split_header_attrs
 from esrag.sites.vitepress import page_anchors
 
@@ -137,16 +137,7 @@ def _strip_front_matter(text: str) -> str:
 def resolve_vitepress(lines: list[str], src: list[int], ctx: IncludeContext, out: Resolved) -> tuple[list[str], list[int]]:
     """``lines`` (with their source lines ``src``) with VitePress's includes, then its code
     snippets, resolved (see the module docstring)."""
-    new: list[str] = []
-    new_src: list[int] = []
-    for line, n in zip(lines, src):
-        if "@include:" not in line:
-            new.append(line)
-            new_src.append(n)
-            continue
-        parts = _expand(line, ctx.file, (ctx.file,), ctx, out, n, 0).split("\n")
-        new.extend(parts)
-        new_src.extend([n] * len(parts))
+    new, new_src = expand_lines(lines, src, "@include:", lambda line, n: _expand(line, ctx.file, (ctx.file,), ctx, out, n, 0).split("\n"))
     return _snippets(new, new_src, ctx, out)
 
 
