@@ -231,6 +231,42 @@ def test_mdx_keeps_prose_and_drops_code_lines():
     assert chunks[0].start_line == 1 and chunks[-1].end_line <= 26
 
 
+def test_mdx_esm_and_expressions_over_blank_lines():
+    """MDX's ESM block ends at a blank line only where the code before it is complete
+    (micromark-extension-mdxjs-esm), and a ``{/* … */}`` expression spans lines: the
+    commented-out header and the Markdown inside an exported template literal (Nextra's
+    ``guide/ssg`` and ``blog-theme/start`` pages) are no headers; the text after each stays."""
+    src = "\n".join(
+        [
+            "# Page",
+            "{/*",
+            "",
+            "### Commented out",
+            "",
+            "*/}",
+            "Kept text.",
+            "export async function Demo() {",
+            "  const mdx = `",
+            "",
+            "## Inside a literal",
+            "",
+            "It's code.`",
+            "",
+            "  return <p>Don't {mdx}</p>",
+            "}",
+            "",
+            "## After",
+            "{ not closed",
+        ]
+    )
+    out = blank_code_lines(src).split("\n")
+    assert len(out) == 19 and out[1:6] == [""] * 5 and out[6] == "Kept text." and out[7:16] == [""] * 9
+    assert out[17:] == ["## After", "{ not closed"]
+    doc = Document("page.mdx", src)
+    HeaderChunker().chunk(doc)
+    assert [h.title for h in doc.headers] == ["Page", "After"]
+
+
 def test_mdx_template_literal_props_are_code_not_headers():
     """Starlight's ``<Code code={`…`} />`` (biome's getting-started page): the shell comments in
     the literal are code the page shows, not Markdown headers; a ``>`` inside the literal or a

@@ -35,6 +35,8 @@ CONFORMANCE = {
     "hugo": ["test_sites_whole::test_hugo_whole_site_every_section_url_is_in_the_build"],
     "vitepress": ["test_sites_vitepress::test_vitepress_build_conformance"],
     "starlight": ["test_sites_starlight::test_starlight_build_conformance"],
+    "mintlify": ["test_sites_mintlify::test_corpus_own_anchor_links_land_on_section_urls"],  # no public builder: documented rule
+    "nextra": ["test_sites_nextra::test_nextra_compile_conformance", "test_sites_nextra::test_corpus_own_links_land_on_pages_and_sections"],
     # no configuration and no build: GitHub's own slug fixtures and the page rule
     "github": ["test_sites::test_github_slugger_fixtures", "test_sites::test_page_paths"],
     "plain": ["test_sites::test_page_paths"],

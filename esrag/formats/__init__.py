@@ -57,9 +57,10 @@ def _parse_markdown(text: str, doc: Document) -> Parsed:
     partials = None
     if doc.path.lower().endswith(".mdx"):
         if file is not None and doc.root:
-            partials = expand_partials(text, file.resolve(), Path(doc.root).resolve())
+            absolute = doc.format_options.get("mdx_root")  # where `/snippets/…` imports start (Mintlify's docs root)
+            partials = expand_partials(text, file.resolve(), Path(doc.root).resolve(), absolute_root=Path(absolute) if absolute else None)
             text = "\n".join(partials.lines)
-        text = blank_code_lines(text)
+        text = blank_code_lines(text, doc.format_options.get("mdx_components"))  # a site's components (Mintlify)
     ctx = context_for(file, Path(doc.root)) if file is not None and doc.root else None  # source_file: both set
     res = resolve(text, ctx)
     if partials is not None:

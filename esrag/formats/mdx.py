@@ -8,11 +8,16 @@ components or fragments, possibly spread over several lines) and lines made only
 ``{…}`` expressions with empty lines, outside fenced code. Line numbers stay as they are, and
 text between tags (``<Tab>Python</Tab>`` keeps ``Python``… as a line with text) stays.
 :func:`expand_partials` first inlines imported Markdown/MDX partials where they are used.
+
+A site may declare components whose attributes the reader sees (Mintlify's ``<Step title>``,
+``<ParamField body type required>``): :class:`Shown`; :func:`shown_text` is the one rule that
+turns such a tag into its visible line, used by :func:`blank_code_lines` for the tags it blanks.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,8 +29,63 @@ _JSX_OPEN = re.compile(r"^\s*</?[A-Z][\w.:-]*(?:\s[^<>]*)?$")  # a component tag
 _EXPR_ONLY = re.compile(r"^\s*\{.*\}\s*$")
 
 
-def blank_code_lines(text: str) -> str:
-    """``text`` (normalised MDX) with ESM, JSX-only and expression-only lines made empty.
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What a reader sees of one component's attributes (the site's own components, declared by
+    its generator module).
+
+    Attributes:
+        label: attributes shown as a bold line, the first one present wins (a step's ``title``,
+            a frame's ``caption``).
+        field: attributes naming an API field, the first one present wins; shown as
+            ``name`` (its ``type`` attribute, ``required`` when that attribute is present).
+    """
+
+    label: tuple[str, ...] = ()
+    field: tuple[str, ...] = ()
+
+
+#: component name -> what its attributes show (see :class:`Shown`)
+Components = Mapping[str, Shown]
+
+_ATTR = re.compile(r"""([A-Za-z_][\w-]*)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|\{\s*(?:"([^"]*)"|'([^']*)'|`([^`$]*)`|([^{}]*?))\s*\}))?""")
+_OPENING = re.compile(r"<([A-Z][\w.:-]*)((?:[^<>\"'{}]|\"[^\"]*\"|'[^']*'|\{[^{}]*\})*)/?>")
+
+
+def _attributes(source: str) -> dict[str, str]:
+    """The attributes of one JSX tag's attribute text: string values (quoted, or a string or
+    plain template literal in braces), ``'true'`` for a bare attribute, the expression's text for
+    any other ``{…}``."""
+    out: dict[str, str] = {}
+    for m in _ATTR.finditer(source):
+        values = [v for v in m.groups()[1:] if v is not None]
+        out[m.group(1)] = values[0].strip() if values else "true"
+    return out
+
+
+def shown_text(tags: str, components: Components) -> str:
+    """The text a reader sees of the opening tags in ``tags`` (one or more JSX tags, possibly
+    spread over lines) of the declared ``components``: ``**Title**`` for a label, ```name``
+    (type, required)`` for a field; several shown parts joined by a space; '' when none shows."""
+    parts = []
+    for m in _OPENING.finditer(tags):
+        spec = components.get(m.group(1))
+        if spec is None:
+            continue
+        attrs = _attributes(m.group(2))
+        label = next((attrs[a] for a in spec.label if attrs.get(a, "true") != "true"), "")
+        name = next((attrs[a] for a in spec.field if attrs.get(a, "true") != "true"), "")
+        if name:
+            detail = [d for d in (attrs.get("type", ""), "required" if attrs.get("required") == "true" else "") if d]
+            parts.append(f"`{name}`" + (f" ({', '.join(detail)})" if detail else ""))
+        elif label:
+            parts.append(f"**{label}**")
+    return " ".join(parts)
+
+
+def blank_code_lines(text: str, components: Components | None = None) -> str:
+    """``text`` (normalised MDX) with ESM, JSX-only and expression-only lines made empty; a
+    blanked tag of one of the site's ``components`` leaves its :func:`shown_text` on its first line.
 
     Front matter (a leading ``---`` block) is left alone, as is everything inside fences.
     """
@@ -45,19 +105,100 @@ def blank_code_lines(text: str) -> str:
             i += 1
             continue
         if _ESM.match(line):
-            while i < len(lines) and lines[i].strip():
+            end = _esm_end(lines, i)
+            while i <= end:
                 lines[i] = ""
                 i += 1
             continue
+        if line.lstrip().startswith("{") and not _EXPR_ONLY.match(line):  # {/* … */} over several lines
+            end_line = _expression_end(lines, i, line.index("{"))
+            if end_line is not None:
+                for k in range(i, end_line + 1):
+                    lines[k] = ""
+                i = end_line + 1
+                continue
         if _JSX_ONLY.match(line) or _EXPR_ONLY.match(line):
-            lines[i] = ""
+            lines[i] = shown_text(line, components) if components and not _EXPR_ONLY.match(line) else ""
         elif _JSX_OPEN.match(line):  # <Component\n  prop="x"\n  code={`…`}\n/> : through the closing '>'
             end = _tag_end(lines, i, line.index("<") + 1)
             if end is not None and not lines[end.line][end.column + 1 :].strip():
+                shown = shown_text("\n".join(lines[i : end.line + 1]), components) if components else ""
                 _blank_tag(lines, i, end)
+                if shown and not lines[i]:  # the line may open the fence of a template literal it passes
+                    lines[i] = shown
                 i = end.line
         i += 1
     return "\n".join(lines)
+
+
+def _scan_js(text: str, k: int, stack: list[str], stop: bool = False) -> int | None:
+    """Scan one line of JavaScript from column ``k``, updating ``stack`` (open brackets ``{([``,
+    ``"`` / ``'`` strings, ``\``` template literals with ``${…}``, ``/*`` comments); with
+    ``stop``, return the column where ``stack`` becomes empty after a closing bracket (and scan
+    no further), else None. A ``//`` comment
+    ends the line; a quote string never outlives its line (JavaScript strings do not span lines,
+    and text such as JSX ``<p>Don't</p>`` must not open one for the rest of the block)."""
+    while k < len(text):
+        ch = text[k]
+        top = stack[-1] if stack else ""
+        if top == "/*":
+            if text.startswith("*/", k):
+                stack.pop()
+                k += 1
+        elif top in ("`", '"', "'"):
+            if ch == "\\":
+                k += 1
+            elif ch == top:
+                stack.pop()
+            elif top == "`" and text.startswith("${", k):
+                stack.append("{")
+                k += 1
+        elif text.startswith("/*", k):
+            stack.append("/*")
+            k += 1
+        elif text.startswith("//", k):
+            break
+        elif ch in "\"'`({[":
+            stack.append(ch)
+        elif ch in ")}]" and top in "({[" and top:
+            stack.pop()
+            if stop and not stack:
+                return k
+        k += 1
+    while stack and stack[-1] in ('"', "'"):
+        stack.pop()
+    return None
+
+
+def _esm_end(lines: list[str], start: int) -> int:
+    """The last line of the MDX ESM block (``import``/``export``) opening at ``lines[start]``:
+    the line before the first blank line at which the code so far is complete (MDX's
+    ``micromark-extension-mdxjs-esm``: a blank line ends the block only when what precedes it
+    parses, so an ``export`` whose function or template literal holds blank lines goes on).
+    Unbalanced code within :data:`MAX_TAG_LINES` lines: up to the first blank line, as before."""
+    stack: list[str] = []
+    for n in range(start, min(len(lines), start + MAX_TAG_LINES)):
+        if not lines[n].strip() and not stack:
+            return n - 1
+        _scan_js(lines[n], 0, stack)
+        if not stack and (n + 1 == len(lines) or not lines[n + 1].strip()):
+            return n
+    n = start
+    while n + 1 < len(lines) and lines[n + 1].strip():
+        n += 1
+    return n
+
+
+def _expression_end(lines: list[str], start: int, column: int) -> int | None:
+    """The line on which the MDX flow expression opening with ``{`` at ``lines[start][column]``
+    (``{/* a commented-out section */}``) closes, when nothing but space follows its ``}``;
+    None when it does not close within :data:`MAX_TAG_LINES` lines (then it is text)."""
+    stack: list[str] = []
+    for n in range(start, min(len(lines), start + MAX_TAG_LINES)):
+        end = _scan_js(lines[n], column if n == start else 0, stack, stop=True)
+        if end is not None:
+            return n if not lines[n][end + 1 :].strip() else None
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,11 +299,15 @@ class Partials:
     dependencies: set[Path] = field(default_factory=set)
 
 
-def expand_partials(text: str, file: Path, allowed: Path, depth: int = 0, stack: tuple[Path, ...] = ()) -> Partials:
+def expand_partials(
+    text: str, file: Path, allowed: Path, depth: int = 0, stack: tuple[Path, ...] = (), absolute_root: Path | None = None
+) -> Partials:
     """Inline MDX partials as a reader sees them (Docusaurus "Importing Markdown"): a Markdown
     or MDX file imported as a component (``import Part from './_part.mdx';``, relative to the
     importing file) and used alone on a line (``<Part />``, ``<Part name="x" />``) shows its
-    content there (front matter dropped, its own partials inlined, up to 10 levels). Imports
+    content there (front matter dropped, its own partials inlined, up to 10 levels); an absolute
+    import (``/snippets/a.mdx``) starts at ``absolute_root`` (the site's docs root; default
+    ``allowed``, :func:`import_target`). Imports
     and uses inside fenced code are left alone; a partial outside ``allowed`` or missing is
     left out and reported."""
     lines = text.split("\n")
@@ -183,12 +328,40 @@ def expand_partials(text: str, file: Path, allowed: Path, depth: int = 0, stack:
             out.lines.append(line)
             out.line_map.append(n)
             continue
-        _inline(imports[use.group(2)], use.group(1), n, file, allowed, depth, stack, out)
+        target = import_target(imports[use.group(2)], file, absolute_root or allowed)
+        _inline(imports[use.group(2)], target, use.group(1), n, (file, allowed, absolute_root), depth, stack, out)
     return out
 
 
-def _inline(spec: str, indent: str, n: int, file: Path, allowed: Path, depth: int, stack: tuple[Path, ...], out: Partials) -> None:
-    target = (file.parent / spec).resolve()
+def import_target(spec: str, file: Path, root: Path) -> Path:
+    """The file an MDX import ``spec`` of ``file`` names: relative to ``file``'s folder, or, for
+    an absolute ``/snippets/a.mdx`` (Mintlify "Reusable snippets": absolute imports start at the
+    docs root), relative to ``root`` (the docs root, else the ingested tree). Resolved, not checked to exist."""
+    return (root / spec.lstrip("/")).resolve() if spec.startswith("/") else (file.parent / spec).resolve()
+
+
+_ANY_IMPORT = re.compile(r"""^import\s+[^'"]*?\s+from\s+(['"])([^'"]+\.mdx?)\1""")
+
+
+def imported_files(text: str, file: Path, root: Path) -> set[Path]:
+    """The Markdown/MDX files ``text`` (the MDX of ``file``) imports, default or named imports,
+    outside fenced code, resolved by :func:`import_target`."""
+    found = set()
+    fence: str | None = None
+    for line in text.split("\n"):
+        fence = _fence_state(line, fence)
+        m = _ANY_IMPORT.match(line) if fence is None else None
+        if m:
+            found.add(import_target(m.group(2), file, root))
+    return found
+
+
+def _inline(
+    spec: str, target: Path, indent: str, n: int, where: tuple[Path, Path, Path | None], depth: int, stack: tuple[Path, ...], out: Partials
+) -> None:
+    """Inline the partial ``spec`` (resolved: ``target``) used on line ``n``; ``where``: the importing
+    file, the allowed tree and the root of absolute imports."""
+    file, allowed, absolute_root = where
     problem = ""
     if not target.is_relative_to(allowed):
         problem = f"{spec} is outside the ingested tree; left out"
@@ -208,7 +381,7 @@ def _inline(spec: str, indent: str, n: int, file: Path, allowed: Path, depth: in
         return
     lines = body.split("\n")
     body = "\n".join(lines[_front_matter_end(lines) :]).strip("\n")
-    sub = expand_partials(body, target, allowed, depth + 1, (*stack, file))
+    sub = expand_partials(body, target, allowed, depth + 1, (*stack, file), absolute_root)
     out.dependencies.add(target)
     out.dependencies |= sub.dependencies
     out.problems.extend(f"line {n}: in {target.name}: {p}" for p in sub.problems)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from esrag.errors import ConfigError
-from esrag.model import Chunk, Document
+from esrag.model import Chunk, Document, Heading
 from esrag.sites.built import BuiltSite
 from esrag.sites.frontmatter import is_hidden, lift_front_matter, parse_front_matter
 from esrag.sites.generator import AnchorRule, Detected, Generator
@@ -369,7 +369,7 @@ class Site:
         gen = self.generator
         own = gen.html_anchor_is_alt
         explicit = ["" if own and h.html_anchor else h.anchor for h in headers]
-        anchors = (self.anchors or gen.anchors)([h.title for h in headers], explicit)
+        anchors = self._anchor_rule(headers, explicit)
         if self.built is not None:
             anchors = self._built_anchors(doc, anchors)
         out = []
@@ -377,6 +377,17 @@ class Site:
             alts = (h.anchor, *h.alt_anchors) if own and h.html_anchor else h.alt_anchors
             out.append((a, tuple(x for x in dict.fromkeys(alts) if x and x != a)))
         return out
+
+    def _anchor_rule(self, headers: list[Heading], explicit: list[str]) -> list[str]:
+        """The anchor rule (the site's or its generator's) over ``headers``; where the generator
+        gives the h1 no id (:attr:`Generator.h1_anchor`), each h1 keeps only its explicit id and
+        is not shown to the rule (a slugger counting repeats never sees it)."""
+        rule = self.anchors or self.generator.anchors
+        if self.generator.h1_anchor:
+            return rule([h.title for h in headers], explicit)
+        kept = [i for i, h in enumerate(headers) if h.level != 1]
+        ruled = iter(rule([headers[i].title for i in kept], [explicit[i] for i in kept]))
+        return [next(ruled) if h.level != 1 else explicit[i] for i, h in enumerate(headers)]
 
     def _built_anchors(self, doc: Document, anchors: list[str]) -> list[str]:
         """``anchors`` of ``doc``'s headers, each replaced by the built page's id of the same

@@ -116,6 +116,9 @@ class Generator:
             own (mdBook), instead of being the header's anchor.
         front_matter_after_blank_lines: front matter may follow whitespace-only lines (Astro's
             ``frontmatterRE``), not only open the file.
+        h1_anchor: the page's h1 gets an id like any header; False (Nextra's
+            ``remark-headings.ts`` skips depth 1): it has none, its section URL is the page URL,
+            and the slugger never sees its title.
     """
 
     name: str
@@ -130,3 +133,4 @@ class Generator:
     title_from_front: bool = False
     html_anchor_is_alt: bool = False
     front_matter_after_blank_lines: bool = False
+    h1_anchor: bool = True
