@@ -105,8 +105,8 @@ def blank_code_lines(text: str, components: Components | None = None) -> str:
             i += 1
             continue
         if _ESM.match(line):
-            end = _esm_end(lines, i)
-            while i <= end:
+            esm_end = _esm_end(lines, i)
+            while i <= esm_end:
                 lines[i] = ""
                 i += 1
             continue
