@@ -221,6 +221,7 @@ def make_site(
         url_template = cs.url_template and check_url_template(cs.url_template, f"[corpora.{corpus}] url_template")
     version = doc_version if doc_version is not None else (cs.doc_version if cs is not None and cs.doc_version else "")
     where = resolve_site(root, site, base_url, url_template, version, include_root=include_root)
+    where.notebook_outputs = settings.ingest.notebook_outputs
     if built_site is not None or sitemap:
         where.attach_built(built_site, sitemap)
     return where

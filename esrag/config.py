@@ -153,7 +153,7 @@ class IngestSettings(BaseModel):
     unchanged neighbours of an edited chunk under section-context vectors, a rebuild, a
     settings change that only regroups chunks."""
 
-    include: list[str] = Field(default_factory=lambda: ["*.md", "*.markdown", "*.mdx", "*.rst"])
+    include: list[str] = Field(default_factory=lambda: ["*.md", "*.markdown", "*.mdx", "*.rst", "*.adoc", "*.asciidoc", "*.ipynb"])
     exclude: list[str] = Field(default_factory=lambda: [".git/", "node_modules/", ".esrag/", ".venv/"])
     max_file_bytes: int = 5_000_000
     embed_batch_size: int = 16
@@ -164,6 +164,10 @@ class IngestSettings(BaseModel):
     max_delete_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
     #: index files reached through symbolic links that point outside the ingested tree
     follow_external_symlinks: bool = False
+    #: Jupyter notebooks (.ipynb, esrag.formats.notebook): index the text outputs of code cells
+    #: (``stream``, ``text/plain`` of ``execute_result``; at most 2,000 characters per output,
+    #: truncation marked) after the cell's code; off: code and Markdown only
+    notebook_outputs: bool = False
 
 
 class ElasticsearchSettings(BaseModel):

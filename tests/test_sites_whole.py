@@ -546,23 +546,24 @@ def test_unreadable_generator_configuration_is_a_one_line_error(tmp_path):
         resolve_site(tmp_path / "b")
 
 
-def test_notebooks_sphinx_publishes_are_named_not_dropped(sqlite_store, tmp_path):
-    """nbsphinx registers .ipynb: the notebook is a page Sphinx builds, so the summary names it
-    with that reason (esrag has no notebook reader yet), not as a suffix nobody reads."""
+def test_notebooks_sphinx_publishes_are_read(sqlite_store, tmp_path):
+    """nbsphinx registers .ipynb: the notebook is a page Sphinx builds, read by
+    esrag.formats.notebook at the URL Sphinx gives it (``nb.ipynb`` -> ``nb.html``)."""
     _write(
         tmp_path,
         {
             "conf.py": 'extensions = ["nbsphinx"]\n',
             "index.rst": "Index\n=====\n\nText.\n",
-            "nb.ipynb": '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n',
+            "nb.ipynb": '{"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# NB\\n", "\\n", "Text."]}], '
+            '"metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n',
         },
     )
-    summary = _ingest(sqlite_store, tmp_path, resolve_site(tmp_path, None))
+    site = resolve_site(tmp_path, None, "https://x.dev/")
+    summary = _ingest(sqlite_store, tmp_path, site)
     skipped = summary.file_report["skipped"]
-    reason = "a notebook page sphinx publishes (esrag does not read notebooks yet)"
-    assert skipped[reason]["examples"] == ["nb.ipynb"]
     assert skipped["suffix not read"]["examples"] == ["conf.py"]
-    assert summary.file_report["indexed"] == 1
+    assert summary.file_report["indexed"] == 2
+    assert {c.url for c in sqlite_store.source_chunks("nb.ipynb")} == {"https://x.dev/nb.html#nb"}
 
 
 @pytest.mark.integration

@@ -7,9 +7,13 @@
   directives resolved first (:mod:`esrag.formats.includes`: mdBook ``{{#include}}`` /
   ``{{#rustdoc_include}}``, pymdownx.snippets ``--8<--``), then markdown-it-py blocks
   (:func:`esrag.formats.markdown_blocks.parse_blocks`);
+* Jupyter notebooks (``.ipynb``, or ``Document.format`` ``notebook``; :mod:`esrag.formats.notebook`):
+  cells rendered as Markdown, code cells fenced, line spans as cell numbers;
 * reStructuredText (``.rst`` and the configured suffixes, or any file whose ``Document.format``
   the site set to ``rst``, e.g. Sphinx ``source_suffix = ".txt"``; :mod:`esrag.formats.rst`)
-  parsed by docutils and rendered block by block.
+  parsed by docutils and rendered block by block;
+* AsciiDoc (``.adoc``, ``.asciidoc``, or ``Document.format`` ``asciidoc``; :mod:`esrag.formats.asciidoc`):
+  esrag's block scanner (includes, conditionals, attributes, Asciidoctor section ids).
 
 Blocks' line spans index :attr:`Parsed.lines` (the resolved text); :attr:`Parsed.line_map`
 takes a resolved line back to its source line, so chunks keep the including page's line span.
@@ -19,10 +23,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from esrag.formats.asciidoc import parse_asciidoc
 from esrag.formats.base import RST_SUFFIXES, Parsed
+from esrag.formats.gitbook_blocks import rewrite as gitbook_rewrite
 from esrag.formats.includes import context_for, resolve
 from esrag.formats.markdown_blocks import normalize, parse_blocks
 from esrag.formats.mdx import blank_code_lines, expand_partials
+from esrag.formats.notebook import parse_notebook
 from esrag.formats.rst import parse_rst
 from esrag.model import Document
 
@@ -46,7 +53,16 @@ def parse(doc: Document, rst_suffixes: tuple[str, ...] = RST_SUFFIXES) -> Parsed
     Includes are resolved only when ``doc.source`` and ``doc.root`` are set (the ingested tree, which bounds every
     include); ``doc.text`` may use any line endings.
     """
+    if doc.format == "notebook" or doc.path.lower().endswith(".ipynb"):  # esrag.formats.notebook
+        opts = doc.format_options
+        return parse_notebook(
+            doc.text, doc.path, bool(opts.get("notebook_outputs")), bool(opts.get("myst")), bool(opts.get("myst_targets"))
+        )
     text = normalize(doc.text)
+    if doc.format == "asciidoc" or (not doc.format and doc.path.lower().endswith((".adoc", ".asciidoc"))):
+        return parse_asciidoc(
+            text, doc.path, source_file(doc), Path(doc.root) if doc.root else None, doc.format_options.get("asciidoc_attributes")
+        )
     if doc.format == "rst" or (doc.format != "markdown" and is_rst(doc.path, rst_suffixes)):
         return parse_rst(text, doc.path, source_file(doc), Path(doc.root) if doc.root else None, doc.format_options)
     return _parse_markdown(text, doc)
@@ -61,6 +77,8 @@ def _parse_markdown(text: str, doc: Document) -> Parsed:
             partials = expand_partials(text, file.resolve(), Path(doc.root).resolve(), absolute_root=Path(absolute) if absolute else None)
             text = "\n".join(partials.lines)
         text = blank_code_lines(text, doc.format_options.get("mdx_components"))  # a site's components (Mintlify)
+    if doc.format_options.get("gitbook_blocks"):  # a GitBook space's {% hint %}… tags (esrag.formats.gitbook_blocks)
+        text = gitbook_rewrite(text)
     ctx = context_for(file, Path(doc.root)) if file is not None and doc.root else None  # source_file: both set
     res = resolve(text, ctx)
     if partials is not None:
@@ -75,5 +93,6 @@ def _parse_markdown(text: str, doc: Document) -> Parsed:
         icons=ctx.icons if ctx is not None else False,
         lines=res.lines if same else None,
         myst=bool(doc.format_options.get("myst")),
+        targets=bool(doc.format_options.get("myst_targets")),  # Jupyter Book 2: (label)= names the next header
     )
     return Parsed(res.lines, blocks, res.line_map, problems=res.problems, dependencies=res.dependencies)

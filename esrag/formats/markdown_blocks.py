@@ -38,6 +38,11 @@ _ANCHOR_ONLY = re.compile(
 #: Pandoc, kramdown, Hugo, Docusaurus ``{#id}``): group 1 is the attribute list.
 _HEADER_ATTRS = re.compile(r"(?:^|[ \t]+)\{:?[ \t]*([^{}\n]*?)[ \t]*\}[ \t]*$")
 _ATTR_ITEM = re.compile(r"""#[^\s#.{}="']+|\.[^\s#.{}="']+|[A-Za-z_][\w.:-]*=(?:"[^"]*"|'[^']*'|[^\s"'{}]+)""")
+#: a MyST role ``{name}`content``` (group 1: the content); a content ``text <target>``
+_MYST_ROLE = re.compile(r"\{[\w:+.-]+\}`([^`]*)`")
+_ROLE_TARGET = re.compile(r"^(.*\S)\s*<[^<>]+>$")
+#: a MyST target line ``(label)=`` (myst-spec ``mystTarget``; group 1 is the label)
+_MYST_TARGET = re.compile(r"^\(([^()\s][^()]*)\)=[ \t]*$")
 _ANCHOR_NAME = re.compile(r"""<a\s+(?:[^>]*?\s)?(?:name|id)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE)
 
 _TOKEN_KIND = {
@@ -202,7 +207,9 @@ def myst_directive_spans(lines: list[str]) -> list[tuple[int, int]]:
     return out
 
 
-def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: list[str] | None = None, myst: bool = False) -> list[Block]:
+def parse_blocks(
+    text: str, autorefs: bool = False, icons: bool = False, lines: list[str] | None = None, myst: bool = False, targets: bool = False
+) -> list[Block]:
     """Parse normalised Markdown into blocks in document order, each with its section path.
 
     Args:
@@ -214,6 +221,8 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: 
         myst: the page is MyST Markdown (Sphinx with myst-parser / myst-nb): a header inside a
             directive (:func:`myst_directive_spans`) opens no section, as docutils allows no
             section inside a directive's body; it is a paragraph.
+        targets: a MyST target line ``(label)=`` is an anchor block: the header right after it
+            takes ``label`` as its explicit id (mystmd ``mystTargetsTransform``; Jupyter Book 2).
 
     Returns:
         Blocks with 1-based inclusive line spans. A header block's section path ends with its
@@ -263,11 +272,16 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: 
                 leads.extend(anchor_names(block_text))
                 blocks.append(Block(kind, block_text, start + 1, start + n, path, 0, ""))
                 continue
+            if targets and content[:1] == "(" and (target := _MYST_TARGET.match(block_text)):
+                kind = anchor_kind
+                leads.append(target.group(1))
+                blocks.append(Block(kind, block_text, start + 1, start + n, path, 0, ""))
+                continue
         elif kind is header:
             level, content = payload
             source, attr_id = split_header_attrs(content)
             inline = anchor_names(source) if "<" in source else []
-            title = header_title(source, env, autorefs, icons)
+            title = header_title(_myst_roles(source) if myst and "}`" in source else source, env, autorefs, icons)
             anchor = attr_id or (inline[0] if inline else "") or (leads[-1] if leads else "")
             from_html = not attr_id and bool(anchor)
             if leads or len(inline) > 1 or (attr_id and inline):
@@ -280,6 +294,17 @@ def parse_blocks(text: str, autorefs: bool = False, icons: bool = False, lines: 
         blocks.append(Block(kind, block_text, start + 1, start + n, path, level, anchor, alts, from_html))
     blocks.extend(_gap_paragraphs(lines, covered_until, len(lines), stack))
     return blocks
+
+
+def _myst_roles(source: str) -> str:
+    """A MyST header's inline source with each role as its text, as myst-parser and mystmd
+    render it: ``{term}`Binder``` -> ``Binder``, ``{ref}`Text <label>``` -> ``Text``."""
+
+    def text(m: re.Match[str]) -> str:
+        labelled = _ROLE_TARGET.match(m.group(1))
+        return labelled.group(1) if labelled else m.group(1)
+
+    return _MYST_ROLE.sub(text, source)
 
 
 def _filled(line: str) -> bool:

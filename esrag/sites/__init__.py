@@ -31,6 +31,7 @@ from esrag.sites.generator import AnchorRule, Detected, Generator
 from esrag.sites.layout import Layout, up_to_repository_root
 from esrag.sites.plain import plain_path
 from esrag.sites.registry import detect, generator_of, page_rule, site_names
+from esrag.sites.slugs import nbconvert_page_anchors
 
 _MARKDOWN = (".md", ".markdown", ".mdx", ".mdown")
 
@@ -72,8 +73,8 @@ def check_url_template(template: str, where: str = "--url-template") -> str:
     return template
 
 
-#: the formats :func:`esrag.formats.parse` reads; a generator may publish others (notebooks).
-READ_FORMATS = ("markdown", "rst")
+#: the formats :func:`esrag.formats.parse` reads; a generator may publish others.
+READ_FORMATS = ("markdown", "rst", "notebook", "asciidoc")
 
 
 @dataclass(slots=True)
@@ -131,6 +132,7 @@ class Site:
     built_differs: dict[str, tuple[str, str]] = field(default_factory=dict)
     built_missing: dict[str, str] = field(default_factory=dict)
     built_anchors: dict[str, int] = field(default_factory=dict)
+    notebook_outputs: bool = False  # [ingest] notebook_outputs: text outputs of notebook cells indexed (esrag.formats.notebook)
 
     @property
     def generator(self) -> Generator:
@@ -139,8 +141,8 @@ class Site:
 
     def unread_reason(self, rel: str) -> str:
         """Why the page at ``rel`` (relative to the ingested folder), which the generator publishes,
-        is not indexed: its format is one esrag has no reader for (:data:`READ_FORMATS`), such as
-        the notebooks Sphinx builds with ``nbsphinx`` or ``myst_nb``; '' for any other file."""
+        is not indexed: its format is one esrag has no reader for (:data:`READ_FORMATS`); '' for
+        any other file (notebooks, which Sphinx builds with ``nbsphinx`` or ``myst_nb``, are read)."""
         page = self._page_rel(rel)
         if page is None:
             return ""
@@ -152,16 +154,17 @@ class Site:
     def read_as(self, doc: Document) -> None:
         """Set ``doc.format`` / ``doc.format_options`` as the generator reads the file (Sphinx
         ``source_suffix``: ``.txt`` pages are reStructuredText); files outside the generator's
-        source folder are left to their suffix."""
+        source folder are left to their suffix. A notebook (``.ipynb``) also gets
+        ``notebook_outputs`` (:attr:`notebook_outputs`) in its format options."""
         rel = self._page_rel(doc.path)
-        if rel is None:
-            return
         for suffix, kind in sorted(self.formats.items(), key=lambda kv: -len(kv[0])):
-            if rel.endswith(suffix):
-                if kind in READ_FORMATS:  # a notebook stays what its suffix says (unread_reason)
+            if rel is not None and rel.endswith(suffix):
+                if kind in READ_FORMATS:  # a format esrag cannot read stays what its suffix says (unread_reason)
                     doc.format = kind
                     doc.format_options = self.format_options
-                return
+                break
+        if doc.path.lower().endswith(".ipynb"):
+            doc.format_options = {**doc.format_options, "notebook_outputs": self.notebook_outputs}
 
     def prepare(self, doc: Document) -> str:
         """Read ``doc``'s front matter into it (title, ``description``/``tags`` metadata), set its
@@ -369,7 +372,10 @@ class Site:
         gen = self.generator
         own = gen.html_anchor_is_alt
         explicit = ["" if own and h.html_anchor else h.anchor for h in headers]
-        anchors = self._anchor_rule(headers, explicit)
+        if doc.format == "notebook" and self.format_options.get("notebook_anchors") == "nbconvert":  # mkdocs-jupyter
+            anchors = nbconvert_page_anchors([h.title for h in headers], explicit)
+        else:
+            anchors = self._anchor_rule(headers, explicit)
         if self.built is not None:
             anchors = self._built_anchors(doc, anchors)
         out = []

@@ -13,7 +13,11 @@
   ``pymdownx.slugs.slugify(case=…, percent_encode=…, normalize=…)`` and its named forms
   (``uslugify``, ``uslugify_encoded``, ``uslugify_cased``, ``uslugify_cased_encoded``, ``gfm``,
   ``gfm_encoded``: pymdown-extensions 9.x ``slugs.py``). Another function is not known: the
-  default rule is used and :attr:`MkDocsConf.slugify_unknown` names it.
+  default rule is used and :attr:`MkDocsConf.slugify_unknown` names it;
+* notebooks: with the ``mkdocs-jupyter`` plugin (``mkdocs_jupyter/plugin.py``) a ``.ipynb`` its
+  ``include`` / ``ignore`` globs select is a page (URL as for a ``.md`` page), read by
+  :mod:`esrag.formats.notebook`, heading ids nbconvert's (``markdown_cell_processor: jupyter``,
+  the default) or the toc rule (``mkdocs``); without it MkDocs copies notebooks as static files.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -193,19 +197,45 @@ class MkDocsConf:
     not_in_nav: pathspec.PathSpec | None = None
     slugify: Callable[[str], str] | None = None
     slugify_unknown: str = ""
+    jupyter: dict[str, Any] | None = None
 
     def excluded(self, rel: str) -> str:
         """Why MkDocs does not build ``rel`` (relative to ``docs_dir``), or '' (built)."""
+        if rel.lower().endswith(".ipynb") and (why := self._notebook(rel)):
+            return why
         if self.exclude is not None and self.exclude.match_file(rel):
-            return "excluded by mkdocs.yml exclude_docs"
+            return f"excluded by {self.path.name} exclude_docs"
         if self.drafts is not None and self.drafts.match_file(rel):
-            return "draft (mkdocs.yml draft_docs)"
+            return f"draft ({self.path.name} draft_docs)"
         folder, _, name = rel.rpartition("/")
         if name.lower().endswith(".md") and name[:-3] == "README":
             index = self.docs_dir / folder / "index.md"
             if index.is_file() and not self.excluded(f"{folder}/index.md" if folder else "index.md"):
                 return "conflicts with index.md (MkDocs builds index.md)"
         return ""
+
+    def _notebook(self, rel: str) -> str:
+        """Why the notebook ``rel`` is no page: without the mkdocs-jupyter plugin MkDocs copies it
+        as a static file; with it, a page unless its ``include`` globs miss it or ``ignore``
+        matches (``mkdocs_jupyter/plugin.py`` ``should_include``: ``PurePath.match`` of each
+        pattern; defaults ``["*.py", "*.ipynb"]`` and ``[]``)."""
+        if self.jupyter is None:
+            return "a notebook MkDocs copies as a static file (no mkdocs-jupyter plugin in mkdocs.yml)"
+        path = PurePosixPath(rel)
+        include, ignore = self.jupyter.get("include", ["*.py", "*.ipynb"]), self.jupyter.get("ignore", [])
+        if not any(path.match(str(p)) for p in include or []) or any(path.match(str(p)) for p in ignore or []):
+            return "not a page of mkdocs-jupyter (its include / ignore in mkdocs.yml)"
+        return ""
+
+
+def _jupyter(plugins: Any) -> dict[str, Any] | None:
+    """The mkdocs-jupyter plugin's options from ``plugins`` (a list of names or one-key
+    mappings), None when it is not enabled."""
+    for item in plugins if isinstance(plugins, list) else []:
+        name, options = next(iter(item.items())) if isinstance(item, dict) and len(item) == 1 else (item, None)
+        if name == "mkdocs-jupyter":
+            return options if isinstance(options, dict) else {}
+    return None
 
 
 def _spec(value: Any) -> pathspec.PathSpec | None:
@@ -229,6 +259,7 @@ def read_mkdocs(path: Path) -> MkDocsConf:
         pathspec.GitIgnoreSpec.from_lines([*_DEFAULT_EXCLUDE, *extra]),
         _spec(cfg.get("draft_docs")),
         _spec(cfg.get("not_in_nav")),
+        jupyter=_jupyter(cfg.get("plugins")),
     )
     toc = _toc_config(cfg.get("markdown_extensions")) or {}
     separator = str(toc.get("separator") or "-")
@@ -261,8 +292,18 @@ def detect(folder: Path) -> Detected | None:
                 skip=cfg.excluded,
                 anchors=functools.partial(mkdocs_page_anchors, slug=cfg.slugify) if cfg.slugify is not None else None,
                 notes=notes if cfg.slugify_unknown else [],
+                **_notebook_reading(cfg),
             )
     return None
+
+
+def _notebook_reading(cfg: MkDocsConf) -> dict[str, Any]:
+    """With mkdocs-jupyter, notebooks are pages read as notebooks; their heading ids are
+    nbconvert's unless ``markdown_cell_processor: mkdocs`` (then the site's toc rule)."""
+    if cfg.jupyter is None:
+        return {}
+    nbconvert = cfg.jupyter.get("markdown_cell_processor", "jupyter") != "mkdocs"
+    return {"formats": {".ipynb": "notebook"}, "format_options": {"notebook_anchors": "nbconvert"} if nbconvert else {}}
 
 
 def page_path(rel: str, front: dict[str, Any], site: Site) -> str:

@@ -257,3 +257,16 @@ def sphinx_page_anchors(titles: Sequence[str], explicit: Sequence[str]) -> list[
 
 #: github-slugger anchors of a page (GitHub, Docusaurus, Starlight).
 github_page_anchors = counter_page_anchors(github_slug)
+
+
+def nbconvert_header_id(value: str) -> str:
+    """nbconvert's id of a Markdown cell's heading (``nbconvert/filters/strings.py``
+    ``add_anchor`` / ``_convert_header_id``): the heading's text with each space as ``-``, case
+    and punctuation kept (mkdocs-jupyter's default ``markdown_cell_processor: jupyter``)."""
+    return value.replace(" ", "-")
+
+
+def nbconvert_page_anchors(titles: Sequence[str], explicit: Sequence[str]) -> list[str]:
+    """A notebook page's heading ids as nbconvert renders them: explicit ids win, repeats are
+    not numbered (``add_anchor`` sets the id of each heading on its own)."""
+    return [e or nbconvert_header_id(t) for t, e in zip(titles, explicit)]

@@ -388,7 +388,7 @@ def detect(folder: Path) -> Detected | None:
             continue
         cfg = read_conf(conf.resolve())
         kinds = {"restructuredtext": "rst", "markdown": "markdown"}
-        # every suffix Sphinx reads; those of a parser esrag lacks (notebooks) are named, not read
+        # every suffix Sphinx reads; notebooks (myst_nb, nbsphinx) are read by esrag.formats.notebook
         formats = {s: kinds.get(k, k) for s, k in cfg.suffixes.items()}
         options = {
             "object_types": dict(cfg.object_types),
@@ -402,7 +402,7 @@ def detect(folder: Path) -> Detected | None:
             suffix=cfg.file_suffix,
             config=conf,
             formats=formats,
-            include=tuple(f"*{s}" for s, kind in formats.items() if kind in kinds.values()),
+            include=tuple(f"*{s}" for s, kind in formats.items() if kind in (*kinds.values(), "notebook")),
             skip=cfg.excluded,
             format_options=options,
             notes=list(cfg.notes),
