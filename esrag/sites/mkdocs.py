@@ -248,7 +248,12 @@ _DEFAULT_EXCLUDE = (".*", "/templates/")  # mkdocs.structure.files._default_excl
 
 def read_mkdocs(path: Path) -> MkDocsConf:
     """``mkdocs.yml`` at ``path`` as a :class:`MkDocsConf` (defaults where it is unreadable)."""
-    cfg = load_yaml(path)
+    return conf_from(path, load_yaml(path))
+
+
+def conf_from(path: Path, cfg: dict[str, Any]) -> MkDocsConf:
+    """The :class:`MkDocsConf` of the settings ``cfg`` read from ``path`` (MkDocs' keys, also
+    what Zensical reads from ``zensical.toml`` ``[project]``)."""
     excluded = cfg.get("exclude_docs")
     extra = excluded.splitlines() if isinstance(excluded, str) else []
     conf = MkDocsConf(
