@@ -159,7 +159,7 @@ def test_front_matter_errors_name_the_file_and_line():
 
 
 def test_bad_site_and_base_url_name_the_flag(tmp_path):
-    with pytest.raises(ConfigError, match=r"--site: unknown site 'jekyll'; valid: mkdocs, mdbook"):
+    with pytest.raises(ConfigError, match=r"--site: unknown site 'jekyll'; valid: zensical, mkdocs, mdbook, antora"):
         resolve_site(tmp_path, "jekyll")
     with pytest.raises(ConfigError, match=r"--base-url must be an absolute http\(s\) URL"):
         resolve_site(tmp_path, "plain", "docs.example.com/x")

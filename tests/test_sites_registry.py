@@ -35,8 +35,18 @@ CONFORMANCE = {
     "hugo": ["test_sites_whole::test_hugo_whole_site_every_section_url_is_in_the_build"],
     "vitepress": ["test_sites_vitepress::test_vitepress_build_conformance"],
     "starlight": ["test_sites_starlight::test_starlight_build_conformance"],
+    "antora": ["test_sites_antora::test_antora_build_conformance", "test_sites_antora::test_antora_asciidoctorjs_conformance"],
+    "jupyterbook": ["test_sites_jupyterbook::test_mystmd_build_conformance"],
     "mintlify": ["test_sites_mintlify::test_corpus_own_anchor_links_land_on_section_urls"],  # no public builder: documented rule
     "nextra": ["test_sites_nextra::test_nextra_compile_conformance", "test_sites_nextra::test_corpus_own_links_land_on_pages_and_sections"],
+    "gitbook": [  # hosted, no builder: documented Git Sync rule, a sitemap-verified URL model, real spaces
+        "test_sites_gitbook::test_real_space_pages_urls_and_skips",
+        "test_sites_gitbook::test_summary_tree_gives_published_paths",
+    ],
+    "zensical": [
+        "test_sites_zensical::test_zensical_build_conformance",
+        "test_sites_zensical::test_zensical_build_slugify_table_and_offline",
+    ],
     # no configuration and no build: GitHub's own slug fixtures and the page rule
     "github": ["test_sites::test_github_slugger_fixtures", "test_sites::test_page_paths"],
     "plain": ["test_sites::test_page_paths"],
