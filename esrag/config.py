@@ -159,7 +159,8 @@ class IngestSettings(BaseModel):
     embed_batch_size: int = 16
     cache_embeddings: bool = True
     #: the deletion guard (docs/ingest.md "Deletion guard"): an ingest that would delete more than this
-    #: fraction of a corpus's chunks (per doc version) deletes nothing and fails; 1.0 = off
+    #: fraction of a corpus's chunks, or lose more than this fraction of its files (per doc version),
+    #: deletes nothing and fails; 1.0 = off
     #: (except for a tree that yields no file at all: only --allow-delete allows that)
     max_delete_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
     #: index files reached through symbolic links that point outside the ingested tree

@@ -9,8 +9,9 @@ Each chunk is classified against the store's manifest of its corpus:
 and chunks the tree no longer produces are deleted — those of edited files, of files that
 vanished, and of files the include/exclude patterns no longer select. The deletion guard
 (:class:`DeletionGuard`) counts those deletions before anything is written: an ingest that would
-delete more than ``max_delete_fraction`` of the corpus's chunks (of its doc version), or any
-chunk when the tree yields no file at all, writes and deletes nothing and reports a failure
+delete more than ``max_delete_fraction`` of the corpus's chunks (of its doc version), or lose
+more than that fraction of its stored files (whatever few chunks they held), or any chunk when
+the tree yields no file at all, writes and deletes nothing and reports a failure
 naming the files, unless ``allow_delete`` (``esrag ingest --allow-delete``). Files that fail to read
 keep their old chunks (nothing is lost), are listed in the summary, and make the exit non-zero.
 Files indexed with a problem (an include left unresolved, a reStructuredText error) are listed
@@ -74,6 +75,10 @@ class DeletionGuard:
         files: files that would lose chunks; ``examples``: the first few of them, most chunks
             first, as ``{"path", "chunks", "why"}`` (``why``: ``gone`` = no longer in the tree or
             not selected; ``edited`` = the file no longer produces them).
+        files_stored: files of the corpus (this doc version) with chunks in the store.
+        files_gone: of those, the files that would lose every chunk (``gone``); more than
+            ``max_fraction`` of ``files_stored`` is refused too, however few chunks they held
+            (a tree that lost two of its three files, the small ones).
         refused: the ingest stopped before any write (and failed).
     """
 
@@ -85,14 +90,25 @@ class DeletionGuard:
     files: int = 0
     examples: list[dict[str, Any]] = field(default_factory=list)
     refused: bool = False
+    files_stored: int = 0
+    files_gone: int = 0
 
     @property
     def fraction(self) -> float:
         """``would_delete / chunks_stored`` (0.0 when nothing is stored)."""
         return self.would_delete / self.chunks_stored if self.chunks_stored else 0.0
 
+    @property
+    def file_fraction(self) -> float:
+        """``files_gone / files_stored`` (0.0 when nothing is stored)."""
+        return self.files_gone / self.files_stored if self.files_stored else 0.0
+
+    def over_limit(self) -> bool:
+        """More than :attr:`max_fraction` of the stored chunks or of the stored files would go."""
+        return self.fraction > self.max_fraction or self.file_fraction > self.max_fraction
+
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "fraction": round(self.fraction, 4)}
+        return {**asdict(self), "fraction": round(self.fraction, 4), "file_fraction": round(self.file_fraction, 4)}
 
 
 #: how many files the deletion guard names in its message and in ``examples``
@@ -179,17 +195,18 @@ def guard_message(guard: DeletionGuard, corpus: str, doc_version: str = "", file
     """The one-line failure of a refused ingest: how many chunks of which files would go, and
     how to allow it."""
     version = f" (doc version {doc_version!r})" if doc_version else ""
+    files = f"; {guard.files_gone} of its {guard.files_stored} files ({guard.file_fraction:.0%}) would go" if guard.files_gone else ""
     why = (
         "the tree yields no file at all (a wrong path, a failed checkout or an include pattern that matches nothing?)"
         if not files_found
-        else f"more than [ingest] max_delete_fraction = {guard.max_fraction:g} of them"
+        else f"more than [ingest] max_delete_fraction = {guard.max_fraction:g} of its chunks or files"
     )
     named = ", ".join(f"{e['path']} ({e['chunks']}, {e['why']})" for e in guard.examples)
     more = f" and {guard.files - len(guard.examples)} more" if guard.files > len(guard.examples) else ""
     allow = "--allow-delete" if not files_found else "--allow-delete, or raise [ingest] max_delete_fraction"
     return (
         f"refused to delete {guard.would_delete} of the {guard.chunks_stored} chunks ({guard.fraction:.0%}) of corpus "
-        f"{corpus!r}{version}: {why}; nothing was written or deleted. Chunks that would go, by file "
+        f"{corpus!r}{version}{files}: {why}; nothing was written or deleted. Chunks that would go, by file "
         f"({guard.files} files): {named}{more}. To delete them, run the ingest again with {allow}"
     )
 
@@ -400,7 +417,10 @@ class Ingester:
         """Count the chunks this ingest would delete, reading and chunking (ids only) the files
         that have stored chunks; nothing is written. See :class:`DeletionGuard`."""
         guard = DeletionGuard(
-            max_fraction=self.max_delete_fraction, allow_delete=self.allow_delete, chunks_stored=sum(len(e) for e in manifest.values())
+            max_fraction=self.max_delete_fraction,
+            allow_delete=self.allow_delete,
+            chunks_stored=sum(len(e) for e in manifest.values()),
+            files_stored=sum(1 for e in manifest.values() if e),
         )
         if not guard.chunks_stored or self.allow_delete or (files and self.max_delete_fraction >= 1.0):
             return guard
@@ -421,7 +441,8 @@ class Ingester:
         lost.sort(key=lambda x: (-x[1], x[0]))
         guard.would_delete, guard.files = sum(n for _, n, _ in lost), len(lost)
         guard.examples = [{"path": p, "chunks": n, "why": why} for p, n, why in lost[:GUARD_EXAMPLES]]
-        guard.refused = guard.would_delete > 0 and (not files or guard.fraction > self.max_delete_fraction)
+        guard.files_gone = sum(1 for _, _, why in lost if why == "gone")
+        guard.refused = guard.would_delete > 0 and (not files or guard.over_limit())
         return guard
 
     def _chunk_ids(self, src: SourceFile, corpus: str) -> set[str] | None:

@@ -123,6 +123,33 @@ def test_a_tree_that_lost_two_thirds_of_its_files_is_refused_and_nothing_is_writ
     assert after["scheduling.md"] == before["scheduling.md"]
 
 
+def test_a_tree_that_lost_two_of_its_three_files_is_refused_however_few_chunks_they_held(store, tmp_path):
+    """Issue 39: the guard counts files as well as chunks. Two small files of three go (a few
+    per cent of the chunks): refused, exit non-zero, every chunk kept."""
+    emb = HashEmbedder()
+    tree = make_tree(tmp_path / "docs", ["billing.md", "concurrency.md", "redirects.md"])
+    first = run(store, tree, emb)
+    before = snapshot(store)
+    (tree / "concurrency.md").unlink()
+    (tree / "redirects.md").unlink()
+    refused = run(store, tree, emb)
+    guard = refused.deletion_guard
+    gone = len(before["concurrency.md"]) + len(before["redirects.md"])
+    assert guard.would_delete == gone and guard.fraction == pytest.approx(gone / first.chunks_new) and guard.fraction < 0.2
+    assert guard.files_stored == 3 and guard.files_gone == 2 and guard.file_fraction == pytest.approx(2 / 3)
+    assert guard.refused and len(refused.failures) == 1 and refused.chunks_deleted == 0
+    message = refused.failures[0].error
+    assert "2 of its 3 files (67%) would go" in message and "max_delete_fraction = 0.5 of its chunks or files" in message
+    assert guard.to_dict()["file_fraction"] == pytest.approx(0.6667)
+    store.refresh()
+    assert snapshot(store) == before
+
+    # one file of three (33%) is within the limit
+    shutil.copy(LARAVEL / "concurrency.md", tree / "concurrency.md")
+    fine = run(store, tree, emb)
+    assert not fine.failures and fine.deletion_guard.files_gone == 1 and fine.chunks_deleted == len(before["redirects.md"])
+
+
 def test_deletions_within_the_limit_go_through_and_are_counted(store, tmp_path):
     emb = HashEmbedder()
     tree = make_tree(tmp_path / "docs", FILES)

@@ -127,7 +127,7 @@ class _RichObserver(Observer):
     "--allow-delete",
     is_flag=True,
     help="Let this ingest delete more than [ingest] max_delete_fraction "
-    "(default 0.5) of the corpus's chunks, or all of them when PATH yields no file (refused otherwise).",
+    "(default 0.5) of the corpus's chunks or files, or all of them when PATH yields no file (refused otherwise).",
 )
 @json_option
 @handle_errors
@@ -221,7 +221,10 @@ def _guard_row(s: IngestSummary) -> str:
         return "off (--allow-delete)"
     if not g.checked:
         return "nothing to check" if not g.chunks_stored else "off (max_delete_fraction 1)"
-    counted = f"{g.would_delete} of {g.chunks_stored} chunks ({g.fraction:.0%}; limit {g.max_fraction:.0%})"
+    counted = (
+        f"{g.would_delete} of {g.chunks_stored} chunks ({g.fraction:.0%}), {g.files_gone} of {g.files_stored} files "
+        f"({g.file_fraction:.0%}); limit {g.max_fraction:.0%}"
+    )
     return f"REFUSED: {counted}" if g.refused else f"ok: {counted}"
 
 
