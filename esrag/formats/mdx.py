@@ -132,7 +132,7 @@ def blank_code_lines(text: str, components: Components | None = None) -> str:
 
 
 def _scan_js(text: str, k: int, stack: list[str], stop: bool = False) -> int | None:
-    """Scan one line of JavaScript from column ``k``, updating ``stack`` (open brackets ``{([``,
+    r"""Scan one line of JavaScript from column ``k``, updating ``stack`` (open brackets ``{([``,
     ``"`` / ``'`` strings, ``\``` template literals with ``${…}``, ``/*`` comments); with
     ``stop``, return the column where ``stack`` becomes empty after a closing bracket (and scan
     no further), else None. A ``//`` comment
