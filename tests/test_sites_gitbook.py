@@ -4,9 +4,11 @@
 GitBook is a hosted service with no installable builder, so there is no build to compare with:
 conformance is GitBook's documented Git Sync rule (``.gitbook.yaml``, ``SUMMARY.md``, page URLs;
 docs "Git Sync > Content configuration"), checked on a real synced space:
-``tests/data/gitbook-public-docs`` (eight unchanged pages, the full ``SUMMARY.md`` and
-``.gitbook/`` of GitbookIO/public-docs' ``documentation`` space; source and licence in its
-``SOURCE.txt``).
+``tests/data/gitbook-nats`` (six unchanged pages, the full ``SUMMARY.md`` and ``.gitbook.yaml``
+of nats-io/nats.docs, published at https://docs.nats.io/; Apache-2.0, source in its
+``SOURCE.txt``), and on the published URLs that space's pages link to. Forms that space does not
+hold (a stepper, ``{% content-ref %}``, ``{% code %}``, a heading starting with ``.``) are
+checked on small hand-written pages.
 """
 
 from __future__ import annotations
@@ -19,24 +21,31 @@ from esrag.sites import resolve_site
 from esrag.sites.gitbook import GENERATOR, INCLUDE_BLOCK, NOT_IN_SUMMARY, SUMMARY_ITSELF, detect, heading_slug, page_slug, summary_paths
 from esrag.sites.registry import detect as detect_site
 
-SPACE = Path(__file__).parent / "data" / "gitbook-public-docs"
+SPACE = Path(__file__).parent / "data" / "gitbook-nats"
 BRIGHTER = Path(__file__).parent / "data" / "gitbook-brighter" / "SUMMARY.md"
 BASE = "https://gitbook.com/docs/"
+NATS = "https://docs.nats.io/"
 
 
-def _chunks(root: Path):
+def _chunks(root: Path, base: str = BASE):
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
     from site_builds import site_chunks
 
-    return site_chunks(root, None, BASE)
+    return site_chunks(root, None, base)
 
 
-def test_detected_with_no_site_from_summary_and_gitbook_folder():
+def test_detected_with_no_site_from_gitbook_yaml_or_summary_and_gitbook_folder(tmp_path):
     found = detect_site(SPACE)
     assert found is not None and found.site == "gitbook" and found.pages_dir == SPACE.resolve()
-    assert found.confidence == 0.9 and found.format_options["gitbook_blocks"] is True
+    assert found.confidence == 1.0 and found.format_options["gitbook_blocks"] is True
+    # the space's own .gitbook.yaml names a redirect to ".legacy/…" (for "./legacy/…"): no such file
+    assert any("redirect 'nats-streaming-server/changes' -> '.legacy/stan/nats-streaming-server/changes.md'" in n for n in found.notes)
+    (tmp_path / "SUMMARY.md").write_text("* [Home](README.md)\n")  # what Git Sync writes without a .gitbook.yaml
+    (tmp_path / ".gitbook" / "assets").mkdir(parents=True)
+    found = detect_site(tmp_path)
+    assert found is not None and found.site == "gitbook" and found.confidence == 0.9
 
 
 def test_gitbook_yaml_root_and_structure(tmp_path):
@@ -80,32 +89,58 @@ def test_not_a_gitbook_space(tmp_path):
 
 
 def test_real_space_pages_urls_and_skips(tmp_path):
-    copy = tmp_path / "documentation"
+    copy = tmp_path / "nats"
     shutil.copytree(SPACE, copy)
     (copy / "unlisted.md").write_text("# Draft\n")
-    out = _chunks(copy)
+    out = _chunks(copy, NATS)
     assert out.site is not None and out.site.site == "gitbook"
     pages = {c.url.split("#")[0] for c in out.chunks}
     assert pages == {
-        BASE,
-        BASE + "docs-as-code/git-sync/content-configuration",
-        BASE + "create-content/blocks",
-        BASE + "create-content/blocks/hint",
-        BASE + "create-content/blocks/tabs",
-        BASE + "create-content/blocks/stepper",
-        BASE + "create-content/blocks/embed-a-url",
+        NATS,  # README.md: the space's first page
+        NATS + "nats-concepts/subjects",
+        NATS + "nats-concepts/core-nats/pubsub/pubsub_walkthrough",  # the summary's tree, "_" kept
+        NATS + "using-nats/developer/connecting",  # README.md under "Developing With NATS" (developer.md)
+        NATS + "using-nats/developer/connecting/default_server",
+        NATS + "running-a-nats-service/configuration/securing_nats/tls",
     }
-    assert dict(out.skipped) == {"SUMMARY.md": SUMMARY_ITSELF, "unlisted.md": NOT_IN_SUMMARY}  # SOURCE.txt: not a file ingest reads
+    # SOURCE.txt and LICENSE: not files ingest reads
+    assert dict(out.skipped) == {"SUMMARY.md": SUMMARY_ITSELF, "unlisted.md": NOT_IN_SUMMARY}
     urls = {c.url for c in out.chunks}
-    # anchors by heading_slug
-    assert BASE + "docs-as-code/git-sync/content-configuration#configure-a-space-with-.gitbook.yaml" in urls  # dots kept
-    assert BASE + "docs-as-code/git-sync/content-configuration#set-the-content-root" in urls
-    # the tab titles are what a reader sees; no block tag outside code is left (the page's
-    # "Representation in Markdown" section shows the tags in a fence: they stay there)
-    tabs = " ".join(c.text for c in out.chunks if c.url == BASE + "create-content/blocks/tabs#example")
-    assert "Windows" in tabs and "Here are the instructions for Linux" in tabs and "{% tab" not in tabs
-    stepper = {c.url for c in out.chunks if c.url.startswith(BASE + "create-content/blocks/stepper")}
-    assert BASE + "create-content/blocks/stepper#add-a-stepper-block" in stepper  # headings inside steps
+    # anchors by heading_slug: "id-" before a digit, dots kept, the rest github-slugger
+    assert NATS + "#id-10000-foot-view" in urls  # "10,000 foot view"
+    assert NATS + "nats-concepts/core-nats/pubsub/pubsub_walkthrough#id-1.-create-subscriber-1" in urls
+    assert NATS + "nats-concepts/core-nats/pubsub/pubsub_walkthrough#id-10.-publish-another-message" in urls
+    assert NATS + "running-a-nats-service/configuration/securing_nats/tls#nats.net-v1" in urls  # "nats.net (v1)"
+    assert NATS + "running-a-nats-service/configuration/securing_nats/tls#nats.rs" in urls
+    # the page's own link to its heading (subjects.md: "#characters-allowed-and-recommended-…")
+    assert NATS + "nats-concepts/subjects#characters-allowed-and-recommended-for-subject-names" in urls
+    # tab titles are what a reader sees, the tags nothing; a hint shows its body
+    tabs = " ".join(c.text for c in out.chunks if c.url.startswith(NATS + "using-nats/developer/connecting/default_server"))
+    assert "C#" in tabs and "Python" in tabs and "await client.ConnectAsync();" in tabs
+    assert "{% tab" not in tabs and "{% endtab" not in tabs
+    hint = " ".join(c.text for c in out.chunks if c.url == NATS + "nats-concepts/subjects#naming-things")
+    assert "There are only two hard problems in computer science" in hint and "{% hint" not in hint
+
+
+def test_headings_inside_steps_and_blocks_on_a_page(tmp_path):
+    """Forms the copied space does not hold (a hand-written page, GitBook's documented syntax):
+    headings inside a stepper's steps are the page's sections; content-ref and code show their text."""
+    (tmp_path / ".gitbook").mkdir()
+    (tmp_path / "SUMMARY.md").write_text("# Table of contents\n\n* [Home](README.md)\n* [Stepper](blocks/stepper.md)\n")
+    (tmp_path / "README.md").write_text("# Home\n")
+    (tmp_path / "blocks").mkdir()
+    body = "A step of the guide holds several blocks of its own, a reader follows them in order. " * 12
+    (tmp_path / "blocks" / "stepper.md").write_text(
+        f"# Stepper\n\n### Example\n\n{{% stepper %}}\n{{% step %}}\n#### Add a stepper block\n\n{body}\n{{% endstep %}}\n\n"
+        f"{{% step %}}\n#### Add some content\n\n{body}\n\n"
+        '{% content-ref url="../README.md" %}\n[Home](../README.md)\n{% endcontent-ref %}\n\n'
+        '{% code title="app.js" %}\n```js\nconsole.log(1)\n```\n{% endcode %}\n{% endstep %}\n{% endstepper %}\n'
+    )
+    out = _chunks(tmp_path)
+    urls = {c.url for c in out.chunks}  # the page's place in SUMMARY.md: "stepper", not "blocks/stepper"
+    assert {BASE + "stepper#add-a-stepper-block", BASE + "stepper#add-some-content"} <= urls
+    text = " ".join(c.text for c in out.chunks if c.url == BASE + "stepper#add-some-content")
+    assert "[Home](../README.md)" in text and "app.js" in text and "console.log(1)" in text and "{%" not in text
 
 
 def test_blocks_line_for_line():
@@ -138,9 +173,10 @@ def test_blocks_line_for_line():
 
 
 def test_anchors_github_slugger_dots_and_id_prefix_and_explicit_ids():
-    """Ids as GitBook's editor links to them: ``#id-2.-sign-and-pass-a-jwt-token-to-gitbook``
-    (GitbookIO/public-docs, setting-up-a-custom-backend.md), ``#.net-c`` and ``#node.js``
-    (another synced space's signing-mechanism.md)."""
+    """Ids as GitBook's editor links to them (links seen in synced spaces, no text copied):
+    ``#id-2.-sign-and-pass-a-jwt-token-to-gitbook`` (GitbookIO/public-docs,
+    setting-up-a-custom-backend.md), ``#.net-c`` and ``#node.js`` (another synced space's
+    signing-mechanism.md). The copied space (nats) has no such links: hand-written titles here."""
     assert heading_slug("2. Sign and pass a JWT token to GitBook") == "id-2.-sign-and-pass-a-jwt-token-to-gitbook"
     assert heading_slug(".NET (C#)") == ".net-c" and heading_slug("Node.js") == "node.js"
     assert heading_slug("How do I use GitBook AI?") == "how-do-i-use-gitbook-ai"
@@ -182,6 +218,32 @@ def test_summary_groups_explicit_ids_and_rules():
         "skill/write.md": "skill/write",
     }
     assert page_slug("Requests, Commands and Events") == "requests-commands-and-events"
+    assert page_slug("lame_duck_mode") == "lame_duck_mode"
+
+
+def test_summary_tree_gives_the_urls_the_space_links_to():
+    """nats-io/nats.docs' pages link to their published URLs (docs.nats.io): each is the file's
+    place in the space's SUMMARY.md, underscores kept."""
+    paths = summary_paths((SPACE / "SUMMARY.md").read_text(encoding="utf-8"), "")
+    published = {  # file: the URL path a page links to (which page, in the comment)
+        "using-nats/developing-with-nats/developer.md": "using-nats/developer",  # howto-examples/overview.md
+        "nats-concepts/core-nats/README.md": "nats-concepts/core-nats",  # nats-concepts/jetstream/consumers.md
+        "nats-concepts/core-nats/queue-groups/queue.md": "nats-concepts/core-nats/queue",  # consumers.md
+        "nats-concepts/jetstream/streams.md": "nats-concepts/jetstream/streams",  # source_and_mirror.md
+        "running-a-nats-service/configuration/README.md": "running-a-nats-service/configuration",  # tls.md
+        "running-a-nats-service/configuration/clustering/cluster_config.md": (
+            "running-a-nats-service/configuration/clustering/cluster_config"  # streams.md
+        ),
+        "running-a-nats-service/configuration/jetstream-config/resource_management.md": (
+            "running-a-nats-service/configuration/resource_management"  # securing_nats/accounts.md
+        ),
+        "running-a-nats-service/configuration/leafnodes/jetstream_leafnodes.md": (
+            "running-a-nats-service/configuration/leafnodes/jetstream_leafnodes"  # nats_api_reference.md
+        ),
+        "running-a-nats-service/nats_admin/lame_duck_mode.md": "running-a-nats-service/nats_admin/lame_duck_mode",  # upgrading_cluster.md
+        "running-a-nats-service/configuration/sys_accounts/README.md": "running-a-nats-service/configuration/sys_accounts",  # monitoring
+    }
+    assert {f: paths.get(f) for f in published} == published
 
 
 def test_summary_items_without_links_and_dots():

@@ -33,8 +33,8 @@ Rules, from GitBook's documentation (docs.gitbook.com, "Git Sync > Content confi
   switched on through the format option ``gitbook_blocks``.
 
 GitBook itself is a hosted service with no installable builder: conformance is these rules,
-checked on real synced spaces (``tests/data/gitbook-public-docs``, ``tests/data/gitbook-brighter``)
-and on the published URLs their pages link to (0xn3va/cheat-sheets).
+checked on real synced spaces (``tests/data/gitbook-nats``, ``tests/data/gitbook-brighter``)
+and on the published URLs their pages link to (nats-io/nats.docs, 0xn3va/cheat-sheets).
 """
 
 from __future__ import annotations
@@ -108,10 +108,11 @@ def heading_slug(title: str) -> str:
 
 def page_slug(name: str) -> str:
     """GitBook's slug of a file name or group title: lowercase, runs of characters outside
-    ``[a-z0-9.]`` -> ``-``, trimmed (BrighterCommand/Docs ``tools/urlmap.py`` ``slug``, measured
+    ``[a-z0-9._]`` -> ``-``, trimmed (BrighterCommand/Docs ``tools/urlmap.py`` ``slug``, measured
     on 110 published pages; the ``.`` kept as in 0xn3va/cheat-sheets' published
-    ``web-application/oauth-2.0-vulnerabilities``; ASCII names only)."""
-    return re.sub(r"[^a-z0-9.]+", "-", name.lower()).strip("-")
+    ``web-application/oauth-2.0-vulnerabilities``, the ``_`` as in nats-io/nats.docs' published
+    ``running-a-nats-service/nats_admin/lame_duck_mode``; ASCII names only)."""
+    return re.sub(r"[^a-z0-9._]+", "-", name.lower()).strip("-")
 
 
 def summary_paths(text: str, folder: str) -> dict[str, str]:
