@@ -33,9 +33,9 @@ def test_requests_quickstart_sections_anchors_and_text(capsys):
     assert (("Quickstart", "Make a Request"), "make-a-request", 2) in heads
     assert (("Quickstart", "Response Content"), "response-content", 2) in heads
     text = "\n".join(p.lines)
-    assert "Now, we have a Response object called r." in text  # :class:`Response <requests.Response>`
+    assert "Now, we have a `Response` object called `r`." in text  # :class:`Response <requests.Response>` as code (issue 38)
     assert "Requests is installed" in text  # :ref:`installed <install>`
-    assert "```\n>>> import requests\n```" in text  # a literal block (::) is a fence
+    assert "```python\n>>> import requests\n```" in text  # a literal block (::) is a fence in highlight_language (python)
     assert ":class:" not in text and ".. module::" not in text and p.problems == []
     assert capsys.readouterr().err == ""  # docutils reports went to the captured stream
     first = p.blocks[0]
@@ -121,7 +121,7 @@ def test_requests_docs_chunk_with_section_paths_and_line_spans():
     assert "Developer Interface > Main Interface" in paths and "Developer Interface > Exceptions" in paths
     body = "\n".join(c.text for c in chunks)
     lines = set(body.split("\n"))
-    assert {"request", "get", "Session", "Response"} <= lines  # autofunction/autoclass keep their argument
+    assert {"`request`", "`get`", "`class Session`", "`class Response`"} <= lines  # autofunction/autoclass: their argument, as code
     n = api.text.count("\n") + 1
     assert all(1 <= c.start_line <= c.end_line <= n for c in chunks)
     ordered = [c.start_line for c in chunks]
@@ -180,8 +180,8 @@ def test_sphinx_directives_roles_and_includes(tmp_path):
     )
     p = parse(_doc(tmp_path, "page.rst"))
     text = "\n".join(p.lines)
-    assert "Added in version 2.1:\nThe new option." in text and "pkg.func" in text
-    assert "Call func or see the guide." in text
+    assert "Added in version 2.1:\nThe *new* option." in text and "`pkg.func`" in text
+    assert "Call `func` or see the guide." in text
     assert "```python\nx = 1\n```" in text and "```python\nprint('hello')\n```" in text
     assert "Included paragraph about caching." in text
     assert ".. include::" not in text and "literalinclude" not in text  # unresolved: reported, left out of the text

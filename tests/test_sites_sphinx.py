@@ -126,7 +126,7 @@ def test_djangolike_tree_is_read_completely_with_no_setting(tmp_path):
     assert not any("django-admin" in u for u in every_alt)
     text = "\n".join(s["text"] for s in q["sections"])
     assert "class QuerySet(model=None, query=None, using=None, hints=None)" in text
-    assert "filter(*args, **kwargs)" in text and "True if the QuerySet is ordered." in text
+    assert "`filter(*args, **kwargs)`" in text and "`True` if the `QuerySet` is ordered." in text  # signatures, literals as code
     settings_text = "\n".join(s["text"] for s in pages["ref/settings.txt"]["sections"])
     assert "migrate [app_label] [migration_name]" in settings_text and ".. setting::" not in settings_text
     hits = json.loads(run_cli(["search", "turn on debug mode", "--json", "-k", "3"], env).stdout)

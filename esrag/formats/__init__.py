@@ -27,8 +27,8 @@ from esrag.formats.asciidoc import parse_asciidoc
 from esrag.formats.base import RST_SUFFIXES, Parsed
 from esrag.formats.gitbook_blocks import rewrite as gitbook_rewrite
 from esrag.formats.includes import context_for, resolve
-from esrag.formats.markdown_blocks import normalize, parse_blocks
-from esrag.formats.mdx import blank_code_lines, expand_partials
+from esrag.formats.markdown_blocks import drop_anchor_blocks, normalize, parse_blocks
+from esrag.formats.mdx import blank_code_lines, drop_component_tags, expand_partials
 from esrag.formats.notebook import parse_notebook
 from esrag.formats.rst import parse_rst
 from esrag.model import Document
@@ -77,6 +77,9 @@ def _parse_markdown(text: str, doc: Document) -> Parsed:
             partials = expand_partials(text, file.resolve(), Path(doc.root).resolve(), absolute_root=Path(absolute) if absolute else None)
             text = "\n".join(partials.lines)
         text = blank_code_lines(text, doc.format_options.get("mdx_components"))  # a site's components (Mintlify)
+    text = drop_component_tags(
+        text, doc.path.lower().endswith(".mdx")
+    )  # tags no renderer shows as text (MDX components, Vue/mdBook ones in .md)
     if doc.format_options.get("gitbook_blocks"):  # a GitBook space's {% hint %}… tags (esrag.formats.gitbook_blocks)
         text = gitbook_rewrite(text)
     ctx = context_for(file, Path(doc.root)) if file is not None and doc.root else None  # source_file: both set
@@ -95,4 +98,5 @@ def _parse_markdown(text: str, doc: Document) -> Parsed:
         myst=bool(doc.format_options.get("myst")),
         targets=bool(doc.format_options.get("myst_targets")),  # Jupyter Book 2: (label)= names the next header
     )
-    return Parsed(res.lines, blocks, res.line_map, problems=res.problems, dependencies=res.dependencies)
+    lines, line_map, blocks = drop_anchor_blocks(res.lines, res.line_map, blocks)  # invisible on the page
+    return Parsed(lines, blocks, line_map, problems=res.problems, dependencies=res.dependencies)

@@ -327,3 +327,61 @@ def _gap_paragraphs(lines: list[str], start: int, end: int, stack: list[tuple[in
         out.append(Block(BlockKind.PARAGRAPH, "\n".join(lines[i:j]), i + 1, j, path))
         i = j
     return out
+
+
+#: an empty HTML anchor (``<a name="x"></a>``, ``<a id='x'/>``) with the spaces before it
+_EMPTY_ANCHOR = re.compile(r"""[ \t]*<a\s+(?:name|id)\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+)\s*(?:/>|>\s*</a>)""", re.IGNORECASE)
+
+
+def drop_anchor_blocks(lines: list[str], line_map: list[int], blocks: list[Block]) -> tuple[list[str], list[int], list[Block]]:
+    """The text without what a reader of the page never sees of its HTML anchors: anchor blocks
+    (``<a name="x"></a>`` / ``<a id="x"></a>`` lines, HTML comments, MyST ``(label)=`` targets),
+    each with one blank line after it when it stood between blank lines or at the start, and
+    empty anchors inside one-line headers (``### Title <a name="x"></a>``); the other blocks'
+    spans renumbered. The anchors stay where :func:`parse_blocks` put them (the header's
+    ``anchor``/``alt_anchors``), so section URLs do not change.
+
+    Args:
+        lines: the text's lines (``Parsed.lines``); line_map: their source lines.
+        blocks: :func:`parse_blocks` of ``lines``.
+
+    Returns:
+        ``(lines, line_map, blocks)``; the same objects when there is nothing to drop.
+    """
+    edited: dict[int, str] = {}  # 0-based line -> its text without anchors (one-line headers)
+    gone: set[int] = set()  # 0-based line indices dropped
+    for b in blocks:
+        if b.kind is BlockKind.HEADER and b.start_line == b.end_line and "<a" in b.text and _EMPTY_ANCHOR.search(b.text):
+            edited[b.start_line - 1] = _EMPTY_ANCHOR.sub("", b.text).rstrip()
+        if b.kind is not BlockKind.ANCHOR:
+            continue
+        a, e = b.start_line - 1, b.end_line
+        gone.update(range(a, e))
+        if e < len(lines) and not _filled(lines[e]) and (a == 0 or (a - 1) in gone or not _filled(lines[a - 1])):
+            gone.add(e)
+    if not gone and not edited:
+        return lines, line_map, blocks
+    upto: list[int] = []  # upto[i]: how many kept lines lie in lines[0..i]
+    kept = 0
+    for i in range(len(lines)):
+        kept += i not in gone
+        upto.append(kept)
+    out_blocks = []
+    for b in blocks:
+        if b.kind is not BlockKind.ANCHOR:
+            text = edited.get(b.start_line - 1, b.text) if b.kind is BlockKind.HEADER else b.text
+            out_blocks.append(
+                Block(
+                    b.kind,
+                    text,
+                    upto[b.start_line - 1],
+                    upto[b.end_line - 1],
+                    b.section_path,
+                    b.level,
+                    b.anchor,
+                    b.alt_anchors,
+                    b.html_anchor,
+                )
+            )
+    keep = [i for i in range(len(lines)) if i not in gone]
+    return [edited.get(i, lines[i]) for i in keep], [line_map[i] for i in keep], out_blocks

@@ -131,6 +131,54 @@ def blank_code_lines(text: str, components: Components | None = None) -> str:
     return "\n".join(lines)
 
 
+#: a named component tag (``'<>'`` in prose is text), attribute values quoted or in braces
+_INLINE_TAG = re.compile(r"""</?[A-Z][\w.:-]*(?:[^<>"'{}]|"[^"]*"|'[^']*'|\{[^{}]*\})*/?>""")
+_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
+
+
+def drop_component_tags(text: str, mdx: bool = False) -> str:
+    """``text`` (normalised Markdown or MDX) without the component tags left in its prose, which
+    no renderer shows as text (an MDX component renders what it renders; an unknown element in
+    HTML shows only its content): a line made only of tags becomes empty, a tag inside a line
+    is removed (``<Tooltip tip="x">word</Tooltip>`` -> ``word``), a self-closing one leaves its
+    ``text`` attribute when it has one (VitePress ``<Badge text="beta" />`` -> ``beta``).
+    Capitalised component names only (``<div>`` is HTML, kept); fenced code, code spans and —
+    in Markdown, not ``mdx`` (MDX has no indented code) — indented code are left alone; lines
+    stay where they are.
+    """
+    if "<" not in text:
+        return text
+    lines = text.split("\n")
+    fence: str | None = None
+    for i in range(_front_matter_end(lines), len(lines)):
+        line = lines[i]
+        was = fence
+        fence = _fence_state(line, fence)
+        if was is not None or fence is not None or "<" not in line or (not mdx and line.startswith(("    ", "\t"))):
+            continue
+        if _JSX_ONLY.match(line):
+            lines[i] = ""
+            continue
+        spans = [m.span() for m in _CODE_SPAN.finditer(line)]
+        out, k = [], 0
+        for m in _INLINE_TAG.finditer(line):
+            if any(a <= m.start() < b for a, b in spans):  # `<Tabs>` in a code span is code
+                continue
+            out.append(line[k : m.start()] + _tag_text(m))
+            k = m.end()
+        if k:
+            lines[i] = ("".join(out) + line[k:]).rstrip()
+    return "\n".join(lines)
+
+
+def _tag_text(m: re.Match[str]) -> str:
+    tag = m.group(0)
+    if tag.endswith("/>"):
+        opening = _OPENING.match(tag)
+        return _attributes(opening.group(2)).get("text", "") if opening else ""
+    return ""
+
+
 def _scan_js(text: str, k: int, stack: list[str], stop: bool = False) -> int | None:
     r"""Scan one line of JavaScript from column ``k``, updating ``stack`` (open brackets ``{([``,
     ``"`` / ``'`` strings, ``\``` template literals with ``${…}``, ``/*`` comments); with

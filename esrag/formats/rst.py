@@ -15,7 +15,7 @@ kinds.
 Sphinx directives and roles that docutils does not know are registered as permissive
 fallbacks before parsing, so they never fail a file and their text stays: a directive shows
 its arguments and parses its content (``versionadded:: 2.0`` -> ``Added in version 2.0``,
-``autofunction:: requests.get`` -> ``requests.get``; directives that render nothing visible,
+``autofunction:: requests.get`` -> ```requests.get``` as code; directives that render nothing visible,
 such as ``module`` or ``index``, are dropped), a role shows its title (``:class:`Response
 <requests.Response>``` -> ``Response``; ``~a.b.C`` -> ``C``). ``code-block``/``sourcecode`` are
 literal blocks; ``literalinclude`` and ``include`` read files relative to the including file,
@@ -99,7 +99,14 @@ class _Fallback(Directive):
         if label:  # Sphinx's VersionChange: the version, then inline text on the following lines
             version, _, rest = args.partition("\n") if "\n" in args else args.partition(" ") if self.name != "seealso" else ("", "", args)
             args = f"{label} {version}".strip() + (":" if rest.strip() else "") + ("\n" + rest if rest.strip() else "")
-        if args.strip():
+        kind = self.name.split(":")[-1]
+        if kind in AUTODOC and args.strip():  # the object's name, as code (autodoc shows its signature)
+            word = PY_OBJECTS.get(kind.removeprefix("auto"), "")
+            sig = f"{word} {args.strip()}" if word and word != "@" else f"@{args.strip()}" if word else args.strip()
+            para = nodes.paragraph(sig, "", nodes.literal(sig, sig))
+            para.source, para.line = box.source, box.line
+            box += para
+        elif args.strip():
             inline, messages = self.state.inline_text(args, self.lineno)
             para = nodes.paragraph(args, "", *inline)
             para.source, para.line = box.source, box.line
@@ -176,7 +183,21 @@ def section_anchor(section: nodes.section) -> str:
     return ids[0] if ids else ""
 
 
-_INVISIBLE = ("highlight", "index", "default-role", "sectionauthor", "codeauthor", "tabularcolumns")
+class _Highlight(Directive):
+    """Sphinx ``highlight``: renders nothing; the language of later literal blocks of the page
+    (``::`` blocks, ``code-block``/``literalinclude`` without one) until the next ``highlight``
+    (Sphinx ``Highlight`` directive). Left as a marker (a comment node the renderer reads in
+    document order)."""
+
+    required_arguments = 1
+    has_content = False
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        return [nodes.comment("", "", esrag_highlight=self.arguments[0].strip())]
+
+
+_INVISIBLE = ("index", "default-role", "sectionauthor", "codeauthor", "tabularcolumns")
 _CONTEXT = ("currentmodule", "py:currentmodule", "program", "std:program")
 _MODULE = ("module", "py:module")
 
@@ -304,17 +325,34 @@ def _select(text: str, options: dict) -> str:
     return "\n".join(lines).strip("\n")
 
 
-def _fallback_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    """Any role docutils does not know: its title (``title <target>``), ``~a.b`` as ``b``."""
+def role_title(text: str) -> str:
+    """The text Sphinx shows for a cross-reference role's content: the title of ``title
+    <target>``; else the target with a leading ``!`` dropped, leading ``.`` dropped and ``~a.b``
+    shown as ``b`` (``sphinx.domains.python.PyXRefRole.process_link``: ``title.lstrip('.')``,
+    then ``~`` keeps what follows the last dot), so ``~.UniqueConstraint`` -> ``UniqueConstraint``
+    and ``.Flask.config`` -> ``Flask.config``."""
     m = re.match(r"^(.*?)\s*<([^<>]+)>$", text, re.DOTALL)
-    shown = m.group(1) if m and m.group(1) else text
+    if m and m.group(1):
+        return m.group(1)
+    shown = text.lstrip("!").lstrip(".")
     if shown.startswith("~"):
         shown = shown[1:].rsplit(".", 1)[-1]
-    shown = shown.lstrip("!")
+    return shown
+
+
+def _fallback_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """Any role docutils does not know: its title (:func:`role_title`), as inline code for the
+    roles Sphinx shows as code (:data:`_CODE_ROLES`), else as text."""
+    shown = role_title(text)
     return [nodes.literal(rawtext, shown) if name.split(":")[-1] in _CODE_ROLES else nodes.Text(shown)], []
 
 
+#: Roles Sphinx renders as code (``<code class="xref …">`` / ``<code class="file">``, ``<kbd>``):
+#: the Python domain's object roles, ``any``, the std domain's ``envvar``/``option``/``program``
+#: and ``command``/``file``/``samp``/``kbd`` (Sphinx "Roles" documentation); ``ref``, ``doc``,
+#: ``term``, ``abbr``… show plain text.
 _CODE_ROLES = {
+    "any",
     "class",
     "func",
     "meth",
@@ -342,6 +380,7 @@ def _register(text: str) -> None:
     if not _REGISTERED:
         for name in ("code-block", "sourcecode"):
             directives.register_directive(name, _CodeBlock)
+        directives.register_directive("highlight", _Highlight)
         directives.register_directive("literalinclude", _LiteralInclude)
         directives.register_directive("include", _Include)
         for name in _INVISIBLE:
@@ -354,7 +393,7 @@ def _register(text: str) -> None:
         for name in objects:  # Sphinx's default domain (py) owns ``class``; docutils' is ``rst-class``
             directives.register_directive(name, _SphinxObject)
         directives.register_directive("rst-class", _DocutilsClass)
-        _REGISTERED.update(("", *_INVISIBLE, *_MODULE, *_CONTEXT, *objects, "rst-class"))
+        _REGISTERED.update(("", "highlight", *_INVISIBLE, *_MODULE, *_CONTEXT, *objects, "rst-class"))
     from docutils.parsers.rst.languages import en
 
     for name in set(_DIRECTIVE_NAME.findall(text)):
@@ -417,7 +456,8 @@ def _parse_rst(text: str, rel: str, file: Path | None, root: Path | None, option
     for msg in doctree.findall(nodes.system_message):
         if msg["level"] >= 3:
             messages.append((msg.get("line") or 0, msg["level"], _one_line(msg.astext())))
-    renderer = _Renderer(text.split("\n"), source_path, state.get("include_lines", {}))
+    language = str((options or {}).get("highlight_language") or "python")
+    renderer = _Renderer(text.split("\n"), source_path, state.get("include_lines", {}), language)
     renderer.walk(doctree, 0, ())
     problems = list(state.get("problems", []))
     problems += [f"line {line}: {'SEVERE' if level >= 4 else 'ERROR'}: {_strip_prefix(m)}" for line, level, m in messages]
@@ -438,6 +478,21 @@ def _strip_prefix(message: str) -> str:
     return re.sub(r"^.*?\((?:ERROR|SEVERE)/\d\)\s*", "", message)
 
 
+#: a paragraph before a literal block ending in sentence punctuation + ``:``: what docutils leaves
+#: of ``instead.::`` (one colon of the ``::`` marker); the reader needs neither colon.
+_LITERAL_COLON = re.compile(r"([.?!]):\s*$")
+
+
+def code_span(text: str) -> str:
+    """``text`` as a Markdown code span (CommonMark 6.1): fenced by one backtick more than its
+    longest backtick run, padded with a space when it starts or ends with a backtick; line
+    breaks as spaces."""
+    text = " ".join(text.split("\n"))
+    run = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" else ""
+    return "`" * (run + 1) + pad + text + pad + "`" * (run + 1) if text.strip() else text
+
+
 _ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1+\s*$")
 _AUTO_ID = re.compile(r"^id\d+$")  # docutils' auto ids (Sphinx's auto_id_prefix "id")
 
@@ -445,7 +500,8 @@ _AUTO_ID = re.compile(r"^id\d+$")  # docutils' auto ids (Sphinx's auto_id_prefix
 class _Renderer:
     """Walks a doctree, writing each block's text into ``lines`` with source lines."""
 
-    def __init__(self, source: list[str], source_path: str, include_lines: dict[str, int]) -> None:
+    def __init__(self, source: list[str], source_path: str, include_lines: dict[str, int], language: str = "python") -> None:
+        self.language = language  # the current highlight language (Sphinx: highlight_language, `.. highlight::`)
         self.source = source
         self.source_path = source_path
         self.include_lines = include_lines
@@ -473,7 +529,9 @@ class _Renderer:
                 self.current = outer
                 continue
             self._collect_ids(child)
-            if isinstance(child, nodes.system_message):
+            if isinstance(child, nodes.comment) and child.get("esrag_highlight"):
+                self.language = child["esrag_highlight"]
+            elif isinstance(child, nodes.system_message):
                 kept = [n for n in child.findall(nodes.literal_block)] if child["level"] >= 3 else []
                 for lit in kept:  # the source docutils could not parse stays as text
                     self.items.append((BlockKind.PARAGRAPH, lit.astext().rstrip("\n").split("\n"), self._line(child), path, 0, ""))
@@ -502,8 +560,7 @@ class _Renderer:
 
     def render(self, node: nodes.Node) -> tuple[BlockKind, list[str]]:
         if isinstance(node, (nodes.literal_block, nodes.doctest_block)):
-            lang = node.get("language", "") or ("pycon" if isinstance(node, nodes.doctest_block) else "")
-            return BlockKind.CODE, ["```" + lang, *node.astext().split("\n"), "```"]
+            return BlockKind.CODE, self._fence(node)
         if isinstance(node, (nodes.bullet_list, nodes.enumerated_list)):
             return BlockKind.LIST, self._list(node)
         if isinstance(node, nodes.table):
@@ -528,8 +585,35 @@ class _Renderer:
             return BlockKind.PARAGRAPH, out[:-1]
         if isinstance(node, _SKIP):
             return BlockKind.PARAGRAPH, []
-        text = node.astext().strip("\n")
+        text = self._inline(node).strip("\n")
+        if isinstance(node, nodes.paragraph) and isinstance(node.next_node(descend=False, siblings=True), nodes.literal_block):
+            text = _LITERAL_COLON.sub(r"\1", text)
         return BlockKind.PARAGRAPH, [ln.rstrip() for ln in text.split("\n")] if text.strip() else []
+
+    def _fence(self, node: nodes.Element) -> list[str]:
+        """A literal block fenced with its language: its own (``code-block:: pycon``,
+        ``literalinclude``'s ``:language:``), ``pycon`` for a doctest block, else the page's
+        highlight language (``::`` blocks; Sphinx's ``highlight_language``, default ``python``)."""
+        lang = node.get("language", "") or ("pycon" if isinstance(node, nodes.doctest_block) else self.language)
+        return ["```" + lang, *node.astext().split("\n"), "```"]
+
+    def _inline(self, node: nodes.Node) -> str:
+        """``node``'s text as Markdown (:meth:`docutils.nodes.Node.astext`'s text and
+        separators): inline literals (````code````, code roles, object signatures) as code spans,
+        ``**strong**``, ``*emphasis*``, nested literal blocks fenced."""
+        if isinstance(node, nodes.Text):
+            return node.astext()
+        if not isinstance(node, nodes.Element):
+            return ""
+        if isinstance(node, (nodes.literal_block, nodes.doctest_block)):
+            return "\n".join(self._fence(node))
+        if isinstance(node, nodes.literal):
+            return code_span(node.astext())
+        inner = node.child_text_separator.join(self._inline(c) for c in node.children) if node.children else node.astext()
+        if isinstance(node, (nodes.strong, nodes.emphasis)) and inner.strip() and inner == inner.strip() and "\n" not in inner:
+            mark = "**" if isinstance(node, nodes.strong) else "*"
+            return f"{mark}{inner}{mark}"
+        return inner
 
     def _list(self, node: nodes.Element) -> list[str]:
         out: list[str] = []

@@ -157,8 +157,9 @@ def _std_ids(state: dict, kind: str, sig: str, taken: set[str]) -> list[str]:
 
 class _SphinxObject(Directive):
     """A Sphinx object description (``.. class::``, ``.. method::``, ``.. option::``, ``.. envvar::``,
-    an ``add_object_type`` of conf.py…): each signature as a line the reader sees (Sphinx's word
-    before it for classes and exceptions), then its body; the ids Sphinx gives the signature
+    an ``add_object_type`` of conf.py…): each signature as a line the reader sees, as inline code
+    (``.. function:: foo(a, b)`` -> ```foo(a, b)```; Sphinx's word before it for classes and
+    exceptions: ```class Foo(x)```), then its body; the ids Sphinx gives the signature
     (Python domain: the full dotted name; std: ``cmdoption-…``, ``envvar-…``, ``<type>-<name>``)
     are kept on the block (``esrag_ids``) and become alternative anchors of its section.
     ``:no-index:``/``:noindex:`` objects get no id."""
@@ -181,7 +182,7 @@ class _SphinxObject(Directive):
         full = ""
         for sig in sigs:
             text = f"{word} {sig}" if word and word != "@" else f"@{sig}" if word == "@" else sig
-            para = nodes.paragraph(text, text)
+            para = nodes.paragraph(text, "", nodes.literal(text, text))  # Sphinx's desc_signature: code
             para.source, para.line = box.source, box.line
             box += para
             if noindex:
