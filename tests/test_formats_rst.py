@@ -181,7 +181,7 @@ def test_sphinx_directives_roles_and_includes(tmp_path):
     p = parse(_doc(tmp_path, "page.rst"))
     text = "\n".join(p.lines)
     assert "Added in version 2.1:\nThe *new* option." in text and "`pkg.func`" in text
-    assert "Call `func` or see the guide." in text
+    assert "Call `func()` or see the guide." in text
     assert "```python\nx = 1\n```" in text and "```python\nprint('hello')\n```" in text
     assert "Included paragraph about caching." in text
     assert ".. include::" not in text and "literalinclude" not in text  # unresolved: reported, left out of the text

@@ -59,7 +59,14 @@ def test_rst_roles_code_where_sphinx_shows_code_text_elsewhere():
     text = _rst(
         "A :class:`~.UniqueConstraint`, :meth:`.Session.get`, :file:`a.cfg`, :ref:`the guide <guide>`, :term:`ORM`, ``x``, **b**.\n"
     )
-    assert text == "A `UniqueConstraint`, `Session.get`, `a.cfg`, the guide, ORM, `x`, **b**."
+    assert text == "A `UniqueConstraint`, `Session.get()`, `a.cfg`, the guide, ORM, `x`, **b**."
+
+
+def test_function_and_method_roles_end_with_parentheses_unless_titled():
+    """Sphinx's ``func``/``meth`` roles (``fix_parens=True``) add ``()`` once; an explicit title
+    is shown as written; attributes and classes get none."""
+    text = _rst(":func:`~markupsafe.escape`, :py:meth:`run()`, :meth:`the route <Flask.route>`, :attr:`Flask.config`.\n")
+    assert text == "`escape()`, `run()`, `the route`, `Flask.config`."
 
 
 def test_rst_signatures_as_code_and_literal_blocks_fenced():

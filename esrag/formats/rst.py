@@ -342,8 +342,13 @@ def role_title(text: str) -> str:
 
 def _fallback_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     """Any role docutils does not know: its title (:func:`role_title`), as inline code for the
-    roles Sphinx shows as code (:data:`_CODE_ROLES`), else as text."""
+    roles Sphinx shows as code (:data:`_CODE_ROLES`), else as text. A function or method role
+    without an explicit title shows ``()`` after the name, as Sphinx does by default
+    (``XRefRole(fix_parens=True)`` for ``func``/``meth``, ``add_function_parentheses = True``):
+    ``:func:`~markupsafe.escape``` -> ``escape()``."""
     shown = role_title(text)
+    if name.split(":")[-1] in _PAREN_ROLES and not re.search(r"<[^<>]+>$", text):
+        shown = shown.removesuffix("()") + "()"
     return [nodes.literal(rawtext, shown) if name.split(":")[-1] in _CODE_ROLES else nodes.Text(shown)], []
 
 
@@ -372,6 +377,9 @@ _CODE_ROLES = {
     "samp",
     "kbd",
 }
+#: Roles whose title Sphinx ends with ``()`` (the Python, C, C++ and JavaScript domains' ``func`` and ``meth``,
+#: registered with ``fix_parens=True``).
+_PAREN_ROLES = {"func", "meth"}
 _REGISTERED: set[str] = set()
 
 
