@@ -98,6 +98,24 @@ def test_a_small_hit_comes_with_its_section(page_store):
     assert shape_hits(_hits(c, "c2"), store, min_tokens=0)[0].chunk.id == "c2"
 
 
+def test_no_chunk_is_in_two_hits_when_a_small_hit_neighbours_a_better_one(page_store):
+    """The small header chunk c2 would grow into c3, which ranks above it: it grows the other way
+    instead, and the two meet as one hit (issue 38: no block twice in a response)."""
+    store, c = page_store
+    out = shape_hits(_hits(c, "c3", "c2"), store, min_tokens=40)
+    ids = [m.id for h in out for m in members_of(h)]
+    assert len(ids) == len(set(ids)) and {"c2", "c3"} <= set(ids)
+
+
+def test_pieces_of_one_section_come_together_in_page_order(page_store):
+    """c4 and c2 (one section, c3 between them not retrieved) with another section's hit between
+    them in rank: they come back together at c4's rank, c2 first (page order)."""
+    store, c = page_store
+    out = shape_hits(_hits(c, "c4", "c5", "c2"), store, min_tokens=0)
+    assert [h.chunk.id for h in out] == ["c2", "c4", "c5"]
+    assert [h.chunk.id for h in shape_hits(_hits(c, "c4", "c5", "c2"), store, min_tokens=0, merge=False)] == ["c4", "c5", "c2"]
+
+
 def test_block_prefix_ends_at_a_blank_line_outside_fences():
     text = "para one line\nsecond line\n\n```python\nx = 1\n\ny = 2\n```\n\nlast para " + "word " * 50
     assert block_prefix(text, 6) == block_prefix(text, 20) == "para one line\nsecond line"

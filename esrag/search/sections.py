@@ -20,6 +20,9 @@ Two rules, applied after reranking and expansion and before the token budget
   retrieved hits it covers, best first, and ``chunk.metadata["chunks"]`` lists its members as
   :mod:`esrag.search.expand` does (``[id, start_line, end_line, characters]``). Sibling
   sections (two ``##`` sections of one page) stay separate hits.
+* **One section reads in order.** Hits of one section that are not next to each other (a chunk
+  between them was not retrieved) come together at the best one's rank, in page order; no
+  chunk is in two hits (a small hit never grows into a chunk that is itself a hit).
 
 Neither rule applies to record chunks (one record, one chunk). A hit that grew here is never
 larger than ``max(max_tokens, its own tokens)``, and two hits merge only when the joined text
@@ -31,6 +34,7 @@ budgeted metrics keep measuring the retriever (seed 000 §4.7).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 from esrag.model import Chunk, Hit
@@ -92,17 +96,41 @@ def shape_hits(
         return hits
     if min_tokens > 0:
         cache = SourceCache(store)
-        hits = [_grow_small(h, cache, min_tokens, max_tokens) for h in hits]
+        ranked = {m.id for h in hits for m in members_of(h)}
+        hits = [_grow_small(h, cache, min_tokens, max_tokens, ranked) for h in hits]
         hits = _drop_held(hits)
-    return _merge_adjacent(hits, max_tokens) if merge else hits
+    return _in_page_order(_drop_held(_merge_adjacent(hits, max_tokens))) if merge else hits
 
 
-def _grow_small(hit: Hit, cache: SourceCache, min_tokens: int, max_tokens: int | None) -> Hit:
+def _in_page_order(hits: list[Hit]) -> list[Hit]:
+    """Hits of one section (same corpus, page, version and section path) together at the rank of
+    the best of them, in page order: a section that came back in pieces reads in order, with no
+    other section between its pieces (issue 38). Record hits stay where they are."""
+    groups: dict[tuple[str, str, str, str], list[Hit]] = {}
+    order: list[list[Hit]] = []
+    for h in hits:
+        if is_record(h.chunk):
+            order.append([h])
+            continue
+        key = (*_key(h.chunk), h.chunk.section_path)
+        if key in groups:
+            groups[key].append(h)
+        else:
+            groups[key] = [h]
+            order.append(groups[key])
+    return [h for group in order for h in sorted(group, key=lambda h: _span(h)[0])]
+
+
+def _grow_small(hit: Hit, cache: SourceCache, min_tokens: int, max_tokens: int | None, ranked: AbstractSet[str] = frozenset()) -> Hit:
+    """``hit`` grown by neighbours of its parent section to ``min_tokens``; a neighbour that is
+    itself among the ranked hits (``ranked``: their member chunk ids) is never taken, so no chunk
+    ends up in two hits — that neighbour and this hit meet again, whole, when adjacent hits of
+    one section merge."""
     c = hit.chunk
     if c.tokens >= min_tokens or is_record(c) or c.n_chunks == 1 or c.metadata.get("chunks"):
         return hit
     parent = parent_path(c.section_path)
-    around = [x for x in cache.around(c, _REACH) if within(x.section_path, parent) or x.id == c.id]
+    around = [x for x in cache.around(c, _REACH) if (within(x.section_path, parent) and x.id not in ranked) or x.id == c.id]
     by_pos = {x.position: x for x in around}
     by_pos[c.position] = c
     lo = hi = c.position
