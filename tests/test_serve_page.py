@@ -19,6 +19,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
+from esrag.eval.metrics import words
 from serve_helpers import Server, indexed_env
 
 # needs a service, a model or a subprocess (see tests/conftest.py)
@@ -141,8 +142,10 @@ def test_type_a_question_and_see_hits_then_explain(server, tmp_path):
         api = httpx.get(server.url + "/search", params={"q": "schedule a task every minute"}).json()["hits"]
         assert len(hits) == len(api) == 10
         assert hits[0]["crumb"] == api[0]["section_path"].split(" > ") and hits[0]["crumb"][0] == "Task Scheduling"
+        assert hits[0]["title"] == api[0]["section_path"].split(" > ")[-1]  # the section is the hit's title
         assert hits[0]["src"].startswith(f"laravel · scheduling.md:{api[0]['start_line']}-{api[0]['end_line']}")
-        assert hits[0]["snippet"][:60] == " ".join(api[0]["text"].split())[:60]
+        shown = words(hits[0]["snippet"])[:8]  # a window of the hit's own text, as text (no Markdown syntax)
+        assert " ".join(shown) in " ".join(words(api[0]["text"])) and not re.search(r"(^|\s)#{1,6}\s|```|\*\*", hits[0]["snippet"])
         assert all(h["explain"] is None for h in hits) and "10 hits" in chrome.js("document.getElementById('status').textContent")
         assert chrome.js("location.search") == "?q=schedule+a+task+every+minute"
         chrome.click("#explain")
@@ -158,6 +161,41 @@ def test_type_a_question_and_see_hits_then_explain(server, tmp_path):
         chrome.close()
 
 
+def test_hits_grouped_by_page_terms_highlighted_and_keyboard_navigation(server, tmp_path):
+    """Hits come grouped by page (pages in the order of their best hit, hits in rank order), the
+    query's terms are <mark>ed in the snippets, and the keyboard moves over the hits (issue 38)."""
+    q = "queue worker retry failed jobs"
+    chrome = Chrome(server.url + "/?q=" + q.replace(" ", "+"), tmp_path / "profile")
+    try:
+        chrome.wait("document.body && document.body.dataset.state === 'done'")
+        api = httpx.get(server.url + "/search", params={"q": q}).json()["hits"]
+        pages = chrome.js(
+            "[...document.querySelectorAll('#results li.page')].map(p => [...p.querySelectorAll('li.hit')]"
+            ".map(li => [Number(li.dataset.rank), li.querySelector('.src').textContent]))"
+        )
+        ranks = [r for page in pages for r, _ in page]
+        assert sorted(ranks) == list(range(1, len(api) + 1))  # every hit shown once
+        first_seen = list(dict.fromkeys((h["corpus"], h["source_path"]) for h in api))
+        assert len(pages) == len(first_seen) < len(api)  # grouped: fewer pages than hits on this query
+        for page, (corpus, path) in zip(pages, first_seen):
+            assert all(src.startswith(f"{corpus} · {path}:") for _, src in page)
+            assert [r for r, _ in page] == sorted(r for r, _ in page)
+        marks = chrome.js("[...document.querySelectorAll('#results .snippet mark')].map(m => m.textContent.toLowerCase())")
+        assert marks and set(marks) <= {"queue", "worker", "retry", "failed", "jobs"}
+        chrome.js("document.activeElement.blur()")
+        chrome.key("ArrowDown", 40)
+        assert chrome.js("document.activeElement.closest('li.hit').dataset.rank") == "1"
+        chrome.key("ArrowDown", 40)
+        second = chrome.js("document.activeElement.closest('li.hit').dataset.rank")
+        assert second == str(pages[0][1][0] if len(pages[0]) > 1 else pages[1][0][0])  # the next hit on the page
+        assert chrome.js("document.querySelectorAll('#results li.hit.selected').length") == 1
+        chrome.key("/", 191, "/")
+        assert chrome.js("document.activeElement.id") == "q"
+        chrome.screenshot(tmp_path / "grouped.png", ARTIFACTS / "search-page-grouped.png")
+    finally:
+        chrome.close()
+
+
 def test_hostile_indexed_text_is_shown_as_text_and_never_runs(server, tmp_path):
     chrome = Chrome(server.url + "/?q=pwned+payloads&corpus=evil&explain=1", tmp_path / "profile")
     try:
@@ -165,7 +203,7 @@ def test_hostile_indexed_text_is_shown_as_text_and_never_runs(server, tmp_path):
         hits = chrome.js(HITS_JS)
         assert hits and all("evil" in h["src"] for h in hits)
         text = " ".join(h["snippet"] + " ".join(h["crumb"]) for h in hits)
-        assert "<img src=x onerror=" in text and "<script>" in text  # shown literally
+        assert "<img src=x onerror=" in text  # shown literally (the page's <script> is in a heading line: the crumb shows headings)
         assert chrome.js("window.__pwned === undefined")
         assert chrome.js("document.querySelectorAll('#results img, #results script, #results b, #results a').length") == 0
         chrome.screenshot(tmp_path / "hostile.png", ARTIFACTS / "search-page-hostile.png")
