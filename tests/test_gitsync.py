@@ -1,0 +1,195 @@
+"""``esrag sync`` (issue 39, "Sources in configuration"): real git repositories made in the test,
+served as bare repositories over ``file://``, real Laravel pages, the real embedded store and
+the ``esrag`` command in process. Two tags and a branch become three searchable versions; a
+commit changing one file re-ingests only that file; a deleted tag's version is removed; a missing
+ref and a force-push are one-line errors that change nothing; a re-sync without change is a
+no-op; the state shows in ``esrag status``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from esrag.cli import main
+from esrag.config import SourceSettings
+from esrag.gitsync import select_refs, token_variable, version_key
+from paths import LARAVEL
+
+# needs a model and git subprocesses (see tests/conftest.py)
+pytestmark = pytest.mark.integration
+
+FILES = ["scheduling.md", "queues.md", "cache.md"]
+GIT_ID = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(["git", *GIT_ID, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+class Repo:
+    """A work repository pushing to a bare one (the source esrag mirrors over file://)."""
+
+    def __init__(self, base: Path) -> None:
+        self.bare, self.work = base / "origin.git", base / "work"
+        git("init", "--quiet", "--bare", "--initial-branch=main", str(self.bare))
+        git("init", "--quiet", "--initial-branch=main", str(self.work))
+        git("remote", "add", "origin", str(self.bare), cwd=self.work)
+        (self.work / "docs").mkdir()
+        (self.work / "README.md").write_text("# not the docs\n\nOutside the docs path.\n")
+
+    @property
+    def url(self) -> str:
+        return self.bare.as_uri()
+
+    def commit(self, message: str) -> str:
+        git("add", "-A", cwd=self.work)
+        git("commit", "--quiet", "-m", message, cwd=self.work)
+        return git("rev-parse", "HEAD", cwd=self.work).strip()
+
+    def push(self, *refs: str, force: bool = False) -> None:
+        git("push", "--quiet", *(["--force"] if force else []), "origin", *refs, cwd=self.work)
+
+
+def cli(args: list[str], env: dict, cwd: Path) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, args, env=env, catch_exceptions=False)
+    return r.exit_code, r.stdout, r.stderr
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """A source repository with tags v1.0, v1.1 and branch main; an esrag.toml naming it with the
+    pattern v1.* and main; the environment of the commands."""
+    repo = Repo(tmp_path)
+    for name in FILES[:2]:
+        shutil.copy(LARAVEL / name, repo.work / "docs" / name)
+    repo.commit("v1.0")
+    git("tag", "v1.0", cwd=repo.work)
+    shutil.copy(LARAVEL / FILES[2], repo.work / "docs" / FILES[2])
+    repo.commit("v1.1")
+    git("tag", "-a", "v1.1", "-m", "annotated", cwd=repo.work)
+    (repo.work / "docs" / "queues.md").write_text((LARAVEL / "queues.md").read_text() + "\n## Main only\n\nUnreleased queue notes.\n")
+    repo.commit("main")
+    repo.push("main", "--tags")
+    config = tmp_path / "esrag.toml"
+    config.write_text(
+        f'[sources.laravel]\ngit = "{repo.url}"\nrefs = ["v1.*", "main"]\npath = "docs"\nbase_url = "https://laravel.com/docs/"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    env = {"ESRAG_CONFIG": str(config), "ESRAG_DB": str(tmp_path / "data" / "esrag.db"), "ESRAG_SOURCE_LARAVEL_TOKEN": None}
+    return repo, config, env
+
+
+def synced(env: dict, cwd: Path, *extra: str) -> dict:
+    code, stdout, stderr = cli(["sync", *extra, "--json"], env, cwd)
+    assert code == 0, stdout + stderr
+    return json.loads(stdout)["sources"][0]
+
+
+def versions(env: dict, cwd: Path) -> dict:
+    code, stdout, stderr = cli(["status", "--json"], env, cwd)
+    assert code == 0, stderr
+    return json.loads(stdout)
+
+
+def test_two_tags_and_a_branch_then_one_changed_file_then_nothing(hub, tmp_path):
+    repo, _, env = hub
+    first = synced(env, tmp_path)
+    assert set(first["versions"]) == {"v1.0", "v1.1", "main"}
+    assert all(v["outcome"] == "indexed" for v in first["versions"].values())
+    assert first["versions"]["v1.0"]["summary"]["files"] == 2 and first["versions"]["v1.1"]["summary"]["files"] == 3
+    status = versions(env, tmp_path)
+    assert set(status["corpora"]["laravel"]["versions"]) == {"v1.0", "v1.1", "main"}  # README.md outside docs/: not indexed
+    assert [status["corpora"]["laravel"]["versions"][v]["sources"] for v in ("v1.0", "v1.1", "main")] == [2, 3, 3]
+    assert status["sync"]["laravel"]["main"]["age"] == "synced just now"
+    assert status["sync"]["laravel"]["v1.1"]["commit"] == git("rev-parse", "v1.1^{commit}", cwd=repo.work).strip()
+    for version in ("v1.0", "v1.1", "main"):
+        code, stdout, _ = cli(["search", "schedule a task", "--corpus", "laravel", "--doc-version", version, "--json"], env, tmp_path)
+        assert code == 0 and json.loads(stdout), version
+    code, stdout, _ = cli(["search", "Unreleased queue notes", "--doc-version", "main", "--json", "-k", "3"], env, tmp_path)
+    assert any("Unreleased queue notes" in h["text"] for h in json.loads(stdout))
+
+    # no change: a no-op
+    again = synced(env, tmp_path)
+    assert {v["outcome"] for v in again["versions"].values()} == {"unchanged"} and not again["removed"]
+    assert all("summary" not in v for v in again["versions"].values())
+
+    # one file changed on main: only its chunks are re-embedded, the other files' chunks kept
+    cache = repo.work / "docs" / "cache.md"
+    cache.write_text(cache.read_text() + "\n## Cache sync note\n\nA paragraph added on main only.\n")
+    new_head = repo.commit("edit cache")
+    repo.push("main")
+    third = synced(env, tmp_path)
+    assert third["versions"]["v1.0"]["outcome"] == third["versions"]["v1.1"]["outcome"] == "unchanged"
+    main_row = third["versions"]["main"]
+    assert main_row["outcome"] == "indexed" and main_row["commit"] == new_head
+    s = main_row["summary"]
+    before = first["versions"]["main"]["summary"]
+    assert s["files"] == 3 and s["chunks_deleted"] == 0
+    assert 1 <= s["chunks_new"] + s["chunks_changed"] <= 3  # the edited section (and the chunk it split from)
+    assert s["chunks_unchanged"] >= before["chunks_new"] - 2
+    assert s["embeddings_computed"] <= 3
+
+
+def test_deleted_tag_is_removed_and_missing_ref_changes_nothing(hub, tmp_path):
+    repo, config, env = hub
+    synced(env, tmp_path)
+    chunks_before = versions(env, tmp_path)["corpora"]["laravel"]["versions"]
+    git("push", "--quiet", "origin", ":refs/tags/v1.0", cwd=repo.work)
+    report = synced(env, tmp_path)
+    assert report["removed"] == {"v1.0": chunks_before["v1.0"]["chunks"]}
+    status = versions(env, tmp_path)
+    assert set(status["corpora"]["laravel"]["versions"]) == {"v1.1", "main"} and "v1.0" not in status["sync"]["laravel"]
+
+    # a ref named in refs that the repository lacks: one line, exit 1, nothing changed
+    config.write_text(config.read_text().replace('"main"]', '"main", "release-9"]'))
+    code, stdout, stderr = cli(["sync"], env, tmp_path)
+    errors = [ln for ln in stderr.splitlines() if ln.startswith("error")]
+    assert code == 1 and len(errors) == 1 and "release-9" in errors[0] and "[sources.laravel] refs" in errors[0], stderr
+    after = versions(env, tmp_path)
+    assert after["corpora"]["laravel"]["versions"] == status["corpora"]["laravel"]["versions"]
+    assert after["sync"]["laravel"]["release-9"]["outcome"] == "error"
+
+
+def test_a_force_push_is_refused_unless_allowed(hub, tmp_path):
+    repo, config, env = hub
+    synced(env, tmp_path)
+    before = versions(env, tmp_path)["corpora"]["laravel"]["versions"]["main"]
+    old = versions(env, tmp_path)["sync"]["laravel"]["main"]["commit"]
+    git("reset", "--quiet", "--hard", "HEAD~1", cwd=repo.work)
+    (repo.work / "docs" / "cache.md").write_text("# Rewritten\n\nHistory rewritten on main.\n")
+    repo.commit("rewrite")
+    repo.push("main", force=True)
+    code, stdout, stderr = cli(["sync", "--json"], env, tmp_path)
+    row = json.loads(stdout)["sources"][0]["versions"]["main"]
+    assert code == 1 and row["outcome"] == "error" and "allow_force_push" in row["error"] and row["commit"] == old
+    assert [ln for ln in stderr.splitlines() if ln.startswith("error")] == [f"error: {row['error']}"]
+    assert versions(env, tmp_path)["corpora"]["laravel"]["versions"]["main"] == before
+    config.write_text(config.read_text() + "allow_force_push = true\n")
+    assert synced(env, tmp_path)["versions"]["main"]["outcome"] == "indexed"
+
+
+def test_last_n_keeps_the_highest_versions_and_settings_errors_name_the_field(tmp_path, monkeypatch):
+    available = {"v5.9": "a", "v5.10": "b", "v5.2": "c", "v4.0": "d", "main": "e"}
+    chosen, missing = select_refs(["v5.*", "main", "nope"], 2, available)
+    assert chosen == {"v5.10": "b", "v5.9": "a", "main": "e"} and missing == ["nope"]
+    assert sorted(["v1.10", "v1.9", "v1.0"], key=version_key) == ["v1.0", "v1.9", "v1.10"]
+    assert token_variable("docs-hub.v2") == "ESRAG_SOURCE_DOCS_HUB_V2_TOKEN"
+    assert SourceSettings(git="x", refs=["main"], path="/docs/".strip("/")).path == "docs"
+    monkeypatch.chdir(tmp_path)
+    for body, field in (
+        ('git = "x"\nrefs = []', "sources.bad.refs"),
+        ('git = "x"\nrefs = ["main"]\npath = "../up"', "sources.bad.path"),
+        ('refs = ["main"]', "sources.bad.git"),
+        ('git = "x"\nrefs = ["main"]\nlast = 0', "sources.bad.last"),
+    ):
+        (tmp_path / "esrag.toml").write_text(f"[sources.bad]\n{body}\n")
+        code, stdout, stderr = cli(["sync"], {"ESRAG_CONFIG": str(tmp_path / "esrag.toml")}, tmp_path)
+        assert code == 1 and field in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    (tmp_path / "esrag.toml").write_text('[sources.bad]\ngit = "no/such/folder"\nrefs = ["main"]\n')
+    code, _, stderr = cli(["sync"], {"ESRAG_CONFIG": str(tmp_path / "esrag.toml")}, tmp_path)
+    assert code == 1 and "[sources.bad] git" in stderr and len(stderr.strip().splitlines()) == 1
