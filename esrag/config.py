@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 from pydantic_settings import SettingsError as _SourceError
 
@@ -300,7 +300,7 @@ class CorpusSettings(BaseModel):
 
 class SourceSettings(CorpusSettings):
     """``[sources.NAME]``: a git repository whose branches and tags are indexed as the corpus
-    NAME, one documentation version per ref, by ``esrag sync`` (:mod:`esrag.gitsync`; docs/serving.md
+    NAME, one documentation version per ref, by ``esrag sync`` (:mod:`esrag.gitsync`; docs/hub.md
     "Host a docs hub"). Every ``[corpora.NAME]`` setting applies too (site, base_url, k…), except
     ``doc_version``: the ref's name is the version.
 
@@ -428,6 +428,23 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_path()))
+
+    @field_validator("sources")
+    @classmethod
+    def _sources_are_not_corpora(cls, v: dict[str, SourceSettings], info: ValidationInfo) -> dict[str, SourceSettings]:
+        both = sorted(set(v) & set(info.data.get("corpora") or {}))
+        if both:
+            raise ValueError(f"[sources.{both[0]}] and [corpora.{both[0]}] both set: put the corpus settings in [sources.{both[0]}]")
+        return v
+
+    @model_validator(mode="after")
+    def _source_corpora(self) -> Settings:
+        """Each ``[sources.NAME]``'s corpus settings become ``corpora[NAME]`` (site, k,
+        default_version… apply to the corpus everywhere: search, pages, status, serve)."""
+        names = set(CorpusSettings.model_fields)
+        for name, source in self.sources.items():
+            self.corpora[name] = CorpusSettings(**source.model_dump(include=names))
+        return self
 
     @field_validator("es_ssl_assert_fingerprint")
     @classmethod

@@ -10,7 +10,7 @@ whose commit is the one indexed last is skipped; otherwise its work tree moves t
 through the deletion guard. ``<data dir>`` is the folder of the embedded store
 (``Settings.db_path.parent``, as the embedding cache).
 
-Rules (docs/serving.md "Host a docs hub"):
+Rules (docs/hub.md "Host a docs hub"):
 
 * a ref named in ``refs`` that the repository does not have is a one-line error; that version is
   left as it was;
@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esrag.config import CorpusSettings, Settings, SourceSettings
+from esrag.config import Settings
 from esrag.errors import ConfigError, EsragError
 from esrag.ingest import DeletionGuard
 from esrag.stores.base import Store
@@ -224,28 +224,20 @@ def check_sources(settings: Settings, names: list[str]) -> list[str]:
 
     Raises:
         ConfigError: no ``[sources.NAME]`` is configured; a name is not one of them (lists
-            them); a name is both a source and a ``[corpora.NAME]``; a local ``git`` path is not
-            a folder.
+            them); a local ``git`` path is not a folder. (A name that is both a source and a
+            ``[corpora.NAME]`` is refused when the settings load.)
     """
     if not settings.sources:
-        raise ConfigError("no [sources.NAME] in the settings: add one with git and refs (docs/serving.md, 'Host a docs hub')")
+        raise ConfigError("no [sources.NAME] in the settings: add one with git and refs (docs/hub.md)")
     for name in names:
         if name not in settings.sources:
             raise ConfigError(f"esrag sync {name}: no [sources.{name}] (sources: {', '.join(sorted(settings.sources))})")
     chosen = names or sorted(settings.sources)
     for name in chosen:
-        if name in settings.corpora:
-            raise ConfigError(f"[sources.{name}] and [corpora.{name}] both set: put the corpus settings in [sources.{name}]")
         url = settings.sources[name].git
         if not is_remote(url) and not Path(url).expanduser().is_dir():
             raise ConfigError(f"[sources.{name}] git: {url!r} is neither a clone URL nor a local folder")
     return chosen
-
-
-def _as_corpus(settings: Settings, name: str, source: SourceSettings) -> Settings:
-    """``settings`` with ``[corpora.NAME]`` = the source's corpus settings (site, base_url, k…)."""
-    corpus = CorpusSettings(**source.model_dump(include=set(CorpusSettings.model_fields)))
-    return settings.model_copy(update={"corpora": {**settings.corpora, name: corpus}})
 
 
 def _mirror(git: Git, url: str, mirror: Path) -> None:
@@ -330,7 +322,6 @@ def sync_source(settings: Settings, store: Store, name: str, state: SyncState, a
         row.error = git.scrub(f"[sources.{name}] refs: no branch or tag {ref!r} in {source.git}; version left as it was")
         known[ref] = row
         report.versions[ref] = asdict(row)
-    corpus_settings = _as_corpus(settings, name, source)
     for version, commit in chosen.items():
         row = known.get(version) or VersionState(version)
         row.checked_at, row.error = time.time(), ""
@@ -349,8 +340,8 @@ def sync_source(settings: Settings, store: Store, name: str, state: SyncState, a
                 root = tree / source.path if source.path else tree
                 if not root.is_dir():
                     raise SyncError(f"[sources.{name}] path {source.path!r}: no such folder in {version!r} ({commit[:12]})")
-                site = app.make_site(corpus_settings, root, name, doc_version=version, include_root=tree)
-                summary = app.ingest_tree(corpus_settings, store, root, corpus=name, site=site, allow_delete=allow_delete).summary
+                site = app.make_site(settings, root, name, doc_version=version, include_root=tree)
+                summary = app.ingest_tree(settings, store, root, corpus=name, site=site, allow_delete=allow_delete).summary
                 entry["summary"] = {
                     k: v for k, v in summary.to_dict().items() if k.startswith(("chunks_", "embeddings_")) or k in ("files", "seconds")
                 }

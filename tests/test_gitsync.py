@@ -186,6 +186,7 @@ def test_last_n_keeps_the_highest_versions_and_settings_errors_name_the_field(tm
         ('git = "x"\nrefs = ["main"]\npath = "../up"', "sources.bad.path"),
         ('refs = ["main"]', "sources.bad.git"),
         ('git = "x"\nrefs = ["main"]\nlast = 0', "sources.bad.last"),
+        ('git = "x"\nrefs = ["main"]\n[corpora.bad]\nk = 3', "[corpora.bad] both set"),
     ):
         (tmp_path / "esrag.toml").write_text(f"[sources.bad]\n{body}\n")
         code, stdout, stderr = cli(["sync"], {"ESRAG_CONFIG": str(tmp_path / "esrag.toml")}, tmp_path)
@@ -193,3 +194,146 @@ def test_last_n_keeps_the_highest_versions_and_settings_errors_name_the_field(tm
     (tmp_path / "esrag.toml").write_text('[sources.bad]\ngit = "no/such/folder"\nrefs = ["main"]\n')
     code, _, stderr = cli(["sync"], {"ESRAG_CONFIG": str(tmp_path / "esrag.toml")}, tmp_path)
     assert code == 1 and "[sources.bad] git" in stderr and len(stderr.strip().splitlines()) == 1
+
+
+class GitHttp:
+    """``git http-backend`` (smart HTTP) behind a loopback CGI server that answers 401 unless the
+    request carries ``Authorization: Basic base64(x-access-token:TOKEN)``; counts 401s."""
+
+    BACKEND = "/usr/lib/git-core/git-http-backend"
+
+    def __init__(self, root: Path, token: str) -> None:
+        import base64
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from serve_helpers import free_port
+
+        wanted = "Basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        self.denied = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _cgi(self) -> None:
+                if self.headers.get("Authorization") != wanted:
+                    outer.denied += 1
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="git"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                path, _, query = self.path.partition("?")
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                env = {
+                    "PATH": "/usr/bin:/bin",
+                    "GIT_PROJECT_ROOT": str(root),
+                    "GIT_HTTP_EXPORT_ALL": "1",
+                    "REQUEST_METHOD": self.command,
+                    "PATH_INFO": path,
+                    "QUERY_STRING": query,
+                    "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                    "CONTENT_LENGTH": str(len(body)),
+                    "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+                    "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+                    "REMOTE_ADDR": "127.0.0.1",
+                }
+                out = subprocess.run([GitHttp.BACKEND], input=body, env=env, capture_output=True).stdout
+                head, _, payload = out.partition(b"\r\n\r\n")
+                headers = [h.split(":", 1) for h in head.decode().split("\r\n") if ":" in h]
+                status = next((int(v.split()[0]) for k, v in headers if k.lower() == "status"), 200)
+                self.send_response(status)
+                for k, v in headers:
+                    if k.lower() != "status":
+                        self.send_header(k, v.strip())
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = _cgi
+
+        self.port = free_port()
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_private_repository_over_http_with_a_token_that_never_shows(tmp_path, monkeypatch):
+    repo = Repo(tmp_path)
+    for name in FILES[:2]:
+        shutil.copy(LARAVEL / name, repo.work / "docs" / name)
+    repo.commit("one")
+    repo.push("main")
+    token = "tok_" + "9f3c1a7e5b2d4c6e8a0b1d3f5e7a9c2b"
+    server = GitHttp(tmp_path, token)
+    try:
+        url = f"http://hub-user:url-secret-pw@127.0.0.1:{server.port}/origin.git"
+        config = tmp_path / "esrag.toml"
+        config.write_text(f'[sources.private-docs]\ngit = "{url}"\nrefs = ["main"]\npath = "docs"\n')
+        monkeypatch.chdir(tmp_path)
+        env = {"ESRAG_CONFIG": str(config), "ESRAG_DB": str(tmp_path / "data" / "esrag.db")}
+        secrets = (token, "url-secret-pw")
+
+        # no token, then a wrong one: refused by the server, one line, nothing indexed, no secret
+        for given in (None, "wrong-token-value"):
+            code, stdout, stderr = cli(["sync", "--json"], {**env, "ESRAG_SOURCE_PRIVATE_DOCS_TOKEN": given}, tmp_path)
+            report = json.loads(stdout)["sources"][0]
+            assert code == 1 and report["error"].startswith("[sources.private-docs]: git clone failed"), report
+            assert "\n" not in report["error"] and len([ln for ln in stderr.splitlines() if ln.startswith("error")]) == 1
+            assert not any(s in stdout + stderr for s in (*secrets, "wrong-token-value")), stdout + stderr
+        assert server.denied >= 2
+
+        code, stdout, stderr = cli(["sync", "--json"], {**env, "ESRAG_SOURCE_PRIVATE_DOCS_TOKEN": token}, tmp_path)
+        assert code == 0, stdout + stderr
+        assert json.loads(stdout)["sources"][0]["versions"]["main"]["outcome"] == "indexed"
+        code, status_out, status_err = cli(["status"], env, tmp_path)
+        assert code == 0 and "private-docs" in status_out and "synced just now" in status_out
+        # a second sync fetches (over HTTP, with the token) and finds nothing new
+        code, again, again_err = cli(["sync", "--json"], {**env, "ESRAG_SOURCE_PRIVATE_DOCS_TOKEN": token}, tmp_path)
+        assert code == 0 and json.loads(again)["sources"][0]["versions"]["main"]["outcome"] == "unchanged"
+        written = "".join(p.read_text(errors="replace") for p in (tmp_path / "data").glob("sync-state-*.json"))
+        mirror_config = (tmp_path / "data" / "sources" / "private-docs.git" / "config").read_text()
+        for text in (stdout, stderr, status_out, status_err, again, again_err, written, mirror_config):
+            assert token not in text
+        for text in (stdout, stderr, status_out, status_err, again, again_err, written):
+            assert "url-secret-pw" not in text
+    finally:
+        server.stop()
+
+
+def test_the_manuals_docs_hub_example_runs(tmp_path, monkeypatch):
+    """docs/hub.md's first ``[sources.laravel]`` example, its git URL pointed at a repository made
+    here with branches 12.x, 11.x, master and tags 11.0, 11.1: ``11.*`` with ``last = 2`` takes
+    11.x and 11.1; ``default_version`` and ``base_url`` apply."""
+    import tomllib
+
+    manual = (Path(__file__).resolve().parents[1] / "docs" / "hub.md").read_text()
+    example = tomllib.loads(manual.split("```toml\n", 1)[1].split("```", 1)[0])["sources"]["laravel"]
+    repo = Repo(tmp_path)
+    shutil.copy(LARAVEL / "queues.md", repo.work / "queues.md")
+    repo.commit("11.0")
+    git("tag", "11.0", cwd=repo.work)
+    shutil.copy(LARAVEL / "cache.md", repo.work / "cache.md")
+    repo.commit("11.1")
+    git("tag", "11.1", cwd=repo.work)
+    for branch in ("11.x", "12.x", "master"):
+        git("branch", branch, cwd=repo.work)
+    repo.push("--all")
+    repo.push("--tags")
+    example["git"] = repo.url
+    lines = [f"{k} = {json.dumps(v)}" for k, v in example.items()]
+    (tmp_path / "esrag.toml").write_text("[sources.laravel]\n" + "\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)
+    env = {"ESRAG_CONFIG": str(tmp_path / "esrag.toml"), "ESRAG_DB": str(tmp_path / "data" / "esrag.db")}
+    report = synced(env, tmp_path)
+    assert set(report["versions"]) == {"12.x", "11.x", "11.1", "master"}
+    row = versions(env, tmp_path)["corpora"]["laravel"]
+    assert row["default_version"] == "12.x" and set(row["versions"]) == {"12.x", "11.x", "11.1", "master"}
+    code, stdout, _ = cli(["search", "retry failed jobs", "--doc-version", "11.1", "--json", "-k", "1"], env, tmp_path)
+    assert code == 0 and json.loads(stdout)[0]["url"].startswith("https://laravel.com/docs/")
