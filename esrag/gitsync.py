@@ -188,11 +188,11 @@ def data_dir(settings: Settings) -> Path:
 
 
 def state_path(settings: Settings) -> Path:
-    """The sync state of the configured store: ``sync-state.json`` beside the SQLite file, or
-    ``sync-state-<alias>.json`` for an Elasticsearch alias."""
+    """The sync state of the configured store, in :func:`data_dir`: ``sync-state-sqlite-<file
+    stem>.json`` for the SQLite file, ``sync-state-es-<alias>.json`` for an Elasticsearch alias."""
     if settings.store_name == "sqlite":
-        return data_dir(settings) / f"sync-state-{settings.db_path.stem}.json"
-    return data_dir(settings) / f"sync-state-{re.sub(r'[^A-Za-z0-9._-]', '_', settings.index)}.json"
+        return data_dir(settings) / f"sync-state-sqlite-{settings.db_path.stem}.json"
+    return data_dir(settings) / f"sync-state-es-{re.sub(r'[^A-Za-z0-9._-]', '_', settings.index)}.json"
 
 
 def _slug(version: str) -> str:
@@ -370,7 +370,10 @@ def sync_source(settings: Settings, store: Store, name: str, state: SyncState, a
             report.removed[version] = app.remove_corpus(store, name, version) if version in held else 0
             shutil.rmtree(base / name / _slug(version), ignore_errors=True)
             del known[version]
-        git.run("-C", str(mirror), "worktree", "prune")
+        try:
+            git.run("-C", str(mirror), "worktree", "prune")
+        except SyncError:
+            pass  # stale work-tree records only: the next checkout prunes again
     return report
 
 
@@ -389,19 +392,31 @@ def sync(settings: Settings, store: Store, names: list[str] | None = None, allow
     when missing.
 
     Raises:
-        ConfigError: as :func:`check_sources`; an unreadable state file.
+        ConfigError: as :func:`check_sources`; an unreadable state file; another ``esrag sync``
+            of the same store holds its lock (``sync-state-*.lock``).
     """
+    import fcntl
+
     from esrag import app
 
     chosen = check_sources(settings, list(names or []))
-    state = SyncState(state_path(settings))
-    if store.meta() is None:
-        app.setup_index(settings, store)
-    reports = []
-    for name in chosen:
-        reports.append(sync_source(settings, store, name, state, allow_delete))
-        state.save()
-    return reports
+    path = state_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ConfigError(f"another esrag sync is running on this store ({path.with_suffix('.lock')}); wait for it") from None
+        state = SyncState(path)
+        if store.meta() is None:
+            app.setup_index(settings, store)
+        reports = []
+        for name in chosen:
+            try:
+                reports.append(sync_source(settings, store, name, state, allow_delete))
+            finally:
+                state.save()
+        return reports
 
 
 def age(seconds: float) -> str:

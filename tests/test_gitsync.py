@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import es_test_urls
 from esrag.cli import main
 from esrag.config import SourceSettings
 from esrag.gitsync import select_refs, token_variable, version_key
@@ -337,3 +338,50 @@ def test_the_manuals_docs_hub_example_runs(tmp_path, monkeypatch):
     assert row["default_version"] == "12.x" and set(row["versions"]) == {"12.x", "11.x", "11.1", "master"}
     code, stdout, _ = cli(["search", "retry failed jobs", "--doc-version", "11.1", "--json", "-k", "1"], env, tmp_path)
     assert code == 0 and json.loads(stdout)[0]["url"].startswith("https://laravel.com/docs/")
+
+
+def test_removing_most_of_a_corpus_is_refused_without_allow_delete(hub, tmp_path):
+    """Both tags deleted: removing v1.0 and v1.1 would take 5 of the 8 version files (and most
+    chunks), over max_delete_fraction 0.5: refused in one line, every version kept; then
+    ``--allow-delete`` removes them."""
+    repo, _, env = hub
+    synced(env, tmp_path)
+    before = versions(env, tmp_path)["corpora"]["laravel"]
+    git("push", "--quiet", "origin", ":refs/tags/v1.0", ":refs/tags/v1.1", cwd=repo.work)
+    code, stdout, stderr = cli(["sync", "--json"], env, tmp_path)
+    report = json.loads(stdout)["sources"][0]
+    assert code == 1 and "refused to remove versions v1.0, v1.1" in report["error"] and "--allow-delete" in report["error"]
+    assert not report["removed"] and versions(env, tmp_path)["corpora"]["laravel"] == before
+    report = synced(env, tmp_path, "--allow-delete")
+    assert set(report["removed"]) == {"v1.0", "v1.1"}
+    assert set(versions(env, tmp_path)["corpora"]["laravel"]["versions"]) == {"main"}
+
+
+@pytest.mark.parametrize("es_url", es_test_urls(), ids=lambda u: "es" + u.rsplit(":", 1)[1])
+def test_sync_on_elasticsearch(hub, tmp_path, es_url, es_nodes):
+    """The same sync on each Elasticsearch test node: three versions, a deleted tag removed, a
+    re-sync a no-op; the state is the alias's own."""
+    import uuid
+    import warnings
+
+    from esrag.stores.elastic import ElasticStore
+
+    repo, _, env = hub
+    alias = f"esrag-t-{uuid.uuid4().hex[:12]}"
+    env = {**env, "ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the 8.15.5 node has no ingest processors (a ClusterWarning)
+            assert {v["outcome"] for v in synced(env, tmp_path)["versions"].values()} == {"indexed"}
+            held = versions(env, tmp_path)["corpora"]["laravel"]["versions"]
+            assert set(held) == {"v1.0", "v1.1", "main"}
+            git("push", "--quiet", "origin", ":refs/tags/v1.0", cwd=repo.work)
+            report = synced(env, tmp_path)
+            assert report["removed"] == {"v1.0": held["v1.0"]["chunks"]}
+            assert {v["outcome"] for v in report["versions"].values()} == {"unchanged"}
+            assert set(versions(env, tmp_path)["corpora"]["laravel"]["versions"]) == {"v1.1", "main"}
+            assert (tmp_path / "data" / f"sync-state-es-{alias}.json").is_file()
+    finally:
+        store = ElasticStore(es_url, alias)
+        store.drop()
+        store.close()
