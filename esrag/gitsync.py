@@ -146,13 +146,16 @@ class Git:
 class VersionState:
     """What esrag knows of one version of a source (a ``--json`` contract of ``esrag sync`` and
     ``esrag status``): ``ref`` (the branch or tag), ``commit`` indexed last ('' = none yet),
-    ``synced_at`` (Unix seconds of that ingest; 0 = never), ``checked_at`` (of the last attempt),
+    ``indexed_at`` (Unix seconds of that commit's ingest; 0 = never), ``synced_at`` (when the
+    version was last found to hold its ref's commit: indexed or unchanged; what ``esrag status``
+    ages), ``checked_at`` (of the last attempt, whatever its outcome),
     ``outcome`` of the last attempt (``indexed``, ``unchanged``, ``error``, ``refused``,
     ``removed``) and its one-line ``error`` ('' when none)."""
 
     ref: str
     commit: str = ""
     synced_at: float = 0.0
+    indexed_at: float = 0.0
     checked_at: float = 0.0
     outcome: str = ""
     error: str = ""
@@ -329,7 +332,7 @@ def sync_source(settings: Settings, store: Store, name: str, state: SyncState, a
         tree = base / name / _slug(version)
         try:
             if row.commit == commit and row.outcome in ("indexed", "unchanged") and (tree / ".git").exists():
-                row.outcome = "unchanged"
+                row.outcome, row.synced_at = "unchanged", row.checked_at
             else:
                 if row.commit and not source.allow_force_push and not _descends(git, mirror, row.commit, commit):
                     raise SyncError(
@@ -350,7 +353,8 @@ def sync_source(settings: Settings, store: Store, name: str, state: SyncState, a
                     first = summary.failures[0] if summary.failures else None
                     row.error = git.scrub(f"[sources.{name}] {version}: " + (f"{first.path}: {first.error}" if first else "ingest failed"))
                 else:
-                    row.commit, row.synced_at, row.outcome = commit, time.time(), "indexed"
+                    row.commit, row.outcome = commit, "indexed"
+                    row.synced_at = row.indexed_at = time.time()
         except EsragError as exc:
             row.outcome, row.error = "error", git.scrub(str(exc))
         known[version] = row
@@ -432,7 +436,7 @@ def age(seconds: float) -> str:
 
 def sync_status(settings: Settings, now: float | None = None) -> dict[str, dict[str, dict[str, Any]]]:
     """``esrag status``'s ``sync``: ``{source: {version: VersionState as a dict + "age_seconds"
-    (since ``synced_at``; None = never indexed) + "age" (:func:`age`, or "never")}}`` for
+    (since ``synced_at``; None = never in sync) + "age" (:func:`age`, or "never")}}`` for
     every source the state records; ``{}`` without a state file."""
     path = state_path(settings)
     if not path.is_file():

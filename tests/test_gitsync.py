@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from conftest import es_test_urls
 from esrag.cli import main
-from esrag.config import SourceSettings
-from esrag.gitsync import select_refs, token_variable, version_key
+from esrag.config import Settings, SourceSettings
+from esrag.gitsync import SyncState, VersionState, age, select_refs, state_path, sync_status, token_variable, version_key
 from paths import LARAVEL
 
 # needs a model and git subprocesses (see tests/conftest.py)
@@ -182,6 +182,14 @@ def test_last_n_keeps_the_highest_versions_and_settings_errors_name_the_field(tm
     assert token_variable("docs-hub.v2") == "ESRAG_SOURCE_DOCS_HUB_V2_TOKEN"
     assert SourceSettings(git="x", refs=["main"], path="/docs/".strip("/")).path == "docs"
     monkeypatch.chdir(tmp_path)
+    settings = Settings(db=tmp_path / "data" / "esrag.db")
+    state = SyncState(state_path(settings))
+    state.sources["docs"] = {"v2": VersionState("v2", "abc", synced_at=1000.0), "v3": VersionState("v3", outcome="error")}
+    state.save()
+    shown = sync_status(settings, now=1000.0 + 180)["docs"]
+    assert shown["v2"]["age"] == "synced 3 min ago" and shown["v2"]["age_seconds"] == 180
+    assert shown["v3"]["age"] == "never" and shown["v3"]["age_seconds"] is None
+    assert [age(s) for s in (5, 7300, 3 * 86400)] == ["just now", "2 h ago", "3 days ago"]
     for body, field in (
         ('git = "x"\nrefs = []', "sources.bad.refs"),
         ('git = "x"\nrefs = ["main"]\npath = "../up"', "sources.bad.path"),
