@@ -298,8 +298,8 @@ def _removal_guard(settings: Settings, store: Store, name: str, versions: list[s
 
 
 def sync_source(settings: Settings, store: Store, name: str, state: SyncState, allow_delete: bool = False) -> SourceReport:
-    """Sync one source (module docstring): mirror, select refs, ingest changed versions, remove
-    versions no ref selects. Errors of one version are recorded in its state and the report (the
+    """Sync one source (module docstring): mirror, select refs, ingest changed versions (and any
+    the store no longer holds, e.g. after ``esrag remove``), remove versions no ref selects. Errors of one version are recorded in its state and the report (the
     version keeps what it had); a fetch error fails the whole source, changing nothing.
     ``state`` is updated (the caller saves it)."""
     from esrag import app
@@ -318,6 +318,7 @@ def sync_source(settings: Settings, store: Store, name: str, state: SyncState, a
         report.error = str(exc)
         return report
     chosen, missing = select_refs(source.refs, source.last, available)
+    stored = store.stats().get("corpora", {}).get(name, {}).get("versions", {})
     now = time.time()
     for ref in missing:
         row = known.get(ref) or VersionState(ref)
@@ -331,7 +332,7 @@ def sync_source(settings: Settings, store: Store, name: str, state: SyncState, a
         entry: dict[str, Any] = {}
         tree = base / name / _slug(version)
         try:
-            if row.commit == commit and row.outcome in ("indexed", "unchanged") and (tree / ".git").exists():
+            if row.commit == commit and row.outcome in ("indexed", "unchanged") and version in stored and (tree / ".git").exists():
                 row.outcome, row.synced_at = "unchanged", row.checked_at
             else:
                 if row.commit and not source.allow_force_push and not _descends(git, mirror, row.commit, commit):

@@ -155,6 +155,17 @@ def test_deleted_tag_is_removed_and_missing_ref_changes_nothing(hub, tmp_path):
     assert after["corpora"]["laravel"]["versions"] == status["corpora"]["laravel"]["versions"]
     assert after["sync"]["laravel"]["release-9"]["outcome"] == "error"
 
+    # a version removed behind sync's back (esrag remove) is indexed again, not taken as unchanged
+    cli(["remove", "--corpus", "laravel", "--doc-version", "main", "--yes"], env, tmp_path)
+    config.write_text(config.read_text().replace(', "release-9"]', "]"))
+    report = synced(env, tmp_path)
+    assert report["versions"]["main"]["outcome"] == "indexed" and report["versions"]["v1.1"]["outcome"] == "unchanged"
+    assert report["removed"] == {"release-9": 0}
+    assert (
+        versions(env, tmp_path)["corpora"]["laravel"]["versions"]["main"]["chunks"]
+        == status["corpora"]["laravel"]["versions"]["main"]["chunks"]
+    )
+
 
 def test_a_force_push_is_refused_unless_allowed(hub, tmp_path):
     repo, config, env = hub
