@@ -8,6 +8,7 @@ no-op; the state shows in ``esrag status``."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -297,7 +298,18 @@ def test_a_private_repository_over_http_with_a_token_that_never_shows(tmp_path, 
         config = tmp_path / "esrag.toml"
         config.write_text(f'[sources.private-docs]\ngit = "{url}"\nrefs = ["main"]\npath = "docs"\n')
         monkeypatch.chdir(tmp_path)
-        env = {"ESRAG_CONFIG": str(config), "ESRAG_DB": str(tmp_path / "data" / "esrag.db")}
+        # git on PATH is a shim logging each command line esrag runs, then the real git
+        shim, argv_log = tmp_path / "bin", tmp_path / "git-argv.log"
+        shim.mkdir()
+        real_git = shutil.which("git")
+        (shim / "git").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{argv_log}"\nexec "{real_git}" "$@"\n')
+        (shim / "git").chmod(0o755)
+        env = {
+            "ESRAG_CONFIG": str(config),
+            "ESRAG_DB": str(tmp_path / "data" / "esrag.db"),
+            "PATH": f"{shim}:{os.environ['PATH']}",
+            "GIT_TRACE_CURL": "1",  # dropped by esrag: it would print the Authorization header
+        }
         secrets = (token, "url-secret-pw")
 
         # no token, then a wrong one: refused by the server, one line, nothing indexed, no secret
@@ -323,6 +335,8 @@ def test_a_private_repository_over_http_with_a_token_that_never_shows(tmp_path, 
             assert token not in text
         for text in (stdout, stderr, status_out, status_err, again, again_err, written):
             assert "url-secret-pw" not in text
+        argv = argv_log.read_text()
+        assert "clone" in argv and "fetch" in argv and token not in argv  # never on a command line
     finally:
         server.stop()
 
