@@ -41,7 +41,8 @@ def setup(as_json: bool) -> None:
 @handle_errors
 def status(as_json: bool) -> None:
     """Show what is indexed: store, embedder, and per corpus its sources, chunks and documentation
-    versions (the default version first: the one `esrag page` reads when none is given)."""
+    versions (the default version first: the one `esrag page` reads when none is given), and for
+    git sources what `esrag sync` last did to each version and how long ago."""
     settings = load_settings()
     with open_store(settings, read_only=True) as store:
         stats = app.corpora_status(settings, store)
