@@ -11,6 +11,7 @@ e.g. ``ESRAG_SEARCH__RRF_K=30``.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 import warnings
 from pathlib import Path
@@ -327,6 +328,13 @@ class SourceSettings(CorpusSettings):
             raise ValueError(f'path {v!r}: give the docs folder relative to the repository root, e.g. "docs"')
         return clean
 
+    @field_validator("git")
+    @classmethod
+    def _git(cls, v: str) -> str:
+        if v.strip().startswith("-"):
+            raise ValueError(f"git {v!r}: give a clone URL or a repository path (not an option)")
+        return v.strip()
+
     @field_validator("refs")
     @classmethod
     def _refs(cls, v: list[str]) -> list[str]:
@@ -432,6 +440,9 @@ class Settings(BaseSettings):
     @field_validator("sources")
     @classmethod
     def _sources_are_not_corpora(cls, v: dict[str, SourceSettings], info: ValidationInfo) -> dict[str, SourceSettings]:
+        for name in v:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+                raise ValueError(f"[sources.{name}]: a source name is letters, digits, '.', '_' and '-' (it names the corpus and a folder)")
         both = sorted(set(v) & set(info.data.get("corpora") or {}))
         if both:
             raise ValueError(f"[sources.{both[0]}] and [corpora.{both[0]}] both set: put the corpus settings in [sources.{both[0]}]")

@@ -208,10 +208,15 @@ def test_last_n_keeps_the_highest_versions_and_settings_errors_name_the_field(tm
         ('refs = ["main"]', "sources.bad.git"),
         ('git = "x"\nrefs = ["main"]\nlast = 0', "sources.bad.last"),
         ('git = "x"\nrefs = ["main"]\n[corpora.bad]\nk = 3', "[corpora.bad] both set"),
+        ('git = "--upload-pack=touch /tmp/x"\nrefs = ["main"]', "sources.bad.git"),
+        ('git = "x"\nrefs = ["main", "a..b"]', "sources.bad.refs"),
     ):
         (tmp_path / "esrag.toml").write_text(f"[sources.bad]\n{body}\n")
         code, stdout, stderr = cli(["sync"], {"ESRAG_CONFIG": str(tmp_path / "esrag.toml")}, tmp_path)
         assert code == 1 and field in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    (tmp_path / "esrag.toml").write_text('[sources."a/b"]\ngit = "x"\nrefs = ["main"]\n')
+    code, _, stderr = cli(["sync"], {"ESRAG_CONFIG": str(tmp_path / "esrag.toml")}, tmp_path)
+    assert code == 1 and "[sources.a/b]: a source name is" in stderr and len(stderr.strip().splitlines()) == 1, stderr
     (tmp_path / "esrag.toml").write_text('[sources.bad]\ngit = "no/such/folder"\nrefs = ["main"]\n')
     code, _, stderr = cli(["sync"], {"ESRAG_CONFIG": str(tmp_path / "esrag.toml")}, tmp_path)
     assert code == 1 and "[sources.bad] git" in stderr and len(stderr.strip().splitlines()) == 1
