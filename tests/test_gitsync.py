@@ -296,6 +296,7 @@ def test_a_private_repository_over_http_with_a_token_that_never_shows(tmp_path, 
         shutil.copy(LARAVEL / name, repo.work / "docs" / name)
     repo.commit("one")
     repo.push("main")
+    git("config", "--file", str(repo.bare / "config"), "uploadpack.allowFilter", "true")  # a partial clone, as on GitHub
     token = "tok_" + "9f3c1a7e5b2d4c6e8a0b1d3f5e7a9c2b"
     server = GitHttp(tmp_path, token)
     try:
@@ -340,6 +341,13 @@ def test_a_private_repository_over_http_with_a_token_that_never_shows(tmp_path, 
             assert token not in text
         for text in (stdout, stderr, status_out, status_err, again, again_err, written):
             assert "url-secret-pw" not in text
+        # the mirror is partial: the blob outside path = "docs" (README.md) was never downloaded
+        mirror = tmp_path / "data" / "sources" / "private-docs.git"
+        readme = git("rev-parse", "main:README.md", cwd=repo.work).strip()
+        missing = subprocess.run(
+            ["git", "-C", str(mirror), "rev-list", "--objects", "--missing=print", "main"], capture_output=True, text=True, check=True
+        ).stdout
+        assert f"?{readme}" in missing.split()
         argv = argv_log.read_text()
         assert "clone" in argv and "fetch" in argv and token not in argv  # never on a command line
     finally:
