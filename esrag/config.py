@@ -11,12 +11,13 @@ e.g. ``ESRAG_SEARCH__RRF_K=30``.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 import warnings
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 from pydantic_settings import SettingsError as _SourceError
 
@@ -39,7 +40,8 @@ OTHER_ENV = (
     "ESRAG_CPU_VNNI",  # CPU probe overrides (esrag.embedding.local)
     "ESRAG_SHARED_DIR",  # tests/paths.py: the shared data folder
 )
-OTHER_ENV_PREFIXES = ("ESRAG_TEST_",)
+#: ``ESRAG_SOURCE_<NAME>_TOKEN``: the token of ``[sources.NAME]`` (esrag.gitsync.token_variable)
+OTHER_ENV_PREFIXES = ("ESRAG_TEST_", "ESRAG_SOURCE_")
 
 
 class SettingsWarning(UserWarning):
@@ -297,6 +299,51 @@ class CorpusSettings(BaseModel):
     demote: DemoteSettings = Field(default_factory=DemoteSettings)
 
 
+class SourceSettings(CorpusSettings):
+    """``[sources.NAME]``: a git repository whose branches and tags are indexed as the corpus
+    NAME, one documentation version per ref, by ``esrag sync`` (:mod:`esrag.gitsync`; docs/hub.md
+    "Host a docs hub"). Every ``[corpora.NAME]`` setting applies too (site, base_url, k…), except
+    ``doc_version``: the ref's name is the version.
+
+    ``git``: a clone URL (https, ssh, file) or a local repository path; ``refs``: branch and tag
+    names, or shell-style patterns (``v5.*``) matched against the repository's branches and tags;
+    ``last``: of the refs a pattern matches, only the N highest in version order
+    (:func:`esrag.gitsync.version_key`; None = all); ``path``: the docs folder inside the repository
+    (POSIX, relative; "" = the root); ``allow_force_push``: index a ref that moved to a commit
+    that does not descend from the one indexed last (refused otherwise). A token for private
+    repositories comes from ``ESRAG_SOURCE_<NAME>_TOKEN`` (never from this file).
+    """
+
+    git: str = Field(min_length=1)
+    refs: list[str] = Field(min_length=1)
+    last: int | None = Field(default=None, ge=1)
+    path: str = ""
+    allow_force_push: bool = False
+
+    @field_validator("path")
+    @classmethod
+    def _relative_path(cls, v: str) -> str:
+        clean = v.strip().strip("/")
+        if v.strip().startswith("/") or ".." in clean.split("/") or "\\" in clean:
+            raise ValueError(f'path {v!r}: give the docs folder relative to the repository root, e.g. "docs"')
+        return clean
+
+    @field_validator("git")
+    @classmethod
+    def _git(cls, v: str) -> str:
+        if v.strip().startswith("-"):
+            raise ValueError(f"git {v!r}: give a clone URL or a repository path (not an option)")
+        return v.strip()
+
+    @field_validator("refs")
+    @classmethod
+    def _refs(cls, v: list[str]) -> list[str]:
+        for ref in v:
+            if not ref.strip() or ref.startswith("-") or any(c.isspace() or c in "~^:\\" for c in ref) or ".." in ref:
+                raise ValueError(f"ref {ref!r} is not a branch or tag name (or a pattern such as v5.*)")
+        return v
+
+
 class LanguageSettings(BaseModel):
     """``[language]``: language of chunks and queries (:mod:`esrag.language`, seed 002).
 
@@ -362,6 +409,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     elasticsearch: ElasticsearchSettings = Field(default_factory=ElasticsearchSettings)  # [elasticsearch]
     corpora: dict[str, CorpusSettings] = Field(default_factory=dict)  # [corpora.NAME]
+    sources: dict[str, SourceSettings] = Field(default_factory=dict)  # [sources.NAME]: git sources of esrag sync
     answer: AnswerSettings = Field(default_factory=AnswerSettings)
     # LLM enrichment at index time (esrag.enrich): provider:model, server, key, limits.
     enrich: str | None = None  # ESRAG_ENRICH: e, e-k, cr or pf (off when unset)
@@ -388,6 +436,26 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_path()))
+
+    @field_validator("sources")
+    @classmethod
+    def _sources_are_not_corpora(cls, v: dict[str, SourceSettings], info: ValidationInfo) -> dict[str, SourceSettings]:
+        for name in v:
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+                raise ValueError(f"[sources.{name}]: a source name is letters, digits, '.', '_' and '-' (it names the corpus and a folder)")
+        both = sorted(set(v) & set(info.data.get("corpora") or {}))
+        if both:
+            raise ValueError(f"[sources.{both[0]}] and [corpora.{both[0]}] both set: put the corpus settings in [sources.{both[0]}]")
+        return v
+
+    @model_validator(mode="after")
+    def _source_corpora(self) -> Settings:
+        """Each ``[sources.NAME]``'s corpus settings become ``corpora[NAME]`` (site, k,
+        default_version… apply to the corpus everywhere: search, pages, status, serve)."""
+        names = set(CorpusSettings.model_fields)
+        for name, source in self.sources.items():
+            self.corpora[name] = CorpusSettings(**source.model_dump(include=names))
+        return self
 
     @field_validator("es_ssl_assert_fingerprint")
     @classmethod

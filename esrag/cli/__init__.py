@@ -10,7 +10,7 @@ The command group :data:`main` is made here from one module per group of command
 * :mod:`esrag.cli.search` — ``search``, ``ask``, ``page``;
 * :mod:`esrag.cli.serve` — ``serve``, ``mcp``;
 * :mod:`esrag.cli.evaluation` — ``eval``, ``diagnose``;
-* :mod:`esrag.cli.admin` — ``setup``, ``status``, ``doctor``, ``plugins``, ``remove``, ``drop``;
+* :mod:`esrag.cli.admin` — ``setup``, ``status``, ``doctor``, ``plugins``, ``remove``, ``drop``, ``sync``;
 * :mod:`esrag.cli.common` — what they share (``--json``, one-line errors and warnings, consoles).
 """
 
@@ -52,6 +52,7 @@ for _command in (
     evaluation.diagnose,
     admin.remove,
     admin.drop,
+    admin.sync,
 ):
     main.add_command(_command)
 

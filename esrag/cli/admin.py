@@ -41,11 +41,17 @@ def setup(as_json: bool) -> None:
 @handle_errors
 def status(as_json: bool) -> None:
     """Show what is indexed: store, embedder, and per corpus its sources, chunks and documentation
-    versions (the default version first: the one `esrag page` reads when none is given)."""
+    versions (the default version first: the one `esrag page` reads when none is given), and for
+    git sources what `esrag sync` last did to each version and how long ago."""
     settings = load_settings()
     with open_store(settings, read_only=True) as store:
         stats = app.corpora_status(settings, store)
         missing = store.meta() is None
+    from esrag.gitsync import sync_status
+
+    synced = sync_status(settings)
+    if synced:
+        stats["sync"] = synced
     if missing:
         err.print(f"[yellow]note[/yellow]: {escape(app.nothing_indexed(settings))}", soft_wrap=True)
     if as_json:
@@ -61,6 +67,56 @@ def status(as_json: bool) -> None:
         shown = ", ".join(v or "(unversioned)" for v in versions) if versions != [""] else ""
         table.add_row(escape(name), str(row["sources"]), str(row["chunks"]), escape(shown))
     out.print(table)
+    if stats.get("sync"):
+        _print_sync(stats["sync"])
+
+
+def _print_sync(synced: dict) -> None:
+    """The ``[sources]`` table of ``esrag status``: per source and version its commit, the last
+    outcome and how stale it is."""
+    table = Table("source", "version", "commit", "outcome", "synced", title="git sources (esrag sync)")
+    for name, versions in synced.items():
+        for version, row in versions.items():
+            outcome = row["outcome"] + (f": {row['error']}" if row.get("error") else "")
+            table.add_row(escape(name), escape(version), row["commit"][:12] or "-", escape(outcome), row["age"])
+    out.print(table)
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@click.option(
+    "--allow-delete",
+    is_flag=True,
+    help="Let this sync remove versions (or re-ingest refs) that hold more than [ingest] max_delete_fraction of a corpus.",
+)
+@json_option
+@handle_errors
+def sync(names: tuple[str, ...], allow_delete: bool, as_json: bool) -> None:
+    """Fetch the git sources of [sources.NAME] (all, or the NAMEs given) and index each selected
+    branch or tag as a version of corpus NAME, incrementally; versions whose ref is gone are removed."""
+    from esrag.gitsync import sync as run_sync
+
+    settings = load_settings()
+    with open_store(settings) as store:
+        reports = run_sync(settings, store, list(names), allow_delete)
+    if as_json:
+        print_json({"sources": [r.to_dict() for r in reports]})
+    else:
+        table = Table("source", "version", "commit", "outcome", "chunks new/changed/unchanged/deleted", title="esrag sync")
+        for r in reports:
+            for version, row in r.versions.items():
+                s = row.get("summary") or {}
+                counts = "/".join(str(s.get(k, 0)) for k in ("chunks_new", "chunks_changed", "chunks_unchanged", "chunks_deleted"))
+                table.add_row(escape(r.name), escape(version), row["commit"][:12] or "-", row["outcome"], counts if s else "")
+            for version, chunks in r.removed.items():
+                table.add_row(escape(r.name), escape(version), "-", "removed", f"{chunks} chunks deleted")
+        err.print(table)
+    for r in reports:
+        for line in [r.error, *(row["error"] for row in r.versions.values() if row.get("error"))]:
+            if line:
+                err.print(f"[red]error[/red]: {escape(line)}", soft_wrap=True)
+    if any(r.failed for r in reports):
+        sys.exit(1)
 
 
 @click.command()
