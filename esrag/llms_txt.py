@@ -39,6 +39,7 @@ from esrag.stores.base import PageListing, PageRef, Store
 __all__ = [
     "DESCRIPTION_CHARS",
     "LlmsSite",
+    "arrange",
     "corpora_llms_txt",
     "description",
     "llms_full_txt",
@@ -128,16 +129,7 @@ def read_site(
     else:
         chosen = [pick_version(copies, None, None) for copies in by_path.values()]
     pages = [read_page(store, r, sorted({c.doc_version for c in by_path[r.source_path]})) for r in chosen]
-    pages = [p for p in pages if not p.metadata.get("translation")]
-    paths = _site_paths(pages)
-    names = _sections_of(paths)
-    order = sorted(range(len(pages)), key=lambda i: (names[i] != ROOT_SECTION, _segments(paths[i]), paths[i]))
-    pages, paths = [pages[i] for i in order], [paths[i] for i in order]
-    sections: dict[str, list[int]] = {}
-    for i in order:
-        sections.setdefault(names[i], [])
-    for at, i in enumerate(order):
-        sections[names[i]].append(at)
+    pages, sections, paths = arrange([p for p in pages if not p.metadata.get("translation")])
     used = version if version is not None else (pages[0].doc_version if pages else "")
     if not summary:
         where = _common_url(pages)
@@ -147,7 +139,20 @@ def read_site(
             + (f", published at {where}" if where else "")
             + ", as indexed by esrag."
         )
-    return LlmsSite(corpus, corpus, " ".join(summary.split()), used, pages, list(sections.items()), paths)
+    return LlmsSite(corpus, corpus, " ".join(summary.split()), used, pages, sections, paths)
+
+
+def arrange(pages: Sequence[Page]) -> tuple[list[Page], list[tuple[str, list[int]]], list[str]]:
+    """``pages`` in ``llms.txt`` order, their sections and site paths (the fields of
+    :class:`LlmsSite`): pages at the top first (:data:`ROOT_SECTION`), then one section per
+    top-level folder, all in path order with a folder's index page first."""
+    paths = _site_paths(pages)
+    names = _sections_of(paths)
+    order = sorted(range(len(pages)), key=lambda i: (names[i] != ROOT_SECTION, _segments(paths[i]), paths[i]))
+    sections: dict[str, list[int]] = {}
+    for at, i in enumerate(order):
+        sections.setdefault(names[i], []).append(at)
+    return [pages[i] for i in order], list(sections.items()), [paths[i] for i in order]
 
 
 # -- where pages sit on the site --------------------------------------------------------------------
@@ -170,9 +175,14 @@ def _common_url(pages: Sequence[Page]) -> str:
 
 def _site_paths(pages: Sequence[Page]) -> list[str]:
     """Each page's path below the site's common URL (``concepts/models/``, ``ch01.html``, ''
-    for the home page); its source path when it has no URL."""
+    for the home page); for a page without URL, its source path below the folder every such
+    page shares (``user/install.rst`` for ``docs/user/install.rst``)."""
     prefix = urlsplit(_common_url(pages)).path
-    return [urlsplit(p.url).path[len(prefix) :] if p.url else p.source_path for p in pages]
+    sources = [p.source_path.split("/")[:-1] for p in pages if not p.url]
+    common = 0
+    while sources and common < min(map(len, sources)) and len({s[common] for s in sources}) == 1:
+        common += 1
+    return [urlsplit(p.url).path[len(prefix) :] if p.url else "/".join(p.source_path.split("/")[common:]) for p in pages]
 
 
 def _segments(path: str) -> list[str]:

@@ -14,11 +14,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from esrag.llms_txt import LlmsSite, arrange, description, llms_txt, markdown_path
+from esrag.pages import Page
 from paths import DATA
 from serve_helpers import Server, run_cli
 
-# needs a subprocess (see tests/conftest.py)
-pytestmark = pytest.mark.integration
+# the tests that run esrag need a subprocess (see tests/conftest.py)
+integration = pytest.mark.integration
 
 BOOK = DATA / "corpora" / "async-book"
 REQUESTS = DATA / "corpora" / "requests-docs"
@@ -54,6 +56,7 @@ def book(tmp_path_factory):
     return env, out, report, status
 
 
+@integration
 def test_export_writes_llms_txt_in_the_llmstxt_format_with_published_urls(book):
     env, out, report, status = book
     text = (out / "llms.txt").read_text(encoding="utf-8")
@@ -79,6 +82,7 @@ def test_export_writes_llms_txt_in_the_llmstxt_format_with_published_urls(book):
     assert future[0] == "The Future Trait" and future[2] == "The `Future` trait is at the center of asynchronous programming in Rust."
 
 
+@integration
 def test_llms_full_txt_holds_every_page_under_its_title_and_url_in_order(book):
     _, out, _, _ = book
     _, _, sections = parse_llms_txt((out / "llms.txt").read_text(encoding="utf-8"))
@@ -97,6 +101,7 @@ def test_llms_full_txt_holds_every_page_under_its_title_and_url_in_order(book):
     assert "{{#include" not in full
 
 
+@integration
 def test_serve_answers_the_same_text_per_corpus_at_the_root_and_per_page(book):
     env, out, _, _ = book
     index, full = (out / "llms.txt").read_text(encoding="utf-8"), (out / "llms-full.txt").read_text(encoding="utf-8")
@@ -131,13 +136,19 @@ def test_serve_answers_the_same_text_per_corpus_at_the_root_and_per_page(book):
         assert set(listed) == {"async-book", "requests-docs"}
         assert httpx.get(listed["async-book"], timeout=60).text == index
         other = httpx.get(listed["requests-docs"], timeout=60)
-        assert other.status_code == 200 and parse_llms_txt(other.text)[0] == "requests-docs"
+        title, _, sections = parse_llms_txt(other.text)
+        # no base URL known: links are source paths, sections the folders below docs/
+        assert other.status_code == 200 and title == "requests-docs" and [n for n, _ in sections] == ["Docs", "Community", "Dev", "User"]
+        assert ("Quickstart", "docs/user/quickstart.rst", "Eager to get started?") in dict(sections)["User"]
+        quick = httpx.get(server.url + "/corpora/requests-docs/user/quickstart.md", timeout=60)
+        assert quick.status_code == 200 and quick.text.startswith("# Quickstart\n\nSource: docs/user/quickstart.rst\n\n")
         several = httpx.get(server.url + "/llms-full.txt", timeout=60)
         assert several.status_code == 404 and "async-book, requests-docs" in several.json()["error"]
     finally:
         server.stop()
 
 
+@integration
 def test_the_api_key_guards_the_llms_routes(book, tmp_path):
     env, _, _, _ = book
     server = Server(["serve", "--api-key", "s3cret-llms-key"], env)
@@ -152,6 +163,7 @@ def test_the_api_key_guards_the_llms_routes(book, tmp_path):
     assert "s3cret" not in server.output()
 
 
+@integration
 def test_export_names_an_unknown_corpus_and_an_unwritable_folder(book, tmp_path):
     env, _, _, _ = book
     proc = run_cli(["export", "llms-txt", "--corpus", "nope", "--out", str(tmp_path)], env, check=False)
@@ -162,3 +174,38 @@ def test_export_names_an_unknown_corpus_and_an_unwritable_folder(book, tmp_path)
     proc = run_cli(["export", "llms-txt", "--corpus", "async-book", "--out", str(blocker / "sub")], env, check=False)
     assert proc.returncode != 0 and "--out" in proc.stderr and str(blocker / "sub") in proc.stderr
     assert not list(Path(tmp_path).glob("llms*.txt"))
+
+
+def _page(source_path: str, url: str, text: str, **metadata: str) -> Page:
+    title = text.split("\n", 1)[0].removeprefix("# ")
+    return Page(source_path, "site", "", title, url, [], text, [""], dict(metadata))
+
+
+def test_folder_urls_make_sections_and_md_paths_as_the_convention_says():
+    """A site with directory URLs (MkDocs, Sphinx dirhtml): ``concepts/`` is the Concepts
+    folder's page and comes first in it; a folder URL is served at ``index.html.md``; front
+    matter ``description`` wins over the first sentence; links in a first sentence keep their text."""
+    base = "https://docs.example.com/latest/"
+    pages = [
+        _page("docs/concepts/models.md", base + "concepts/models/", "# Models\n\nSee [fields](fields.md) first. Then more."),
+        _page("docs/index.md", base, "# Home\n\n```python\nx = 1\n```\n\n**Example** is a *library*."),
+        _page("docs/concepts/index.md", base + "concepts/", "# Concepts\n\nIgnored.", description="All the concepts."),
+        _page("docs/why.md", base + "why/", "# Why\n\n- a list only\n"),
+    ]
+    ordered, sections, paths = arrange(pages)
+    assert [p.title for p in ordered] == ["Home", "Why", "Concepts", "Models"]
+    assert sections == [("Docs", [0, 1]), ("Concepts", [2, 3])] and paths == ["", "why/", "concepts/", "concepts/models/"]
+    assert [markdown_path(p, path) for p, path in zip(ordered, paths, strict=True)] == [
+        "index.html.md",
+        "why/index.html.md",
+        "concepts/index.html.md",
+        "concepts/models/index.html.md",
+    ]
+    assert [description(p) for p in ordered] == ["Example is a library.", "", "All the concepts.", "See fields first."]
+    site = LlmsSite("site", "site", "A site.", "", ordered, sections, paths)
+    assert llms_txt(site) == (
+        "# site\n\n> A site.\n\n## Docs\n\n"
+        f"- [Home]({base}): Example is a library.\n- [Why]({base}why/)\n\n## Concepts\n\n"
+        f"- [Concepts]({base}concepts/): All the concepts.\n- [Models]({base}concepts/models/): See fields first.\n"
+    )
+    assert site.page_at("/concepts/models/index.html.md") is pages[0] and site.page_at("concepts/models.md") is None
