@@ -225,7 +225,9 @@ def markdown_path(page: Page, path: str) -> str:
 
 
 # -- the text ---------------------------------------------------------------------------------------
-_SKIP = re.compile(r"^\s*(#|```|~~~|<|\||>|!!!|\?\?\?|:::|\{|\.\.|[-*+] |\d+[.)] |[=-]{3,}\s*$|import |export )")
+#: blocks that are no prose: headings, fences, HTML, tables, quotes, admonitions (``!!!``, ``???``,
+#: ``:::``), tabs (``===``), shortcodes, directives, lists, rules, images, link definitions, MDX ESM
+_SKIP = re.compile(r"^\s*(#|```|~~~|<|\||>|!!!|\?\?\?|:::|===|\{|\.\.|[-*+] |\d+[.)] |[=-]{3,}\s*$|!\[|\[[^\]]+\]:\s|import |export )")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 
 

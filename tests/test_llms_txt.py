@@ -188,7 +188,11 @@ def test_folder_urls_make_sections_and_md_paths_as_the_convention_says():
     base = "https://docs.example.com/latest/"
     pages = [
         _page("docs/concepts/models.md", base + "concepts/models/", "# Models\n\nSee [fields](fields.md) first. Then more."),
-        _page("docs/index.md", base, "# Home\n\n```python\nx = 1\n```\n\n**Example** is a *library*."),
+        _page(
+            "docs/index.md",
+            base,
+            '# Home\n\n```python\nx = 1\n```\n\n![logo](logo.png)\n\n=== "Tab"\n\n[ref]: https://x.org\n\n**Example** is a *library*.',
+        ),
         _page("docs/concepts/index.md", base + "concepts/", "# Concepts\n\nIgnored.", description="All the concepts."),
         _page("docs/why.md", base + "why/", "# Why\n\n- a list only\n"),
     ]
