@@ -112,6 +112,8 @@ def test_serve_answers_the_same_text_per_corpus_at_the_root_and_per_page(book):
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/markdown"), (path, r.text[:200])
             assert r.text == want, path
         assert httpx.get(server.url + "/llms-full.txt", timeout=60).text == full  # one corpus: its file
+        schema = httpx.get(server.url + "/openapi.json", timeout=60).json()["paths"]
+        assert {"/llms.txt", "/corpora/{corpus}/llms.txt", "/corpora/{corpus}/{path}"} <= set(schema)
         page = httpx.get(server.url + "/corpora/async-book/02_execution/02_future.html.md", timeout=60)
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/markdown")
         assert page.text.startswith(f"# The Future Trait\n\nSource: {SITE}02_execution/02_future.html\n\n")
