@@ -215,3 +215,12 @@ def test_folder_urls_make_sections_and_md_paths_as_the_convention_says():
         f"- [Concepts]({base}concepts/): All the concepts.\n- [Models]({base}concepts/models/): See fields first.\n"
     )
     assert site.page_at("/concepts/models/index.html.md") is pages[0] and site.page_at("concepts/models.md") is None
+
+
+@integration
+def test_export_on_a_missing_index_creates_nothing_and_says_where(tmp_path):
+    db, out = tmp_path / "missing" / "x.db", tmp_path / "out"
+    proc = run_cli(["export", "llms-txt", "--corpus", "async-book", "--out", str(out)], {"ESRAG_DB": str(db)}, check=False)
+    said = f"nothing is indexed in {db} (ESRAG_DB) yet; `esrag ingest PATH` creates it"
+    assert proc.returncode == 1 and proc.stderr.splitlines() == [f"Error: {said}"], proc.stderr
+    assert not (tmp_path / "missing").exists() and not out.exists()
