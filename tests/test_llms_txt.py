@@ -224,3 +224,26 @@ def test_export_on_a_missing_index_creates_nothing_and_says_where(tmp_path):
     said = f"nothing is indexed in {db} (ESRAG_DB) yet; `esrag ingest PATH` creates it"
     assert proc.returncode == 1 and proc.stderr.splitlines() == [f"Error: {said}"], proc.stderr
     assert not (tmp_path / "missing").exists() and not out.exists()
+
+
+@integration
+def test_one_version_the_default_unless_asked(tmp_path):
+    """Two versions of one corpus: llms.txt lists each page once, of the default version (the
+    most recently ingested), or of --doc-version; an unknown version names the held ones."""
+    env = {"ESRAG_DB": str(tmp_path / "index.db")}
+    for version in ("2.31", "2.32"):
+        run_cli(["ingest", str(REQUESTS), "--corpus", "requests", "--doc-version", version, "--json"], env)
+    out = tmp_path / "out"
+    report = json.loads(run_cli(["export", "llms-txt", "--corpus", "requests", "--out", str(out), "--json"], env).stdout)
+    _, summary, sections = parse_llms_txt((out / "llms.txt").read_text(encoding="utf-8"))
+    links = [u for _, members in sections for _, u, _ in members]
+    assert report["doc_version"] == "2.32" and "of version 2.32" in summary and len(links) == len(set(links)) == 15
+    full = (out / "llms-full.txt").read_text(encoding="utf-8")
+    assert full.count("# Quickstart\n\nSource: docs/user/quickstart.rst\n") == 1
+    older = json.loads(
+        run_cli(["export", "llms-txt", "--corpus", "requests", "--out", str(out), "--doc-version", "2.31", "--json"], env).stdout
+    )
+    assert older["doc_version"] == "2.31" and older["pages"] == 15
+    assert "of version 2.31" in (out / "llms.txt").read_text(encoding="utf-8")
+    proc = run_cli(["export", "llms-txt", "--corpus", "requests", "--out", str(out), "--doc-version", "9"], env, check=False)
+    assert proc.returncode == 1 and "no version '9'" in proc.stderr and "'2.31', '2.32'" in proc.stderr
