@@ -30,7 +30,7 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from esrag.errors import PageNotFound
 from esrag.pages import Page, read_page
@@ -79,10 +79,11 @@ class LlmsSite:
     paths: list[str] = field(default_factory=list)
 
     def page_at(self, md_path: str) -> Page | None:
-        """The page whose :func:`markdown_path` is ``md_path`` (a leading ``/`` ignored), or None."""
-        want = md_path.lstrip("/")
+        """The page whose :func:`markdown_path` is ``md_path`` (a leading ``/`` ignored; percent
+        escapes decoded on both sides, as a server hands the path over decoded), or None."""
+        want = unquote(md_path.lstrip("/"))
         for page, path in zip(self.pages, self.paths, strict=True):
-            if markdown_path(page, path) == want:
+            if unquote(markdown_path(page, path)) == want:
                 return page
         return None
 

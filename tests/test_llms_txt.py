@@ -215,6 +215,8 @@ def test_folder_urls_make_sections_and_md_paths_as_the_convention_says():
         f"- [Concepts]({base}concepts/): All the concepts.\n- [Models]({base}concepts/models/): See fields first.\n"
     )
     assert site.page_at("/concepts/models/index.html.md") is pages[0] and site.page_at("concepts/models.md") is None
+    spaced = _page("docs/a b.md", base + "a%20b.html", "# A b\n\nText.")
+    assert LlmsSite("site", "site", "", "", *arrange([spaced])).page_at("a b.html.md") is spaced
 
 
 @integration
