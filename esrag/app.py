@@ -483,9 +483,33 @@ def read_page(settings: Settings, store: Store, path: str, corpus: str | None = 
     """
     from esrag.pages import get_page
 
+    return get_page(store, path, corpus, doc_version, default_versions=default_versions(settings, store))
+
+
+def default_versions(settings: Settings, store: Store) -> dict[str, str]:
+    """``{corpus: default version}`` of every corpus holding chunks (:func:`default_version`).
+
+    Raises:
+        StoreError: the store is unreachable.
+    """
     corpora = corpora_status(settings, store).get("corpora", {})
-    defaults = {name: row["default_version"] for name, row in corpora.items() if row.get("default_version") is not None}
-    return get_page(store, path, corpus, doc_version, default_versions=defaults)
+    return {name: row["default_version"] for name, row in corpora.items() if row.get("default_version") is not None}
+
+
+def llms_site(settings: Settings, store: Store, corpus: str, doc_version: str | None = None, defaults: dict[str, str] | None = None) -> Any:
+    """``corpus`` as ``llms.txt`` describes it (:func:`esrag.llms_txt.read_site`): the pages of
+    ``doc_version``, else of the corpus's default version (``defaults``, else
+    :func:`default_versions`), summarised by ``[corpora.NAME] intent`` when set — what
+    ``esrag export llms-txt`` writes and ``esrag serve`` serves.
+
+    Raises:
+        PageNotFound: unknown corpus or version (names the indexed ones). StoreError: store unreachable.
+    """
+    from esrag.llms_txt import read_site
+
+    cs = settings.corpora.get(corpus)
+    defaults = defaults if defaults is not None else default_versions(settings, store)
+    return read_site(store, corpus, doc_version=doc_version, default_versions=defaults, summary=cs.intent if cs else "")
 
 
 def _removable(store: Store) -> Removable:

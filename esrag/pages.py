@@ -43,6 +43,7 @@ __all__ = [
     "get_page",
     "page_window",
     "pick_version",
+    "read_page",
     "reassemble",
 ]
 
@@ -73,7 +74,8 @@ class Page:
     """A page as indexed. ``url`` is the page URL without anchor ('' when none is known);
     ``text`` is the source reassembled from the chunks (blank lines between chunks restored
     from their line spans). ``versions`` are the documentation versions of the corpus that
-    hold this page ('' = unversioned), ``doc_version`` the one returned."""
+    hold this page ('' = unversioned), ``doc_version`` the one returned; ``metadata`` the page's
+    chunk metadata (not part of :meth:`to_dict`)."""
 
     source_path: str
     corpus: str
@@ -83,6 +85,7 @@ class Page:
     sections: list[Section] = field(default_factory=list)
     text: str = ""
     versions: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)  # the first chunk's (front matter ``description``, ``translation``, ...)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (a contract of ``esrag page --json``, the HTTP API and MCP)."""
@@ -267,14 +270,35 @@ def get_page(
     if doc_version is None and is_url(path) and len({r.doc_version for r in matched}) == 1:
         doc_version = matched[0].doc_version  # a version's own URL names that version
     pick = pick_version(copies, doc_version, (default_versions or {}).get(first_corpus))
-    chunks = store.source_chunks(pick.source_path, pick.corpus, pick.doc_version)
+    return read_page(store, pick, sorted({r.doc_version for r in copies}))
+
+
+def read_page(store: Store, ref: PageRef, versions: Sequence[str] = ()) -> Page:
+    """The page ``ref`` names (one corpus, version and source path), reassembled from its
+    chunks in order; ``versions`` are the versions holding it (default: ``[ref.doc_version]``).
+    What :func:`get_page` returns once it has chosen the copy, and what :mod:`esrag.llms_txt`
+    reads for every page of a corpus.
+
+    Raises:
+        PageNotFound: the store holds no chunk of ``ref`` (removed since it was listed).
+    """
+    chunks = store.source_chunks(ref.source_path, ref.corpus, ref.doc_version)
     chunks = sorted(chunks, key=lambda c: c.position)
     if not chunks:  # removed between the listing and the read
-        raise PageNotFound(f"no indexed page {pick.source_path!r} in corpus {pick.corpus!r}")
+        raise PageNotFound(f"no indexed page {ref.source_path!r} in corpus {ref.corpus!r}")
     page_url = chunks[0].url.split("#", 1)[0] if chunks[0].url else ""
     sections = [Section(c.section_path, c.anchor, c.url, c.start_line, c.end_line, c.text, c.tokens, list(c.alt_urls)) for c in chunks]
-    versions = sorted({r.doc_version for r in copies})
-    return Page(pick.source_path, pick.corpus, pick.doc_version, chunks[0].doc_title, page_url, sections, reassemble(chunks), versions)
+    return Page(
+        ref.source_path,
+        ref.corpus,
+        ref.doc_version,
+        chunks[0].doc_title,
+        page_url,
+        sections,
+        reassemble(chunks),
+        list(versions) or [ref.doc_version],
+        dict(chunks[0].metadata),
+    )
 
 
 def _copies_of(chunks: list[Chunk]) -> list[PageRef]:

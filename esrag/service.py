@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from esrag.app import connect, corpora_status, make_pipeline
+from esrag.app import connect, corpora_status, llms_site, make_pipeline
 from esrag.config import Settings
 from esrag.errors import ConfigError, EsragError
 from esrag.model import Hit
@@ -238,6 +238,15 @@ class SearchService:
         from esrag.pages import get_page
 
         return get_page(self.store, path, corpus, doc_version, default_versions=self.default_versions())
+
+    def llms_site(self, corpus: str, doc_version: str | None = None) -> Any:
+        """``corpus`` as ``llms.txt`` describes it (:func:`esrag.app.llms_site`, with the
+        cached default versions): what the ``llms.txt`` routes of ``esrag serve`` render.
+
+        Raises:
+            PageNotFound: unknown corpus or version. StoreError: store unreachable.
+        """
+        return llms_site(self.settings, self.store, corpus, doc_version, self.default_versions())
 
     def page_windows(
         self, path: str, corpus: str | None = None, doc_version: str | None = None, *, section: str | None = None, offset: int | None = None

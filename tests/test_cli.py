@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -50,10 +51,16 @@ def workdir(tmp_path_factory):
 
 def test_every_command_has_help_text():
     runner = CliRunner()
-    for name, command in main.commands.items():
-        assert command.help and len(command.help) > 20, f"command {name} has no help text"
-        result = runner.invoke(main, [name, "--help"])
-        assert result.exit_code == 0 and "--json" in result.output, name
+    commands = [([name], command) for name, command in main.commands.items()]
+    while commands:  # a group (esrag export) has help; each of its subcommands has --json
+        path, command = commands.pop()
+        assert command.help and len(command.help) > 20, f"command {' '.join(path)} has no help text"
+        result = runner.invoke(main, [*path, "--help"])
+        if isinstance(command, click.Group):
+            assert result.exit_code == 0 and command.commands, path
+            commands += [([*path, name], sub) for name, sub in command.commands.items()]
+            continue
+        assert result.exit_code == 0 and "--json" in result.output, path
 
 
 def test_search_k_below_one_is_refused_as_over_http_and_mcp(tmp_path):

@@ -11,6 +11,7 @@ The command group :data:`main` is made here from one module per group of command
 * :mod:`esrag.cli.serve` — ``serve``, ``mcp``;
 * :mod:`esrag.cli.evaluation` — ``eval``, ``diagnose``;
 * :mod:`esrag.cli.admin` — ``setup``, ``status``, ``doctor``, ``plugins``, ``remove``, ``drop``, ``sync``;
+* :mod:`esrag.cli.export` — ``export llms-txt``;
 * :mod:`esrag.cli.common` — what they share (``--json``, one-line errors and warnings, consoles).
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import click
 
 from esrag import __version__
-from esrag.cli import admin, evaluation, ingest, search, serve
+from esrag.cli import admin, evaluation, export, ingest, search, serve
 from esrag.cli.common import install_warning_hook
 from esrag.service import hit_json  # (hit_json: esrag.cli's public name before esrag.service)
 
@@ -53,6 +54,7 @@ for _command in (
     admin.remove,
     admin.drop,
     admin.sync,
+    export.export,
 ):
     main.add_command(_command)
 

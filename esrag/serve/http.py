@@ -16,6 +16,11 @@ Routes (OpenAPI at ``/openapi.json``, docs at ``/docs``):
   ``offset`` or ``token_budget`` only that part of the page (:func:`esrag.pages.page_window`),
   with ``start_line``, ``end_line``, ``complete`` and ``left_out`` added.
 * ``GET /corpora`` -> ``{"corpora": {name: {"chunks", "sources", "versions", "default_version"}}}``.
+* ``GET /corpora/{corpus}/llms.txt`` and ``/corpora/{corpus}/llms-full.txt`` (``?doc_version=``)
+  -> the corpus's llms.txt files as ``esrag export llms-txt`` writes them (:mod:`esrag.llms_txt`,
+  ``text/markdown``); ``GET /corpora/{corpus}/{site path}.md`` -> one page as Markdown;
+  ``GET /llms.txt`` / ``/llms-full.txt`` -> the one corpus's files, or (several corpora) an
+  llms.txt linking each corpus's. Unknown corpus, version or page: 404 with one line.
 * ``GET /health`` -> store reachable, model loaded (200 when both, else 503).
 
 Every request of the process shares one :class:`~esrag.service.SearchService` (one store
@@ -33,8 +38,10 @@ import hashlib
 import logging
 import re
 import signal
+from collections.abc import Callable
 from importlib import resources
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 import orjson
 from fastapi import FastAPI, Query, Request
@@ -43,7 +50,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from esrag import __version__
+from esrag import __version__, llms_txt
 from esrag.errors import (
     AnswerError,
     ConfigError,
@@ -274,6 +281,67 @@ def create_app(
         except EsragError as exc:
             return error(404, str(exc))
         return Response(text, media_type="application/json")
+
+    def markdown(text: str) -> Response:
+        return Response(text, media_type="text/markdown; charset=utf-8")
+
+    def llms(corpus: str, doc_version: str | None, render: Callable[[Any], str]) -> Response:
+        """``render`` of ``corpus``'s llms.txt site; 404 naming the indexed corpora or versions."""
+        if len(corpus) > 200:
+            return error(422, "corpus: over 200 characters")
+        try:
+            return markdown(render(service.llms_site(corpus, doc_version)))
+        except PageNotFound as exc:
+            return error(404, str(exc))
+
+    @app.get("/llms.txt", summary="llms.txt: the corpus's (one corpus) or a list of every corpus's", response_class=Response)
+    def llms_root(request: Request) -> Response:
+        corpora = service.corpora(fresh=True)
+        if len(corpora) == 1:
+            return llms(next(iter(corpora)), None, llms_txt.llms_txt)
+        if not corpora:
+            return error(404, "no corpus indexed yet; `esrag ingest` adds one")
+        base = str(request.base_url)
+        rows = [
+            (name, f"{base}corpora/{quote(name, safe='')}/llms.txt", f"{row.get('sources', 0)} pages")
+            for name, row in sorted(corpora.items())
+        ]
+        return markdown(llms_txt.corpora_llms_txt("esrag", rows))
+
+    @app.get(
+        "/llms-full.txt", summary="llms-full.txt of the one corpus (several: GET /corpora/{corpus}/llms-full.txt)", response_class=Response
+    )
+    def llms_full_root() -> Response:
+        corpora = service.corpora(fresh=True)
+        if len(corpora) == 1:
+            return llms(next(iter(corpora)), None, llms_txt.llms_full_txt)
+        names = ", ".join(sorted(corpora)) or "(none)"
+        return error(404, f"{len(corpora)} corpora indexed; GET /corpora/{{corpus}}/llms-full.txt for one of: {names}")
+
+    @app.get("/corpora/{corpus}/llms.txt", summary="llms.txt of a corpus (llmstxt.org format)", response_class=Response)
+    def llms_corpus(corpus: str, doc_version: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+        return llms(corpus, doc_version, llms_txt.llms_txt)
+
+    @app.get("/corpora/{corpus}/llms-full.txt", summary="Every page of a corpus as Markdown", response_class=Response)
+    def llms_full_corpus(corpus: str, doc_version: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+        return llms(corpus, doc_version, llms_txt.llms_full_txt)
+
+    @app.get(
+        "/corpora/{corpus}/{path:path}", summary="A page as Markdown at its site path + .md (as llms.txt links it)", response_class=Response
+    )
+    def page_md(corpus: str, path: str, doc_version: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+        if len(path) > 1000:
+            return error(422, "path: over 1000 characters")
+        if not path.endswith(".md"):
+            return error(404, f"no route {path!r} under /corpora/{corpus}/; pages are served at their site path + .md")
+
+        def one(site: Any) -> str:
+            found = site.page_at(path)
+            if found is None:
+                raise PageNotFound(f"no page {path!r} in corpus {corpus!r}; /corpora/{corpus}/llms.txt lists its pages")
+            return llms_txt.page_markdown(found)
+
+        return llms(corpus, doc_version, one)
 
     @app.get("/corpora", summary="Indexed corpora with chunk and source counts, versions and default version")
     def corpora() -> dict[str, Any]:
