@@ -22,14 +22,10 @@ from esrag.config import Settings
 from esrag.errors import ConfigError, EsragError
 from esrag.model import Hit
 from esrag.search.pipeline import Pipeline, PipelineResult
-from esrag.stores.base import Filters, Store
+from esrag.stores.base import ALL_VERSIONS, Filters, Store
 
 CORPORA_TTL_S = 5.0
 """Seconds between two re-reads of the corpus list caused by unknown corpus names."""
-
-
-#: ``doc_version`` that searches every indexed version (``--all-versions``; issue 38).
-ALL_VERSIONS = "*"
 
 
 class UnknownCorpus(ConfigError):

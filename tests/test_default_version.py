@@ -191,3 +191,15 @@ def test_http_and_mcp_say_the_version_and_search_all_with_a_star(versioned_env):
             assert body["versions"] == {"lv": "12.x"} and {h["doc_version"] for h in body["hits"]} == {"12.x"}
 
     anyio.run(main)
+
+
+def test_ingest_refuses_the_version_that_means_every_version(tmp_path):
+    from esrag.app import make_site
+    from esrag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^--doc-version '\*' is reserved"):
+        make_site(Settings(db=None, es_url=None), tmp_path, "lv", doc_version="*")
+    configured = Settings(db=None, es_url=None, corpora={"lv": {"doc_version": "*"}})
+    with pytest.raises(ConfigError, match=r"^\[corpora.lv\] doc_version '\*' is reserved"):
+        make_site(configured, tmp_path, "lv")
+    assert make_site(configured, tmp_path, "lv", doc_version="12.x").doc_version == "12.x"

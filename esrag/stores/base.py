@@ -22,6 +22,11 @@ from esrag.model import Chunk
 TEXT_FIELDS = ("text", "section_path", "doc_title", "title", "summary", "keywords", "questions", "entities", "context")
 
 
+#: the ``doc_version`` of a search that reads every indexed version (HTTP/MCP ``doc_version="*"``,
+#: ``esrag search --all-versions``; issue 38); never a version's own name (``esrag ingest`` refuses it).
+ALL_VERSIONS = "*"
+
+
 @dataclass(slots=True)
 class Filters:
     """Restrictions applied inside both legs of a search.
