@@ -39,7 +39,7 @@ from esrag.model import Chunk, Document
 from esrag.search.pipeline import Pipeline
 from esrag.search.searcher import Searcher
 from esrag.sites import Site
-from esrag.stores.base import IndexMeta, Installable, Rebuildable, Removable, Store
+from esrag.stores.base import ALL_VERSIONS, IndexMeta, Installable, Rebuildable, Removable, Store
 
 
 def site_names() -> tuple[str, ...]:
@@ -206,7 +206,8 @@ def make_site(
     Raises:
         ConfigError: unknown site, a base URL that is not absolute http(s) or a ``url_template``
             that does not format (checked here, once, not per file); the message names the flag
-            (``--site``, ``--base-url``, ``--url-template``) or the setting (``[corpora.NAME] site``).
+            (``--site``, ``--base-url``, ``--url-template``) or the setting (``[corpora.NAME] site``);
+            the version ``*`` (:data:`esrag.stores.base.ALL_VERSIONS`, reserved for searches).
     """
     from esrag.sites import check_base_url, check_site, check_url_template, resolve_site
 
@@ -220,6 +221,11 @@ def make_site(
     if url_template is None and cs is not None:
         url_template = cs.url_template and check_url_template(cs.url_template, f"[corpora.{corpus}] url_template")
     version = doc_version if doc_version is not None else (cs.doc_version if cs is not None and cs.doc_version else "")
+    if version == ALL_VERSIONS:
+        flag = "--doc-version" if doc_version is not None else f"[corpora.{corpus}] doc_version"
+        raise ConfigError(
+            f"{flag} {ALL_VERSIONS!r} is reserved: a search with doc_version {ALL_VERSIONS!r} reads every version; name the version"
+        )
     where = resolve_site(root, site, base_url, url_template, version, include_root=include_root)
     where.notebook_outputs = settings.ingest.notebook_outputs
     if built_site is not None or sitemap:

@@ -272,8 +272,8 @@ class CorpusSettings(BaseModel):
     ``base_url`` (absolute http(s)) and ``url_template``: where the corpus is published
     (:mod:`esrag.sites`; as ``esrag ingest --site/--base-url/--url-template``); ``doc_version``:
     the version stored on every chunk (``--doc-version``); ``default_version``: the version
-    ``esrag page``, ``GET /pages`` and MCP ``get_page`` return when none is asked for (default:
-    the most recently ingested one, :func:`esrag.app.default_version`); ``demote``: lower weight for release
+    ``esrag page``, ``GET /pages`` and MCP ``get_page`` return and a search reads when none is
+    asked for (default: the most recently ingested one, :func:`esrag.app.default_version`); ``demote``: lower weight for release
     notes, changelogs and generated API stubs (:class:`DemoteSettings`).
     """
 

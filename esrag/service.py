@@ -22,7 +22,7 @@ from esrag.config import Settings
 from esrag.errors import ConfigError, EsragError
 from esrag.model import Hit
 from esrag.search.pipeline import Pipeline, PipelineResult
-from esrag.stores.base import Filters, Store
+from esrag.stores.base import ALL_VERSIONS, Filters, Store
 
 CORPORA_TTL_S = 5.0
 """Seconds between two re-reads of the corpus list caused by unknown corpus names."""
@@ -42,7 +42,9 @@ class SearchRequest:
         corpora: only these corpora (two or more fan out; one uses its ``[corpora.NAME]`` query prefix).
         path_prefix: only sources whose path starts with it. languages: ``--lang`` codes (``auto``
             = the query's language; empty = ``[language] filter``).
-        doc_version: only chunks of this documentation version (:class:`Filters`).
+        doc_version: only chunks of this documentation version (:class:`Filters`; '' = the
+            unversioned ones); None = each corpus's default version
+            (:meth:`SearchService.default_search_versions`); :data:`ALL_VERSIONS` (``"*"``) = every version.
         budget: cl100k tokens of source text to pack (:func:`esrag.search.pipeline.pack`).
         expand, rerank, rerank_top_n, reformulate: the pipeline's stages (None = settings).
         embedder: embed the query with this spec instead of the index's own.
@@ -76,10 +78,13 @@ def hit_json(hit: Hit) -> dict[str, Any]:
 
 
 def result_json(result: PipelineResult, explain: bool = False) -> dict[str, Any]:
-    """``{"hits": [hit_json...], "timings_ms": {...}}``; with ``explain`` also ``fusion`` and,
+    """``{"hits": [hit_json...], "timings_ms": {...}}``, plus ``versions`` (``{corpus: version}``:
+    the corpora of several versions that were searched in their default one) when any was; with ``explain`` also ``fusion`` and,
     when present, ``diagnostics``, ``reformulations`` and ``notes`` (the shape of ``esrag search
     --explain --json``; each hit's ``legs`` always carries its leg ranks and scores)."""
     out: dict[str, Any] = {"hits": [hit_json(h) for h in result.hits], "timings_ms": result.timings_ms}
+    if result.versions:
+        out["versions"] = result.versions
     if explain:
         out["fusion"] = result.fusion
         out.update(
@@ -90,6 +95,14 @@ def result_json(result: PipelineResult, explain: bool = False) -> dict[str, Any]
             }
         )
     return out
+
+
+def versions_note(versions: dict[str, str], all_versions: str) -> str:
+    """One line saying which version of each corpus of several versions a search read
+    (``versions``: ``{corpus: version}``, :attr:`PipelineResult.versions`) and how to read them
+    all (``all_versions``: the flag or argument, e.g. ``--all-versions``)."""
+    which = ", ".join(f"{v or '(unversioned)'} of {c}" for c, v in versions.items())
+    return f"Searched the default version only: {which}; {all_versions} searches every version."
 
 
 class SearchService:
@@ -141,13 +154,55 @@ class SearchService:
             self._corpora = cached
         return cached[1]
 
+    def recent_corpora(self) -> dict[str, Any]:
+        """:meth:`corpora`, read again when older than :data:`CORPORA_TTL_S` seconds (so a
+        version ingested or removed meanwhile is seen within that time)."""
+        if self._corpora is None or time.monotonic() - self._corpora[0] > CORPORA_TTL_S:
+            return self.corpora(fresh=True)
+        return self._corpora[1]
+
     def default_versions(self) -> dict[str, str]:
         """``{corpus: default version}`` (read at most every :data:`CORPORA_TTL_S` seconds)."""
-        if self._corpora is None or time.monotonic() - self._corpora[0] > CORPORA_TTL_S:
-            self.corpora(fresh=True)
+        return {name: row["default_version"] for name, row in self.recent_corpora().items() if row.get("default_version") is not None}
+
+    def default_search_versions(self, corpora: list[str] | None = None) -> dict[str, str]:
+        """``{corpus: version}`` a search without ``doc_version`` is restricted to
+        (:attr:`Filters.versions`): each corpus of ``corpora`` (empty: every corpus) that holds
+        two or more versions, to its default one (:func:`esrag.app.default_version`). A corpus
+        with one version (unversioned ones included) is not named, so its search is unchanged.
+        Read from :meth:`recent_corpora`: no store round trip on most searches of a server.
+
+        Raises:
+            StoreError: the store is unreachable.
+        """
+        rows = self.recent_corpora()
+        wanted = corpora or list(rows)
         return {
-            name: row["default_version"] for name, row in (self._corpora or (0.0, {}))[1].items() if row.get("default_version") is not None
+            name: rows[name]["default_version"]
+            for name in wanted
+            if name in rows and len(rows[name].get("versions") or {}) > 1 and rows[name].get("default_version") is not None
         }
+
+    def search_filters(self, req: SearchRequest, languages: list[str]) -> Filters:
+        """The :class:`Filters` of ``req``: its corpora, path prefix, ``languages``, translations
+        left out, and its version — ``doc_version`` when given, every version for
+        :data:`ALL_VERSIONS`, else each corpus's default (:meth:`default_search_versions`)."""
+        versions: dict[str, str]
+        if req.doc_version == ALL_VERSIONS:
+            doc_version, versions = None, {}
+        elif req.doc_version is not None:
+            doc_version, versions = req.doc_version, {}
+        else:
+            doc_version, versions = None, self.default_search_versions(list(req.corpora))
+        # no language asked for: each site in its default locale, not a mix of its translations
+        return Filters(
+            corpora=list(req.corpora),
+            path_prefix=req.path_prefix,
+            languages=languages,
+            doc_version=doc_version,
+            versions=versions,
+            translations=False,
+        )
 
     def check_corpora(self, names: list[str]) -> None:
         """Raise :class:`UnknownCorpus` (listing the indexed ones) for a name the index lacks.
@@ -183,12 +238,9 @@ class SearchService:
             self.check_corpora(req.corpora)
         s = self.settings
         languages = language_filter(list(req.languages) or s.language.filter, req.query, s.language.candidates)
-        # no language asked for: each site in its default locale, not a mix of its translations
-        filters = Filters(
-            corpora=list(req.corpora), path_prefix=req.path_prefix, languages=languages, doc_version=req.doc_version, translations=False
-        )
+        filters = self.search_filters(req, languages)
         pipeline = self.pipeline(req.corpora[0] if len(req.corpora) == 1 else None, req.embedder)
-        return pipeline.search(
+        result = pipeline.search(
             req.query,
             k=req.k,
             mode=req.mode,
@@ -199,13 +251,16 @@ class SearchService:
             rerank_top_n=req.rerank_top_n,
             reformulate=req.reformulate,
         )
+        result.versions = dict(filters.versions)
+        return result
 
     def ask(
         self, question: str, corpora: list[str] | None = None, budget: int | None = None, *, check_corpora: bool = False, **stages: Any
     ) -> Any:
         """The grounded answer (:class:`esrag.answer.Answer`) to ``question``: retrieve up to
         ``budget`` (default ``[answer] budget``) tokens, fitted to the LLM's window
-        (:func:`esrag.answer.fit_budget`), then generate.
+        (:func:`esrag.answer.fit_budget`), from each corpus's default version
+        (:meth:`search_filters`), then generate.
 
         Raises:
             ConfigError, StoreError as :meth:`search`; LLMError, AnswerError from the LLM.
@@ -223,7 +278,7 @@ class SearchService:
         want = budget or self.settings.answer.budget
         fitted = answerer.fit_budget(want)
         result = self.pipeline(None).search(
-            question, filters=Filters(corpora=list(corpora or []), translations=False), budget=fitted, **stages
+            question, filters=self.search_filters(SearchRequest(question, corpora=list(corpora or [])), []), budget=fitted, **stages
         )
         return answerer.answer(question, result.hits)
 

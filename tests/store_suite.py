@@ -287,6 +287,36 @@ class StoreContract:
         with pytest.raises(PageNotFound, match="has no version '3.0'"):
             get_page(store, "x.md", doc_version="3.0")
 
+    def test_versions_filter_keeps_each_named_corpus_in_its_one_version(self, store):
+        """Issue 38: ``Filters.versions`` keeps a named corpus's chunks of its version only (''
+        = unversioned), leaves corpora it does not name whole, applies inside both legs (k=1
+        still finds the wanted version's chunk) and combines with ``corpora``."""
+        chunks = [
+            make_chunk(0, "schedule the cron task", corpus="lv", doc_version="11.x"),
+            make_chunk(1, "schedule the cron task", corpus="lv", doc_version="12.x"),
+            make_chunk(2, "schedule the cron task", corpus="mixed"),
+            make_chunk(3, "schedule the cron task", corpus="mixed", doc_version="2.0"),
+            make_chunk(4, "schedule the cron task", corpus="plain"),
+        ]
+        self.write(store, chunks, [unit(0, 1), unit(0), unit(0, 2), unit(0), unit(0, 3)])
+        both = Filters(versions={"lv": "12.x", "mixed": ""})
+        want = {"lv-a.md-1", "mixed-a.md-2", "plain-a.md-4"}
+        assert {i for i, _ in store.bm25("cron task", 10, both, FIELDS)} == want
+        assert {i for i, _ in store.knn(unit(0), 10, both, 20)} == want
+        assert {i for i, _ in store.knn(unit(0), 10, Filters(versions={"mixed": "2.0"}), 20)} == {
+            "lv-a.md-0",
+            "lv-a.md-1",
+            "mixed-a.md-3",
+            "plain-a.md-4",
+        }
+        # inside the search: the top 1 of lv is its 11.x chunk (unit(0, 1) is nearer to unit(0, 1))
+        assert [i for i, _ in store.knn(unit(0, 1), 1, Filters(corpora=["lv"], versions={"lv": "12.x"}), 20)] == ["lv-a.md-1"]
+        assert {i for i, _ in store.bm25("cron", 10, Filters(corpora=["lv", "plain"], versions={"lv": "11.x"}), FIELDS)} == {
+            "lv-a.md-0",
+            "plain-a.md-4",
+        }
+        assert len(store.bm25("cron", 10, Filters(), FIELDS)) == 5  # no filter: every version
+
     # -- issue 7: date / superseded filters, vectors, fan-out branches ------------------------
     def _dated(self, store):
         chunks = [

@@ -14,7 +14,7 @@ from esrag.app import open_store
 from esrag.cli.common import err, handle_errors, json_option, out
 from esrag.cli.common import print_json as _print_json
 from esrag.config import SEARCH_MODES, load_settings
-from esrag.service import SearchService, hit_json, result_json
+from esrag.service import SearchService, hit_json, result_json, versions_note
 
 
 def retrieval_options(f: Callable) -> Callable:
@@ -61,7 +61,12 @@ def retrieval_options(f: Callable) -> Callable:
         "with neither, a site's translated pages are left out (each site is searched in its default locale)."
     ),
 )
-@click.option("--doc-version", help="Only chunks of this documentation version (as ingested with --doc-version).")
+@click.option(
+    "--doc-version",
+    help="Only chunks of this documentation version (as ingested with --doc-version; default: each corpus's default version: "
+    "[corpora.NAME] default_version, else the most recently ingested).",
+)
+@click.option("--all-versions", is_flag=True, help="Search every indexed documentation version, not only each corpus's default one.")
 @retrieval_options
 @json_option
 @handle_errors
@@ -84,14 +89,20 @@ def search(
     embedder_url: str | None = None,
     langs: tuple[str, ...] = (),
     doc_version: str | None = None,
+    all_versions: bool = False,
 ) -> None:
     """Search the index for QUERY; prints hits with source path, section path and line span.
+
+    A corpus indexed in several versions is searched in its default one (--doc-version picks
+    another, --all-versions searches them all); each hit names its version.
 
     Two or more --corpus fan out (one branch per corpus with its [corpora.NAME] k, filters and
     selection, fused by rank); --rerank reorders the top candidates before --expand grows them;
     --budget packs hits up to N cl100k tokens of source text."""
-    from esrag.service import SearchRequest
+    from esrag.service import ALL_VERSIONS, SearchRequest
 
+    if all_versions and doc_version is not None:
+        raise click.UsageError("--all-versions and --doc-version exclude each other; give one")
     settings = load_settings(llm=llm_spec, llm_url=llm_url, embedder_url=embedder_url)
     with open_store(settings, read_only=True) as store:
         result = SearchService(settings, store, embedder).search(
@@ -102,7 +113,7 @@ def search(
                 corpora=list(corpora),
                 path_prefix=path_prefix,
                 languages=list(langs),
-                doc_version=doc_version,
+                doc_version=ALL_VERSIONS if all_versions else doc_version,
                 budget=budget,
                 expand=expand,
                 rerank=rerank,
@@ -112,6 +123,8 @@ def search(
         )
     for note in result.notes:
         err.print(f"[yellow]note[/yellow]: {escape(note)}")
+    if result.versions and not as_json:
+        err.print(f"[dim]{escape(versions_note(result.versions, '--all-versions'))}[/dim]")
     if as_json:
         _print_json(result_json(result, explain=True) if explain else [hit_json(h) for h in result.hits])
         return
@@ -128,8 +141,9 @@ def search(
             f"   [cyan]{escape(c.section_path or '(no section)')}[/cyan]"
             + (f"  [dim]expanded from {len(hit.expanded_from)} hit(s)[/dim]" if hit.expanded_from else "")
         )
-        if c.url:
-            out.print(f"   [blue]{escape(c.url)}[/blue]" + (f"  [dim]version {escape(c.doc_version)}[/dim]" if c.doc_version else ""))
+        if c.url or c.doc_version:
+            where = [f"[blue]{escape(c.url)}[/blue]"] if c.url else []
+            out.print("   " + "  ".join(where + ([f"[dim]version {escape(c.doc_version)}[/dim]"] if c.doc_version else [])))
         if explain:
             legs = "  ".join(f"{name}: rank {leg.rank}, score {leg.score:.4f}" for name, leg in hit.legs.items())
             out.print(f"   [dim]{legs or 'no leg'}[/dim]")

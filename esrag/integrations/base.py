@@ -46,7 +46,8 @@ class RetrievalOptions:
     Attributes:
         k: hits (>= 1; None: ``search.k``, 10 by default). Ignored when ``budget`` packs the hits.
         corpora: only these corpora (two or more fan out, as ``--corpus`` repeated).
-        doc_version: only chunks of this documentation version ('' = the unversioned ones).
+        doc_version: only chunks of this documentation version ('' = the unversioned ones; None =
+            each corpus's default version; ``"*"`` = every version, as ``esrag search``).
         path_prefix: only sources whose path starts with this (``--path``).
         budget: pack hits up to this many cl100k tokens of source text (``--budget``).
         mode: ``hybrid`` (default), ``bm25`` or ``dense``.

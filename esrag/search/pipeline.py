@@ -66,11 +66,13 @@ FIRST_POOL_K = 50
 class PipelineResult(SearchResult):
     """A :class:`SearchResult` plus what the stack did: ``diagnostics`` (fan-out: passages per
     corpus, corpora without passages, router ks; budget; reformulations) and ``notes`` (stages
-    that degraded, e.g. a failed reformulation call)."""
+    that degraded, e.g. a failed reformulation call), and ``versions``: ``{corpus: version}`` the
+    search was restricted to (:attr:`esrag.stores.base.Filters.versions`; set by the service)."""
 
     diagnostics: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     reformulations: list[str] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
 
 
 def _ms(t0: float) -> float:

@@ -4,7 +4,9 @@ Routes (OpenAPI at ``/openapi.json``, docs at ``/docs``):
 
 * ``GET /search?q=&k=&mode=&corpus=&doc_version=&budget=&token_budget=&expand=&explain=`` and
   ``POST /search`` (a JSON body with the same fields) -> ``{"hits": [...], "timings_ms": {...}}``,
-  the hits in the ``esrag search --json`` form (:func:`esrag.service.hit_json`); with ``explain``
+  the hits in the ``esrag search --json`` form (:func:`esrag.service.hit_json`, each with its
+  ``doc_version``) and ``versions`` (``{corpus: version}``) when a corpus of several versions was
+  searched in its default one only (``doc_version=*`` searches every version); with ``explain``
   also ``fusion`` (and ``diagnostics``/``notes`` when there are any). ``budget`` packs the hits'
   source text; ``token_budget`` bounds the whole JSON body (cl100k tokens; hits left out are
   counted in ``left_out``, a hit shortened at a block boundary has ``truncated``).
@@ -94,7 +96,12 @@ class SearchParams(BaseModel):
     k: Int | None = Field(None, ge=1, le=_L.k, description="Hits (default [search] k).")
     mode: Literal["hybrid", "bm25", "dense"] | None = None
     corpus: list[Name] = Field(default_factory=list, max_length=20, description="Only these corpora (repeatable).")
-    doc_version: str | None = Field(None, min_length=1, max_length=200)
+    doc_version: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Only this documentation version. Default: each corpus's default version; '*': every version.",
+    )
     budget: Int | None = Field(None, ge=1, le=_L.budget, description="Pack hits to N cl100k tokens of source text.")
     token_budget: Int | None = Field(
         None,

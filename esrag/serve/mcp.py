@@ -7,7 +7,9 @@ not an integer — with its meaning, default and limits in the tool's input sche
 * ``search_docs(query, corpus?, doc_version?, k?, token_budget?, format?)`` -> by default compact
   Markdown (per hit: the section path as a heading, the URL, the text); ``format="json"`` gives
   ``{"hits": [{section_path, url, anchor, source_path, start_line, end_line, text, corpus,
-  doc_title, doc_version, score, tokens, truncated?}], "left_out"?}``. Either way the whole text
+  doc_title, doc_version, score, tokens, truncated?}], "versions"?, "left_out"?}``. A corpus of
+  several versions is searched in its default one (``versions``: ``{corpus: version}``, in
+  Markdown a first line saying so); ``doc_version="*"`` searches every version. Either way the whole text
   holds at most ``token_budget`` cl100k tokens (default 2,000; :mod:`esrag.serve.responses`).
 * ``get_page(path, corpus?, doc_version?, section?, offset?, token_budget?, format?)`` -> one copy
   of the page's text (or of one section, or from a line), at most ``token_budget`` cl100k tokens
@@ -41,7 +43,7 @@ from esrag.serve.responses import (
     search_markdown,
 )
 from esrag.serve.security import LIMITS
-from esrag.service import SearchRequest, SearchService, hit_json
+from esrag.service import SearchRequest, SearchService, hit_json, versions_note
 from esrag.urls import scrub_credentials
 
 DEFAULT_TOKEN_BUDGET = DEFAULT_SEARCH_BUDGET
@@ -147,7 +149,10 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
             str | None,
             Field(
                 max_length=200,
-                description=("Only this documentation version (list_corpora shows each corpus's versions). Default: every version."),
+                description=(
+                    "Only this documentation version (list_corpora shows each corpus's versions). Default: each corpus's "
+                    "default version; '*': every version."
+                ),
             ),
         ] = None,
         k: Count = None,
@@ -187,8 +192,9 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
             raise ToolError(_one_line(exc)) from None
         hits = [hit_json(h) for h in (result.hits[:k] if k else result.hits)]
         if format == "json":
-            return text(pack_json({"hits": hits}, budget, HIT_FIELDS)[0])
-        return text(search_markdown(hits, budget, query)[0])
+            return text(pack_json({"hits": hits, **({"versions": result.versions} if result.versions else {})}, budget, HIT_FIELDS)[0])
+        note = versions_note(result.versions, 'doc_version="*"') if result.versions else ""
+        return text(search_markdown(hits, budget, query, note)[0])
 
     @server.tool(annotations=read_only, structured_output=False)
     def get_page(

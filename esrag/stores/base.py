@@ -22,6 +22,11 @@ from esrag.model import Chunk
 TEXT_FIELDS = ("text", "section_path", "doc_title", "title", "summary", "keywords", "questions", "entities", "context")
 
 
+#: the ``doc_version`` of a search that reads every indexed version (HTTP/MCP ``doc_version="*"``,
+#: ``esrag search --all-versions``; issue 38); never a version's own name (``esrag ingest`` refuses it).
+ALL_VERSIONS = "*"
+
+
 @dataclass(slots=True)
 class Filters:
     """Restrictions applied inside both legs of a search.
@@ -38,6 +43,10 @@ class Filters:
             versions are near-duplicates that differ in metadata only).
         doc_version: keep only chunks of this documentation version (None = any; '' = the
             unversioned ones).
+        versions: ``{corpus: version}``: the chunks of a corpus named here are kept only when
+            of that version ('' = unversioned); corpora not named are not restricted. One
+            clause per corpus, OR-ed: how a search without ``doc_version`` reads each corpus
+            in its default version (:meth:`esrag.service.SearchService.search`; issue 38).
         translations: keep the chunks of translated pages (``translation`` set: a page of a
             site's locale other than its default one). False: a search with no ``languages``
             reads each site in its default locale only, not a mix of its translations — what
@@ -53,6 +62,7 @@ class Filters:
     effective_on: str | None = None
     exclude_superseded: bool = False
     doc_version: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)
     translations: bool = True
 
     def excludes_translations(self) -> bool:
@@ -70,6 +80,7 @@ class Filters:
             or self.effective_on
             or self.exclude_superseded
             or self.doc_version is not None
+            or self.versions
         )
 
 

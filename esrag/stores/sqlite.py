@@ -624,6 +624,11 @@ class _VectorMatrix:
             mask &= ~self.superseded
         if filters.doc_version is not None:
             mask &= self.doc_version == filters.doc_version
+        if filters.versions:
+            keep = ~np.isin(self.corpus, list(filters.versions))
+            for corpus, version in filters.versions.items():
+                keep |= (self.corpus == corpus) & (self.doc_version == version)
+            mask &= keep
         return mask
 
 
@@ -652,6 +657,12 @@ def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
     if filters.doc_version is not None:
         clauses.append("c.doc_version = ?")
         params.append(filters.doc_version)
+    if filters.versions:  # each named corpus in its one version; the others whole
+        named = filters.versions
+        pairs = " OR ".join("(c.corpus = ? AND c.doc_version = ?)" for _ in named)
+        clauses.append(f"(c.corpus NOT IN ({','.join('?' * len(named))}) OR {pairs})")
+        params.extend(named)
+        params.extend(x for pair in named.items() for x in pair)
     return ("AND " + " AND ".join(clauses)) if clauses else "", params
 
 

@@ -127,6 +127,10 @@ def filter_clauses(filters: Filters) -> list[dict[str, Any]]:
         out.append({"bool": {"must_not": [{"exists": {"field": "translation"}}]}})
     if filters.doc_version is not None:
         out.append(version_clause(filters.doc_version))
+    if filters.versions:  # each named corpus in its one version; the others whole
+        named = [{"bool": {"filter": [{"term": {"corpus": c}}, version_clause(v)]}} for c, v in filters.versions.items()]
+        others = {"bool": {"must_not": [{"terms": {"corpus": list(filters.versions)}}]}}
+        out.append({"bool": {"should": [others, *named], "minimum_should_match": 1}})
     return out
 
 
