@@ -147,7 +147,8 @@ def cli_reference() -> str:
             out.append("\n".join(_param_line(ctx, p) for p in params) + "\n")
         if isinstance(cmd, click.Group):
             names = cmd.list_commands(ctx)
-            out.append("Commands: " + ", ".join(f"[`{n}`](#esrag-{n})" for n in names) + ".\n")
+            anchor = path.replace(" ", "-")  # a nested group's commands are headed by their whole path
+            out.append("Commands: " + ", ".join(f"[`{n}`](#{anchor}-{n})" for n in names) + ".\n")
     return "\n".join(out)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,14 +132,17 @@ class SearchService:
         p = self._pipelines.get((None, self.embedder_spec))
         return bool(p and p.searcher.embedder_loaded)
 
-    def corpora(self, fresh: bool = False) -> dict[str, Any]:
+    def corpora(self, fresh: bool = False, within: Collection[str] | None = None) -> dict[str, Any]:
         """``{name: {"chunks", "sources", "versions", "default_version"}}`` of the index
-        (:func:`esrag.app.corpora_status`): read once, then again with ``fresh``."""
+        (:func:`esrag.app.corpora_status`): read once, then again with ``fresh``; only the
+        corpora in ``within`` when given (a key per corpus, :class:`esrag.serve.security.Access`)."""
         cached = self._corpora
         if fresh or cached is None:
             cached = (time.monotonic(), dict(corpora_status(self.settings, self.store).get("corpora", {})))
             self._corpora = cached
-        return cached[1]
+        if within is None:
+            return cached[1]
+        return {name: row for name, row in cached[1].items() if name in within}
 
     def default_versions(self) -> dict[str, str]:
         """``{corpus: default version}`` (read at most every :data:`CORPORA_TTL_S` seconds)."""
@@ -149,27 +152,31 @@ class SearchService:
             name: row["default_version"] for name, row in (self._corpora or (0.0, {}))[1].items() if row.get("default_version") is not None
         }
 
-    def check_corpora(self, names: list[str]) -> None:
+    def check_corpora(self, names: list[str], within: Collection[str] | None = None) -> None:
         """Raise :class:`UnknownCorpus` (listing the indexed ones) for a name the index lacks.
         Known names cost nothing; an unknown name re-reads the list (at most every
-        :data:`CORPORA_TTL_S` seconds), so a corpus ingested meanwhile is found.
+        :data:`CORPORA_TTL_S` seconds), so a corpus ingested meanwhile is found. With
+        ``within`` (a key's corpora) a name outside it is unknown in the same words and at the
+        same cost, and only the corpora within it are listed.
 
         Raises:
             UnknownCorpus: a name the index does not hold. StoreError: the store is unreachable.
         """
         if not names:
             return
-        known = self.corpora()
+        known = self.corpora(within=within)
         if any(n not in known for n in names) and time.monotonic() - (self._corpora or (0.0,))[0] > CORPORA_TTL_S:
-            known = self.corpora(fresh=True)
+            known = self.corpora(fresh=True, within=within)
         missing = [n for n in names if n not in known]
         if missing:
             raise UnknownCorpus(f"unknown corpus {missing[0]!r}; indexed: {', '.join(sorted(known)) or '(none)'}")
 
     # -- use cases -----------------------------------------------------------------------------
-    def search(self, req: SearchRequest, *, check_corpora: bool = False) -> PipelineResult:
+    def search(self, req: SearchRequest, *, check_corpora: bool = False, within: Collection[str] | None = None) -> PipelineResult:
         """Run ``req`` through the pipeline (language filter resolved from the query, one corpus
-        searched with its own query prefix).
+        searched with its own query prefix). ``within`` (a key's corpora, never empty): a
+        request naming no corpus searches all of them at once (one filter, no fan-out); one
+        naming a corpus outside them is an :class:`UnknownCorpus` (with ``check_corpora``).
 
         Raises:
             ConfigError: empty query, bad k, mode, budget or stage spec; UnknownCorpus (with
@@ -180,16 +187,22 @@ class SearchService:
         if not req.query or not req.query.strip():
             raise ConfigError("the query is empty; give a question or keywords")
         if check_corpora:
-            self.check_corpora(req.corpora)
+            self.check_corpora(req.corpora, within)
+        scoped = within is not None and not req.corpora
         s = self.settings
         languages = language_filter(list(req.languages) or s.language.filter, req.query, s.language.candidates)
         # no language asked for: each site in its default locale, not a mix of its translations
         filters = Filters(
-            corpora=list(req.corpora), path_prefix=req.path_prefix, languages=languages, doc_version=req.doc_version, translations=False
+            corpora=sorted(within or ()) if scoped else list(req.corpora),
+            path_prefix=req.path_prefix,
+            languages=languages,
+            doc_version=req.doc_version,
+            translations=False,
         )
         pipeline = self.pipeline(req.corpora[0] if len(req.corpora) == 1 else None, req.embedder)
         return pipeline.search(
             req.query,
+            corpora=[] if scoped else None,
             k=req.k,
             mode=req.mode,
             filters=filters,
@@ -201,7 +214,14 @@ class SearchService:
         )
 
     def ask(
-        self, question: str, corpora: list[str] | None = None, budget: int | None = None, *, check_corpora: bool = False, **stages: Any
+        self,
+        question: str,
+        corpora: list[str] | None = None,
+        budget: int | None = None,
+        *,
+        check_corpora: bool = False,
+        within: Collection[str] | None = None,
+        **stages: Any,
     ) -> Any:
         """The grounded answer (:class:`esrag.answer.Answer`) to ``question``: retrieve up to
         ``budget`` (default ``[answer] budget``) tokens, fitted to the LLM's window
@@ -215,38 +235,51 @@ class SearchService:
         if not question or not question.strip():
             raise ConfigError("the question is empty")
         if check_corpora:
-            self.check_corpora(list(corpora or []))
+            self.check_corpora(list(corpora or []), within)
         with self._lock:
             if self._answerer is None:
                 self._answerer = make_answerer(self.settings)
             answerer = self._answerer
         want = budget or self.settings.answer.budget
         fitted = answerer.fit_budget(want)
+        scoped = within is not None and not corpora
         result = self.pipeline(None).search(
-            question, filters=Filters(corpora=list(corpora or []), translations=False), budget=fitted, **stages
+            question,
+            filters=Filters(corpora=sorted(within or ()) if scoped else list(corpora or []), translations=False),
+            corpora=[] if scoped else None,
+            budget=fitted,
+            **stages,
         )
         return answerer.answer(question, result.hits)
 
-    def page(self, path: str, corpus: str | None = None, doc_version: str | None = None) -> Any:
+    def page(self, path: str, corpus: str | None = None, doc_version: str | None = None, within: Collection[str] | None = None) -> Any:
         """The page at ``path`` (:func:`esrag.pages.get_page`: a source path with or without
         the docs root prefix, or the page's URL), of ``doc_version`` or else its corpus's
-        default version (:meth:`default_versions`), or None.
+        default version (:meth:`default_versions`), or None; only pages of the corpora
+        ``within`` when given.
 
         Raises:
             PageNotFound: no such page (names the nearest paths). StoreError: store unreachable.
         """
         from esrag.pages import get_page
 
-        return get_page(self.store, path, corpus, doc_version, default_versions=self.default_versions())
+        return get_page(self.store, path, corpus, doc_version, default_versions=self.default_versions(), within=within)
 
     def page_windows(
-        self, path: str, corpus: str | None = None, doc_version: str | None = None, *, section: str | None = None, offset: int | None = None
+        self,
+        path: str,
+        corpus: str | None = None,
+        doc_version: str | None = None,
+        *,
+        section: str | None = None,
+        offset: int | None = None,
+        within: Collection[str] | None = None,
     ) -> tuple[Callable[[int | None], Any], str | None]:
         """The page at ``path`` (:meth:`page`, read once) as a function of a text budget, and
         the section it is scoped to: ``fit(n)`` is :func:`esrag.pages.page_window` of ``n`` cl100k tokens (None: no limit)
         over one ``section`` (anchor or section path; by default the ``#anchor`` of a URL
         ``path`` when it names a section of the page) from line ``offset``. What the servers
-        call to fit a page into a response.
+        call to fit a page into a response. ``within``: as :meth:`page`.
 
         Raises:
             PageNotFound: as :meth:`page`. ConfigError (from ``fit``): unknown section, offset
@@ -254,7 +287,7 @@ class SearchService:
         """
         from esrag.pages import PageNotFound, find_section, page_window
 
-        page = self.page(path, corpus, doc_version)
+        page = self.page(path, corpus, doc_version, within)
         if page is None:
             raise PageNotFound(f"no indexed page {path!r}")
         if section is None and offset is None and "#" in path:
