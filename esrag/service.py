@@ -144,6 +144,17 @@ class SearchService:
             return cached[1]
         return {name: row for name, row in cached[1].items() if name in within}
 
+    def libraries(self, name: str, within: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """The corpora a library ``name`` ("django", "react router v6") may mean, best first, of
+        those ``within`` (every corpus when None): :func:`esrag.libraries.resolve_library`.
+
+        Raises:
+            StoreError: the store is unreachable.
+        """
+        from esrag.libraries import resolve_library
+
+        return resolve_library(self.settings, self.corpora(fresh=True, within=within), name)
+
     def default_versions(self) -> dict[str, str]:
         """``{corpus: default version}`` (read at most every :data:`CORPORA_TTL_S` seconds)."""
         if self._corpora is None or time.monotonic() - self._corpora[0] > CORPORA_TTL_S:

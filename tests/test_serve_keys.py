@@ -33,7 +33,10 @@ def keyed(tmp_path_factory):
     base = tmp_path_factory.mktemp("keys")
     env = indexed_env(base)
     config = base / "esrag.toml"
-    config.write_text("# the team's settings\n[search]\nk = 8\n", encoding="utf-8")
+    config.write_text(
+        '# the team\'s settings\n[search]\nk = 8\n\n[corpora.laravel]\naliases = ["Laravel framework"]\ndescription = "The PHP framework"\n',
+        encoding="utf-8",
+    )
     env["ESRAG_CONFIG"] = str(config)
     keys = {}
     for name, corpus in OWN.items():
@@ -110,6 +113,16 @@ def test_http_each_key_sees_only_its_corpora(http_server):
     assert set(get(s, "/corpora", MASTER).json()["corpora"]) == {"laravel", "evil"}  # the single --api-key sees everything
 
 
+def test_http_resolve_library_sees_only_the_keys_corpora(http_server):
+    s, keys = http_server
+    found = get(s, "/corpora", keys["lara"], q="Laravel Framework 12").json()
+    assert [h["corpus"] for h in found["libraries"]] == ["laravel"] and list(found["corpora"]) == ["laravel"]
+    assert found["libraries"][0]["matched"] == "Laravel framework"
+    assert get(s, "/corpora", keys["ev"], q="laravel").json() == {"corpora": {}, "libraries": []}
+    assert get(s, "/corpora", MASTER, q="evil").json()["libraries"][0]["corpus"] == "evil"
+    assert get(s, "/corpora", keys["ev"], q="").status_code == 422
+
+
 def test_http_wrong_or_missing_key_is_401_and_keys_never_logged(http_server):
     s, keys = http_server
     for path in ("/corpora", "/search", "/pages/routing.md"):
@@ -147,6 +160,12 @@ def test_mcp_over_http_each_key_sees_only_its_corpora(keyed):
                 seen[f"search:{corpus}"] = r.content[0].text if r.is_error else "ok"
                 r = await session.call_tool("get_page", {"path": "x.md", "corpus": corpus})
                 seen[f"page:{corpus}"] = r.content[0].text if r.is_error else "ok"
+            resolved = await session.call_tool("resolve_library", {"name": "laravel framework"})
+            seen["resolved"] = (
+                [h["corpus"] for h in json.loads(resolved.content[0].text)["libraries"]]
+                if not resolved.structured_content
+                else [h["corpus"] for h in resolved.structured_content["libraries"]]
+            )
             for path in ("routing.md", "evil.md"):
                 r = await session.call_tool("get_page", {"path": path, "format": "json"})
                 seen[f"read:{path}"] = "error" if r.is_error else json.loads(r.content[0].text)["corpus"]
@@ -167,6 +186,7 @@ def test_mcp_over_http_each_key_sees_only_its_corpora(keyed):
         assert seen[f"search:{own}"] == "ok"
         assert seen[f"search:{other}"].replace(other, "X") == seen["search:nosuch"].replace("nosuch", "X")
         assert seen[f"page:{other}"].replace(other, "X") == seen["page:nosuch"].replace("nosuch", "X")
+    assert lara["resolved"] == ["laravel"] and ev["resolved"] == []
     assert lara["read:routing.md"] == "laravel" and lara["read:evil.md"] == "error"
     assert ev["read:evil.md"] == "evil" and ev["read:routing.md"] == "error"
     assert "key ev: POST /mcp" in log and not any(k in log for k in keys.values())

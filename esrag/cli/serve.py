@@ -112,7 +112,7 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
 @handle_errors
 def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: bool) -> None:
     """Serve the index to agents over the Model Context Protocol (stdio by default): read-only
-    tools search_docs, get_page and list_corpora."""
+    tools search_docs, get_page, list_corpora and resolve_library."""
     from esrag.serve import mcp as mcp_server
 
     settings = load_settings()

@@ -16,7 +16,9 @@ Routes (OpenAPI at ``/openapi.json``, docs at ``/docs``):
   ``offset`` or ``token_budget`` only that part of the page (:func:`esrag.pages.page_window`),
   with ``start_line``, ``end_line``, ``complete`` and ``left_out`` added.
 * ``GET /corpora`` -> ``{"corpora": {name: {"chunks", "sources", "versions", "default_version"}}}``
-  (with a key per corpus only its corpora: docs/serving.md "Keys per corpus").
+  (with a key per corpus only its corpora: docs/serving.md "Keys per corpus"). ``GET /corpora?q=NAME``:
+  only the corpora the library name ``NAME`` names, in rank order, and ``"libraries"``: the
+  ranked matches (:func:`esrag.libraries.resolve_library`).
 * ``GET /health`` -> store reachable, model loaded (200 when both, else 503).
 
 Every request of the process shares one :class:`~esrag.service.SearchService` (one store
@@ -288,8 +290,22 @@ def create_app(
         return Response(text, media_type="application/json")
 
     @app.get("/corpora", summary="Indexed corpora with chunk and source counts, versions and default version")
-    def corpora(request: Request) -> dict[str, Any]:
-        return {"corpora": service.corpora(fresh=True, within=within(request))}
+    def corpora(
+        request: Request,
+        q: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=200,
+                description="A library name as a user writes it ('django', 'react router v6'): only the corpora it names, best first.",
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        if q is None:
+            return {"corpora": service.corpora(fresh=True, within=within(request))}
+        found = service.libraries(q, within(request))
+        rows = service.corpora(within=within(request))
+        return {"corpora": {h["corpus"]: rows[h["corpus"]] for h in found}, "libraries": found}
 
     @app.get("/health", summary="Store reachable, model loaded")
     def health() -> JSONResponse:

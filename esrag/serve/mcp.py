@@ -14,6 +14,11 @@ not an integer — with its meaning, default and limits in the tool's input sche
   (default 4,000), with what was left out and the calls that read the rest. ``path`` is a
   source path (with or without the docs root prefix) or the page's URL as search returns it.
 * ``list_corpora()`` -> ``{"corpora": {name: {"chunks", "sources", "versions", "default_version"}}}``.
+* ``resolve_library(name)`` -> ``{"name", "libraries": [{"corpus", "score", "matched", "versions",
+  "default_version", "version"?, ...}]}``: the corpora a library name means
+  (:func:`esrag.libraries.resolve_library`).
+
+Over HTTP with keys per corpus every tool sees only the corpora of the request's key (:func:`within`).
 
 The text the tools return is one ``TextContent`` (no duplicate structured copy), so the
 budget bounds what the client receives. Errors (empty query, unknown corpus or page, store
@@ -109,7 +114,8 @@ def instructions(service: SearchService, listed: bool = True) -> str:
         "corpus) to get the most relevant sections, each with its section path, URL and text; token_budget caps "
         "the whole response in cl100k tokens. Use get_page with a hit's URL (or source path) to read the page "
         "around it, one budgeted window at a time (section= or offset= as its note says), and list_corpora to see "
-        "what is indexed and which documentation versions each corpus has. All tools are read-only."
+        "what is indexed and which documentation versions each corpus has; resolve_library maps a library name "
+        "as the user wrote it ('Django 5') to a corpus and version. All tools are read-only."
     )
 
 
@@ -264,6 +270,27 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
             raise ToolError(
                 _one_line(exc) + "; list_corpora shows the corpora and their versions, and search_docs finds a page's URL"
             ) from None
+        except EsragError as exc:
+            raise ToolError(_one_line(exc)) from None
+
+    @server.tool(annotations=read_only)
+    def resolve_library(
+        name: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="The library as the user wrote it, e.g. 'django', 'Django 5', 'react router v6', 'next.js'.",
+            ),
+        ],
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Which indexed corpora (and versions) a library name means, best first: each with
+        its score, the name or alias that matched, its versions (those matching a version in
+        `name` first; `version` the best of them) and default version. Pass `corpus` and
+        `doc_version` from here to search_docs and get_page. Empty when nothing matches."""
+        try:
+            return {"name": name, "libraries": service.libraries(name, within(ctx) if ctx else None)}
         except EsragError as exc:
             raise ToolError(_one_line(exc)) from None
 
