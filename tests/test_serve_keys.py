@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+import uuid
+from pathlib import Path
 
 import anyio
 import httpx
@@ -17,7 +19,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from esrag.errors import ConfigError
 from esrag.serve.security import KeyRing, resolve_api_key
-from serve_helpers import Server, indexed_env, run_cli
+from serve_helpers import Server, indexed_env, ingest, make_docs, run_cli
 
 # needs a subprocess, a model and a real index (see tests/conftest.py)
 pytestmark = pytest.mark.integration
@@ -26,12 +28,9 @@ OWN = {"lara": "laravel", "ev": "evil"}  # key name -> the one corpus it may rea
 MASTER = "master-key-not-per-corpus"
 
 
-@pytest.fixture(scope="module")
-def keyed(tmp_path_factory):
-    """(env, {name: key}, config path): the index of serve_helpers.indexed_env and an
-    esrag.toml holding settings of its own plus two keys made by ``esrag keys add``."""
-    base = tmp_path_factory.mktemp("keys")
-    env = indexed_env(base)
+def with_keys(base, env: dict[str, str]) -> tuple[dict[str, str], dict[str, str], Path]:
+    """(env, {name: key}, config path): ``env`` plus an esrag.toml under ``base`` holding
+    settings of its own and two keys made by ``esrag keys add``."""
     config = base / "esrag.toml"
     config.write_text(
         '# the team\'s settings\n[search]\nk = 8\n\n[corpora.laravel]\naliases = ["Laravel framework"]\ndescription = "The PHP framework"\n',
@@ -44,6 +43,30 @@ def keyed(tmp_path_factory):
         keys[name] = proc.stdout.strip()
         assert keys[name].startswith("esrag_") and len(keys[name]) > 40
     return env, keys, config
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory):
+    """The SQLite index of serve_helpers.indexed_env (corpora laravel and evil) with two keys."""
+    base = tmp_path_factory.mktemp("keys")
+    return with_keys(base, indexed_env(base))
+
+
+@pytest.fixture(scope="module")
+def keyed_es(es_url, tmp_path_factory):
+    """The same corpora in a fresh index on the Elasticsearch node under test, with two keys."""
+    from esrag.stores.elastic import ElasticStore
+
+    base = tmp_path_factory.mktemp("keys-es")
+    alias = f"esrag-t-{uuid.uuid4().hex[:12]}"
+    env = {"ESRAG_ES_URL": es_url, "ESRAG_INDEX": alias, "ESRAG_EMBEDDING_CACHE": str(base / "emb.db")}
+    try:
+        ingest(env, *make_docs(base / "docs"))
+        yield with_keys(base, env)
+    finally:
+        cleaner = ElasticStore(es_url, alias)
+        cleaner.drop()
+        cleaner.close()
 
 
 def test_keys_add_round_trip_writes_only_the_hash(keyed):
@@ -90,7 +113,12 @@ def get(s: Server, path: str, key: str | None, **params) -> httpx.Response:
 
 
 def test_http_each_key_sees_only_its_corpora(http_server):
-    s, keys = http_server
+    check_http_scoping(*http_server)
+
+
+def check_http_scoping(s: Server, keys: dict[str, str]) -> None:
+    """Each key sees only its corpus through /corpora, /search and /pages; an outside corpus
+    answers as one that does not exist; the single --api-key sees both."""
     for name, key in keys.items():
         own, other = OWN[name], next(c for n, c in OWN.items() if n != name)
         assert set(get(s, "/corpora", key).json()["corpora"]) == {own}
@@ -135,7 +163,22 @@ def test_http_wrong_or_missing_key_is_401_and_keys_never_logged(http_server):
 
 
 def test_mcp_over_http_each_key_sees_only_its_corpora(keyed):
-    env, keys, _ = keyed
+    check_mcp_scoping(*keyed[:2])
+
+
+def test_es_keys_per_corpus_over_http_and_mcp(keyed_es):
+    env, keys, _ = keyed_es
+    s = Server(["serve", "--api-key", MASTER], env)
+    try:
+        check_http_scoping(s, keys)
+        assert get(s, "/corpora", None).status_code == 401
+    finally:
+        s.stop()
+    check_mcp_scoping(env, keys)
+
+
+def check_mcp_scoping(env: dict[str, str], keys: dict[str, str]) -> None:
+    """list_corpora, search_docs, get_page and resolve_library through the official client, per key."""
     s = Server(["mcp", "--http", "--json"], env, ready_path="/mcp")
 
     async def as_key(key: str) -> dict:
