@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -52,8 +53,13 @@ def test_every_command_has_help_text():
     runner = CliRunner()
     for name, command in main.commands.items():
         assert command.help and len(command.help) > 20, f"command {name} has no help text"
-        result = runner.invoke(main, [name, "--help"])
-        assert result.exit_code == 0 and "--json" in result.output, name
+        # a group (esrag keys): each of its commands has help text and --json
+        leaves = [[name, sub] for sub in command.commands] if isinstance(command, click.Group) else [[name]]
+        for words in leaves:
+            result = runner.invoke(main, [*words, "--help"])
+            assert result.exit_code == 0 and "--json" in result.output, words
+            leaf = command.commands[words[1]] if isinstance(command, click.Group) else command
+            assert leaf.help and len(leaf.help) > 20, f"command {' '.join(words)} has no help text"
 
 
 def test_search_k_below_one_is_refused_as_over_http_and_mcp(tmp_path):
