@@ -274,7 +274,8 @@ class CorpusSettings(BaseModel):
     the version stored on every chunk (``--doc-version``); ``default_version``: the version
     ``esrag page``, ``GET /pages`` and MCP ``get_page`` return and a search reads when none is
     asked for (default: the most recently ingested one, :func:`esrag.app.default_version`); ``demote``: lower weight for release
-    notes, changelogs and generated API stubs (:class:`DemoteSettings`).
+    notes, changelogs and generated API stubs (:class:`DemoteSettings`); ``aliases`` and
+    ``description``: other names of the library and one line on it, for ``resolve_library``.
     """
 
     chunker: str | None = None
@@ -297,6 +298,26 @@ class CorpusSettings(BaseModel):
     doc_version: str | None = None
     default_version: str | None = None
     demote: DemoteSettings = Field(default_factory=DemoteSettings)
+    #: other names users write for this library (``resolve_library``, ``GET /corpora?q=``), e.g. ``["rr", "remix router"]``
+    aliases: list[str] = Field(default_factory=list)
+    #: one line on what the corpus documents (shown by ``resolve_library``; its words help it match)
+    description: str | None = None
+
+
+class KeySettings(BaseModel):
+    """``[serve.keys.NAME]``: one key of ``esrag serve`` / ``esrag mcp --http`` that may read only
+    some corpora (docs/serving.md "Keys per corpus"; :class:`esrag.serve.security.KeyRing`).
+    ``sha256``: the hex SHA-256 of the key (64 hex digits; the key itself is never stored);
+    ``corpora``: the corpus names it may read (at least one). ``esrag keys add`` writes one."""
+
+    sha256: str = Field(pattern=r"^[0-9a-fA-F]{64}$")
+    corpora: list[str] = Field(min_length=1)
+
+
+class ServeSettings(BaseModel):
+    """``[serve]``: ``esrag serve`` and ``esrag mcp --http``. ``keys``: the keys per corpus by name."""
+
+    keys: dict[str, KeySettings] = Field(default_factory=dict)
 
 
 class SourceSettings(CorpusSettings):
@@ -411,6 +432,7 @@ class Settings(BaseSettings):
     corpora: dict[str, CorpusSettings] = Field(default_factory=dict)  # [corpora.NAME]
     sources: dict[str, SourceSettings] = Field(default_factory=dict)  # [sources.NAME]: git sources of esrag sync
     answer: AnswerSettings = Field(default_factory=AnswerSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)  # [serve]
     # LLM enrichment at index time (esrag.enrich): provider:model, server, key, limits.
     enrich: str | None = None  # ESRAG_ENRICH: e, e-k, cr or pf (off when unset)
     llm: str = "ollama:qwen2.5:7b"  # ESRAG_LLM: ollama:MODEL or openai:MODEL

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -223,7 +223,13 @@ def pick_version(copies: Sequence[PageRef], doc_version: str | None, default_ver
 
 
 def get_page(
-    store: Store, path: str, corpus: str | None = None, doc_version: str | None = None, *, default_versions: Mapping[str, str] | None = None
+    store: Store,
+    path: str,
+    corpus: str | None = None,
+    doc_version: str | None = None,
+    *,
+    default_versions: Mapping[str, str] | None = None,
+    within: Collection[str] | None = None,
 ) -> Page | None:
     """The page ``path`` reassembled from the store's chunks.
 
@@ -240,6 +246,9 @@ def get_page(
             corpus's default version from ``default_versions`` when it holds the page, else the
             most recently ingested version that does).
         default_versions: ``{corpus: version}`` (:func:`esrag.app.default_versions`).
+        within: only pages of these corpora (None = every corpus): what a key per corpus may
+            read (:class:`esrag.serve.security.Access`); a page outside them is not found, and
+            the nearest paths named are theirs only.
 
     Returns:
         The :class:`Page` (its ``versions`` lists every version holding it); never None today
@@ -250,9 +259,11 @@ def get_page(
             nearest indexed paths) or the path matches several pages.
     """
     refs = store.pages(corpus) if isinstance(store, PageListing) else None
+    if refs is not None and within is not None:
+        refs = [r for r in refs if r.corpus in within]
     clean = _clean_path(path.partition("#")[0])
     if refs is None:
-        copies = _copies_of(store.source_chunks(clean, corpus, None))
+        copies = [r for r in _copies_of(store.source_chunks(clean, corpus, None)) if within is None or r.corpus in within]
     else:
         copies, _ = find_page(refs, path, corpus)
     if not copies:

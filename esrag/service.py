@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,14 +145,28 @@ class SearchService:
         p = self._pipelines.get((None, self.embedder_spec))
         return bool(p and p.searcher.embedder_loaded)
 
-    def corpora(self, fresh: bool = False) -> dict[str, Any]:
+    def corpora(self, fresh: bool = False, within: Collection[str] | None = None) -> dict[str, Any]:
         """``{name: {"chunks", "sources", "versions", "default_version"}}`` of the index
-        (:func:`esrag.app.corpora_status`): read once, then again with ``fresh``."""
+        (:func:`esrag.app.corpora_status`): read once, then again with ``fresh``; only the
+        corpora in ``within`` when given (a key per corpus, :class:`esrag.serve.security.Access`)."""
         cached = self._corpora
         if fresh or cached is None:
             cached = (time.monotonic(), dict(corpora_status(self.settings, self.store).get("corpora", {})))
             self._corpora = cached
-        return cached[1]
+        if within is None:
+            return cached[1]
+        return {name: row for name, row in cached[1].items() if name in within}
+
+    def libraries(self, name: str, within: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """The corpora a library ``name`` ("django", "react router v6") may mean, best first, of
+        those ``within`` (every corpus when None): :func:`esrag.libraries.resolve_library`.
+
+        Raises:
+            StoreError: the store is unreachable.
+        """
+        from esrag.libraries import resolve_library
+
+        return resolve_library(self.settings, self.corpora(fresh=True, within=within), name)
 
     def recent_corpora(self) -> dict[str, Any]:
         """:meth:`corpora`, read again when older than :data:`CORPORA_TTL_S` seconds (so a
@@ -183,20 +197,22 @@ class SearchService:
             if name in rows and len(rows[name].get("versions") or {}) > 1 and rows[name].get("default_version") is not None
         }
 
-    def search_filters(self, req: SearchRequest, languages: list[str]) -> Filters:
-        """The :class:`Filters` of ``req``: its corpora, path prefix, ``languages``, translations
-        left out, and its version — ``doc_version`` when given, every version for
-        :data:`ALL_VERSIONS`, else each corpus's default (:meth:`default_search_versions`)."""
+    def search_filters(self, req: SearchRequest, languages: list[str], corpora: list[str] | None = None) -> Filters:
+        """The :class:`Filters` of ``req``: its corpora (or ``corpora``, e.g. a key's, when
+        given), path prefix, ``languages``, translations left out, and its version —
+        ``doc_version`` when given, every version for :data:`ALL_VERSIONS`, else each corpus's
+        default (:meth:`default_search_versions`)."""
+        names = list(req.corpora) if corpora is None else corpora
         versions: dict[str, str]
         if req.doc_version == ALL_VERSIONS:
             doc_version, versions = None, {}
         elif req.doc_version is not None:
             doc_version, versions = req.doc_version, {}
         else:
-            doc_version, versions = None, self.default_search_versions(list(req.corpora))
+            doc_version, versions = None, self.default_search_versions(names)
         # no language asked for: each site in its default locale, not a mix of its translations
         return Filters(
-            corpora=list(req.corpora),
+            corpora=names,
             path_prefix=req.path_prefix,
             languages=languages,
             doc_version=doc_version,
@@ -204,27 +220,31 @@ class SearchService:
             translations=False,
         )
 
-    def check_corpora(self, names: list[str]) -> None:
+    def check_corpora(self, names: list[str], within: Collection[str] | None = None) -> None:
         """Raise :class:`UnknownCorpus` (listing the indexed ones) for a name the index lacks.
         Known names cost nothing; an unknown name re-reads the list (at most every
-        :data:`CORPORA_TTL_S` seconds), so a corpus ingested meanwhile is found.
+        :data:`CORPORA_TTL_S` seconds), so a corpus ingested meanwhile is found. With
+        ``within`` (a key's corpora) a name outside it is unknown in the same words and at the
+        same cost, and only the corpora within it are listed.
 
         Raises:
             UnknownCorpus: a name the index does not hold. StoreError: the store is unreachable.
         """
         if not names:
             return
-        known = self.corpora()
+        known = self.corpora(within=within)
         if any(n not in known for n in names) and time.monotonic() - (self._corpora or (0.0,))[0] > CORPORA_TTL_S:
-            known = self.corpora(fresh=True)
+            known = self.corpora(fresh=True, within=within)
         missing = [n for n in names if n not in known]
         if missing:
             raise UnknownCorpus(f"unknown corpus {missing[0]!r}; indexed: {', '.join(sorted(known)) or '(none)'}")
 
     # -- use cases -----------------------------------------------------------------------------
-    def search(self, req: SearchRequest, *, check_corpora: bool = False) -> PipelineResult:
+    def search(self, req: SearchRequest, *, check_corpora: bool = False, within: Collection[str] | None = None) -> PipelineResult:
         """Run ``req`` through the pipeline (language filter resolved from the query, one corpus
-        searched with its own query prefix).
+        searched with its own query prefix). ``within`` (a key's corpora, never empty): a
+        request naming no corpus searches all of them at once (one filter, no fan-out); one
+        naming a corpus outside them is an :class:`UnknownCorpus` (with ``check_corpora``).
 
         Raises:
             ConfigError: empty query, bad k, mode, budget or stage spec; UnknownCorpus (with
@@ -235,13 +255,15 @@ class SearchService:
         if not req.query or not req.query.strip():
             raise ConfigError("the query is empty; give a question or keywords")
         if check_corpora:
-            self.check_corpora(req.corpora)
+            self.check_corpora(req.corpora, within)
+        scoped = within is not None and not req.corpora
         s = self.settings
         languages = language_filter(list(req.languages) or s.language.filter, req.query, s.language.candidates)
-        filters = self.search_filters(req, languages)
+        filters = self.search_filters(req, languages, sorted(within or ()) if scoped else None)
         pipeline = self.pipeline(req.corpora[0] if len(req.corpora) == 1 else None, req.embedder)
         result = pipeline.search(
             req.query,
+            corpora=[] if scoped else None,
             k=req.k,
             mode=req.mode,
             filters=filters,
@@ -255,7 +277,14 @@ class SearchService:
         return result
 
     def ask(
-        self, question: str, corpora: list[str] | None = None, budget: int | None = None, *, check_corpora: bool = False, **stages: Any
+        self,
+        question: str,
+        corpora: list[str] | None = None,
+        budget: int | None = None,
+        *,
+        check_corpora: bool = False,
+        within: Collection[str] | None = None,
+        **stages: Any,
     ) -> Any:
         """The grounded answer (:class:`esrag.answer.Answer`) to ``question``: retrieve up to
         ``budget`` (default ``[answer] budget``) tokens, fitted to the LLM's window
@@ -270,47 +299,68 @@ class SearchService:
         if not question or not question.strip():
             raise ConfigError("the question is empty")
         if check_corpora:
-            self.check_corpora(list(corpora or []))
+            self.check_corpora(list(corpora or []), within)
         with self._lock:
             if self._answerer is None:
                 self._answerer = make_answerer(self.settings)
             answerer = self._answerer
         want = budget or self.settings.answer.budget
         fitted = answerer.fit_budget(want)
+        scoped = within is not None and not corpora
         result = self.pipeline(None).search(
-            question, filters=self.search_filters(SearchRequest(question, corpora=list(corpora or [])), []), budget=fitted, **stages
+            question,
+            filters=self.search_filters(SearchRequest(question, corpora=list(corpora or [])), [], sorted(within or ()) if scoped else None),
+            corpora=[] if scoped else None,
+            budget=fitted,
+            **stages,
         )
         return answerer.answer(question, result.hits)
 
-    def page(self, path: str, corpus: str | None = None, doc_version: str | None = None) -> Any:
+    def page(self, path: str, corpus: str | None = None, doc_version: str | None = None, within: Collection[str] | None = None) -> Any:
         """The page at ``path`` (:func:`esrag.pages.get_page`: a source path with or without
         the docs root prefix, or the page's URL), of ``doc_version`` or else its corpus's
-        default version (:meth:`default_versions`), or None.
+        default version (:meth:`default_versions`), or None; only pages of the corpora
+        ``within`` when given.
 
         Raises:
             PageNotFound: no such page (names the nearest paths). StoreError: store unreachable.
         """
         from esrag.pages import get_page
 
-        return get_page(self.store, path, corpus, doc_version, default_versions=self.default_versions())
+        return get_page(self.store, path, corpus, doc_version, default_versions=self.default_versions(), within=within)
 
-    def llms_site(self, corpus: str, doc_version: str | None = None) -> Any:
+    def llms_site(self, corpus: str, doc_version: str | None = None, within: Collection[str] | None = None) -> Any:
         """``corpus`` as ``llms.txt`` describes it (:func:`esrag.app.llms_site`, with the
         cached default versions): what the ``llms.txt`` routes of ``esrag serve`` render.
+        ``within`` (a key's corpora): a corpus outside it is unknown in the same words as one
+        the index lacks, and only the corpora within it are named.
 
         Raises:
             PageNotFound: unknown corpus or version. StoreError: store unreachable.
         """
+        if within is not None:
+            from esrag.errors import PageNotFound
+
+            known = self.corpora(fresh=True, within=within)
+            if corpus not in known:
+                raise PageNotFound(f"unknown corpus {corpus!r}; indexed: {', '.join(sorted(known)) or '(none)'}")
         return llms_site(self.settings, self.store, corpus, doc_version, self.default_versions())
 
     def page_windows(
-        self, path: str, corpus: str | None = None, doc_version: str | None = None, *, section: str | None = None, offset: int | None = None
+        self,
+        path: str,
+        corpus: str | None = None,
+        doc_version: str | None = None,
+        *,
+        section: str | None = None,
+        offset: int | None = None,
+        within: Collection[str] | None = None,
     ) -> tuple[Callable[[int | None], Any], str | None]:
         """The page at ``path`` (:meth:`page`, read once) as a function of a text budget, and
         the section it is scoped to: ``fit(n)`` is :func:`esrag.pages.page_window` of ``n`` cl100k tokens (None: no limit)
         over one ``section`` (anchor or section path; by default the ``#anchor`` of a URL
         ``path`` when it names a section of the page) from line ``offset``. What the servers
-        call to fit a page into a response.
+        call to fit a page into a response. ``within``: as :meth:`page`.
 
         Raises:
             PageNotFound: as :meth:`page`. ConfigError (from ``fit``): unknown section, offset
@@ -318,7 +368,7 @@ class SearchService:
         """
         from esrag.pages import PageNotFound, find_section, page_window
 
-        page = self.page(path, corpus, doc_version)
+        page = self.page(path, corpus, doc_version, within)
         if page is None:
             raise PageNotFound(f"no indexed page {path!r}")
         if section is None and offset is None and "#" in path:

@@ -77,7 +77,7 @@ async def exercise(session: ClientSession) -> dict:
     """Every tool, good and bad arguments; returns what was seen."""
     init = await session.initialize()
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"search_docs", "get_page", "list_corpora"}
+    assert set(tools) == {"search_docs", "get_page", "list_corpora", "resolve_library"}
     assert all(t.annotations and t.annotations.read_only_hint for t in tools.values())
     assert "laravel (680 chunks, 6 pages)" in init.instructions or "laravel (" in init.instructions
     await check_schemas(session)

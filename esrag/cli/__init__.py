@@ -8,7 +8,7 @@ The command group :data:`main` is made here from one module per group of command
 
 * :mod:`esrag.cli.ingest` — ``ingest``, ``chunk``;
 * :mod:`esrag.cli.search` — ``search``, ``ask``, ``page``;
-* :mod:`esrag.cli.serve` — ``serve``, ``mcp``;
+* :mod:`esrag.cli.serve` — ``serve``, ``mcp``, ``keys add``;
 * :mod:`esrag.cli.evaluation` — ``eval``, ``diagnose``;
 * :mod:`esrag.cli.admin` — ``setup``, ``status``, ``doctor``, ``plugins``, ``remove``, ``drop``, ``sync``;
 * :mod:`esrag.cli.export` — ``export llms-txt``;
@@ -45,6 +45,7 @@ for _command in (
     search.page,
     serve.serve,
     serve.mcp,
+    serve.keys,
     admin.status,
     ingest.chunk,
     admin.plugins_cmd,

@@ -12,16 +12,22 @@ from rich.markup import escape
 
 from esrag import app
 from esrag.app import open_store
-from esrag.cli.common import err, handle_errors
-from esrag.config import load_settings
+from esrag.cli.common import err, handle_errors, json_option, print_json
+from esrag.config import Settings, load_settings
 from esrag.errors import EsragError
+from esrag.serve.security import KeyRing
 from esrag.service import SearchService
 
 
 def server_options(f: Callable) -> Callable:
     """``--host``, ``--port`` and ``--api-key`` shared by ``serve`` and ``mcp --http``."""
     options = [
-        click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; any non-loopback address needs an API key."),
+        click.option(
+            "--host",
+            default="127.0.0.1",
+            show_default=True,
+            help="Address to bind; any non-loopback address needs an API key or keys per corpus ([serve.keys]).",
+        ),
         click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="TCP port."),
         click.option(
             "--api-key",
@@ -34,19 +40,31 @@ def server_options(f: Callable) -> Callable:
     return f
 
 
-def _announce(as_json: bool, url: str, store: str, key: str | None) -> None:
+def _announce(as_json: bool, url: str, store: str, keys: KeyRing) -> None:
     if as_json:
-        click.echo(json.dumps({"url": url, "store": store, "api_key_required": bool(key)}))
+        click.echo(json.dumps({"url": url, "store": store, "api_key_required": keys.required, "keys": keys.names}))
     else:
-        err.print(f"esrag serving {store} on {url}" + (" (API key required)" if key else ""))
+        named = f"; keys per corpus: {', '.join(keys.names)}" if keys.names else ""
+        err.print(f"esrag serving {store} on {url}" + (f" (API key required{named})" if keys.required else ""))
+
+
+def _keyring(settings: Settings, host: str, api_key: str | None) -> KeyRing:
+    """The keys of a server: ``--api-key`` (every corpus) and ``[serve.keys]`` (their corpora).
+
+    Raises:
+        ConfigError: a non-loopback ``host`` with neither (:func:`esrag.serve.security.resolve_api_key`).
+    """
+    from esrag.serve.security import resolve_api_key
+
+    keys = {name: (k.sha256, k.corpora) for name, k in settings.serve.keys.items()}
+    return KeyRing(resolve_api_key(host, api_key, keys_configured=bool(keys)), keys)
 
 
 @contextmanager
-def _service() -> Iterator[SearchService]:
-    """``with _service() as service:`` the process's warm :class:`esrag.service.SearchService`
+def _service(settings: Settings) -> Iterator[SearchService]:
+    """``with _service(settings) as service:`` the process's warm :class:`esrag.service.SearchService`
     (model loaded before listening when the index exists; an unreachable store is reported and
     served anyway); its store is closed when the block ends."""
-    settings = load_settings()
     with open_store(settings, read_only=True) as store:  # a missing index is never created (docs/cli.md "Read-only commands")
         service = SearchService(settings, store)
         try:
@@ -74,12 +92,12 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
     SIGTERM or Ctrl-C stops it gracefully."""
     from esrag.serve.http import create_app
     from esrag.serve.http import serve as run
-    from esrag.serve.security import resolve_api_key
 
-    key = resolve_api_key(host, api_key)
-    with _service() as service:
-        _announce(as_json, f"http://{host}:{port}/", service.store.name, key)
-        run(create_app(service, api_key=key, cors_origins=list(cors_origins)), host, port)
+    settings = load_settings()
+    keys = _keyring(settings, host, api_key)
+    with _service(settings) as service:
+        _announce(as_json, f"http://{host}:{port}/", service.store.name, keys)
+        run(create_app(service, api_key=keys, cors_origins=list(cors_origins)), host, port)
 
 
 @click.command()
@@ -94,19 +112,46 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
 @handle_errors
 def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: bool) -> None:
     """Serve the index to agents over the Model Context Protocol (stdio by default): read-only
-    tools search_docs, get_page and list_corpora."""
+    tools search_docs, get_page, list_corpora and resolve_library."""
     from esrag.serve import mcp as mcp_server
 
-    key = None
-    if over_http:
-        from esrag.serve.security import resolve_api_key
-
-        key = resolve_api_key(host, api_key)
-    with _service() as service:
+    settings = load_settings()
+    keys = _keyring(settings, host, api_key) if over_http else KeyRing()
+    with _service(settings) as service:
         if not over_http:
             mcp_server.run_stdio(service)
             return
         from esrag.serve.http import serve as run
 
-        _announce(as_json, f"http://{host}:{port}/mcp", service.store.name, key)
-        run(mcp_server.http_app(service, host, key), host, port)
+        _announce(as_json, f"http://{host}:{port}/mcp", service.store.name, keys)
+        run(mcp_server.http_app(service, host, keys), host, port)
+
+
+@click.group()
+def keys() -> None:
+    """Keys of esrag serve / esrag mcp --http that may read only some corpora ([serve.keys.NAME])."""
+
+
+@keys.command("add")
+@click.argument("name")
+@click.option("--corpus", "corpora", multiple=True, required=True, help="A corpus the key may read (repeatable).")
+@json_option
+@handle_errors
+def keys_add(name: str, corpora: tuple[str, ...], as_json: bool) -> None:
+    """Make a key NAME that may read only the --corpus corpora: print it once (stdout) and write
+    its SHA-256 and corpora as [serve.keys.NAME] at the end of the settings file (esrag.toml or
+    ESRAG_CONFIG). Refused when NAME exists."""
+    from esrag.config import config_path
+    from esrag.serve.security import add_key
+
+    path = config_path()
+    key = add_key(name, list(corpora), path)
+    if as_json:
+        print_json({"name": name, "key": key, "corpora": list(dict.fromkeys(corpora)), "config": str(path)})
+        return
+    click.echo(key)
+    err.print(
+        f"key {escape(name)} written to {escape(str(path))} (its SHA-256 only); it is shown this once: "
+        "give it as Authorization: Bearer KEY or X-API-Key: KEY",
+        soft_wrap=True,
+    )

@@ -17,7 +17,10 @@ Routes (OpenAPI at ``/openapi.json``, docs at ``/docs``):
   source path (with or without the docs root prefix) or the page's URL. With ``section``,
   ``offset`` or ``token_budget`` only that part of the page (:func:`esrag.pages.page_window`),
   with ``start_line``, ``end_line``, ``complete`` and ``left_out`` added.
-* ``GET /corpora`` -> ``{"corpora": {name: {"chunks", "sources", "versions", "default_version"}}}``.
+* ``GET /corpora`` -> ``{"corpora": {name: {"chunks", "sources", "versions", "default_version"}}}``
+  (with a key per corpus only its corpora: docs/serving.md "Keys per corpus"). ``GET /corpora?q=NAME``:
+  only the corpora the library name ``NAME`` names, in rank order, and ``"libraries"``: the
+  ranked matches (:func:`esrag.libraries.resolve_library`).
 * ``GET /corpora/{corpus}/llms.txt`` and ``/corpora/{corpus}/llms-full.txt`` (``?doc_version=``)
   -> the corpus's llms.txt files as ``esrag export llms-txt`` writes them (:mod:`esrag.llms_txt`,
   ``text/markdown``); ``GET /corpora/{corpus}/{site path}.md`` -> one page as Markdown;
@@ -65,7 +68,7 @@ from esrag.errors import (
 )
 from esrag.llm.clients import LLMError
 from esrag.serve.responses import candidate_budget, pack_json, page_json
-from esrag.serve.security import LIMITS, BodyLimit, Limits, RequireKey
+from esrag.serve.security import LIMITS, BodyLimit, KeyRing, Limits, RequireKey, request_access
 from esrag.service import SearchRequest, SearchService, UnknownCorpus, result_json
 from esrag.urls import scrub_credentials
 
@@ -190,10 +193,16 @@ def page_html() -> tuple[str, str]:
 
 
 def create_app(
-    service: SearchService, *, api_key: str | None = None, cors_origins: list[str] | None = None, limits: Limits = LIMITS
+    service: SearchService,
+    *,
+    api_key: str | KeyRing | None = None,
+    cors_origins: list[str] | None = None,
+    limits: Limits = LIMITS,
 ) -> Any:
     """The ASGI app over ``service``: FastAPI routes inside the API-key check (everything but
-    ``/`` and ``/health`` when a key is set), the body limit, and CORS only for ``cors_origins``."""
+    ``/`` and ``/health`` when a key is set; ``api_key`` a plain key or a
+    :class:`~esrag.serve.security.KeyRing` with keys per corpus, whose requests see only their
+    corpora), the body limit, and CORS only for ``cors_origins``."""
     app = FastAPI(title="esrag", version=__version__, description="Search an esrag documentation index.")
     html, csp = page_html()
 
@@ -218,7 +227,10 @@ def create_app(
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return error(500, "internal error; see the server log")
 
-    def run_search(p: SearchParams) -> Response:
+    def within(request: Request) -> frozenset[str] | None:
+        return request_access(request.scope).corpora
+
+    def run_search(p: SearchParams, request: Request) -> Response:
         budget = p.budget if p.budget is not None or p.token_budget is None else candidate_budget(p.token_budget)
         req = SearchRequest(
             p.q,
@@ -230,7 +242,7 @@ def create_app(
             expand=p.expand,
             languages=list(p.lang),
         )
-        body = result_json(service.search(req, check_corpora=True), explain=p.explain)
+        body = result_json(service.search(req, check_corpora=True, within=within(request)), explain=p.explain)
         if p.token_budget is None:
             return FastJSON(body)
         if p.k:
@@ -244,20 +256,21 @@ def create_app(
         )
 
     @app.get("/search", summary="Search (query string)", response_class=FastJSON)
-    def search_get(params: Annotated[SearchParams, Query()]) -> Response:
-        return run_search(params)
+    def search_get(params: Annotated[SearchParams, Query()], request: Request) -> Response:
+        return run_search(params, request)
 
     @app.post("/search", summary="Search (JSON body)", response_class=FastJSON)
-    def search_post(params: SearchParams) -> Response:
-        return run_search(params)
+    def search_post(params: SearchParams, request: Request) -> Response:
+        return run_search(params, request)
 
     @app.post("/ask", summary="Answer from the index (grounded, cited, abstains)")
-    def ask(params: AskParams) -> dict[str, Any]:
-        return service.ask(params.question, list(params.corpus), params.budget, check_corpora=True).to_dict()
+    def ask(params: AskParams, request: Request) -> dict[str, Any]:
+        return service.ask(params.question, list(params.corpus), params.budget, check_corpora=True, within=within(request)).to_dict()
 
     @app.get("/pages/{path:path}", summary="A page (or one section, or from a line) by source path or URL")
     def page(
         path: str,
+        request: Request,
         corpus: Annotated[str | None, Query(max_length=200)] = None,
         doc_version: Annotated[str | None, Query(max_length=200)] = None,
         section: Annotated[str | None, Query(max_length=1000, description="Only this section (anchor or section path).")] = None,
@@ -269,16 +282,17 @@ def create_app(
         if len(path) > 1000:
             return error(422, "path: over 1000 characters")
         path = re.sub(r"^(https?):/+", r"\1://", path)  # a URL in the route's path loses one of its slashes
+        scope = within(request)
         if corpus:
-            service.check_corpora([corpus])
+            service.check_corpora([corpus], scope)
         try:
             if section is None and offset is None and token_budget is None:
-                found = service.page(path, corpus, doc_version)
+                found = service.page(path, corpus, doc_version, scope)
                 if found is None:
                     return error(404, f"no page {path!r}")
                 return FastJSON({**found.to_dict(), "versions": found.versions})
-            fit, scope = service.page_windows(path, corpus, doc_version, section=section, offset=offset)
-            text, _ = page_json(fit, token_budget, scope, sections=True)
+            fit, part = service.page_windows(path, corpus, doc_version, section=section, offset=offset, within=scope)
+            text, _ = page_json(fit, token_budget, part, sections=True)
         except StoreError:
             raise
         except PageNotFound as exc:
@@ -292,20 +306,20 @@ def create_app(
     def markdown(text: str) -> Response:
         return Response(text, media_type="text/markdown; charset=utf-8")
 
-    def llms(corpus: str, doc_version: str | None, render: Callable[[Any], str]) -> Response:
-        """``render`` of ``corpus``'s llms.txt site; 404 naming the indexed corpora or versions."""
+    def llms(request: Request, corpus: str, doc_version: str | None, render: Callable[[Any], str]) -> Response:
+        """``render`` of ``corpus``'s llms.txt site; 404 naming the indexed corpora (the key's) or versions."""
         if len(corpus) > 200:
             return error(422, "corpus: over 200 characters")
         try:
-            return markdown(render(service.llms_site(corpus, doc_version)))
+            return markdown(render(service.llms_site(corpus, doc_version, within(request))))
         except PageNotFound as exc:
             return error(404, str(exc))
 
     @app.get("/llms.txt", summary="llms.txt: the corpus's (one corpus) or a list of every corpus's", response_class=Response)
     def llms_root(request: Request) -> Response:
-        corpora = service.corpora(fresh=True)
+        corpora = service.corpora(fresh=True, within=within(request))
         if len(corpora) == 1:
-            return llms(next(iter(corpora)), None, llms_txt.llms_txt)
+            return llms(request, next(iter(corpora)), None, llms_txt.llms_txt)
         if not corpora:
             return error(404, "no corpus indexed yet; `esrag ingest` adds one")
         base = str(request.base_url)
@@ -318,25 +332,25 @@ def create_app(
     @app.get(
         "/llms-full.txt", summary="llms-full.txt of the one corpus (several: GET /corpora/{corpus}/llms-full.txt)", response_class=Response
     )
-    def llms_full_root() -> Response:
-        corpora = service.corpora(fresh=True)
+    def llms_full_root(request: Request) -> Response:
+        corpora = service.corpora(fresh=True, within=within(request))
         if len(corpora) == 1:
-            return llms(next(iter(corpora)), None, llms_txt.llms_full_txt)
+            return llms(request, next(iter(corpora)), None, llms_txt.llms_full_txt)
         names = ", ".join(sorted(corpora)) or "(none)"
         return error(404, f"{len(corpora)} corpora indexed; GET /corpora/{{corpus}}/llms-full.txt for one of: {names}")
 
     @app.get("/corpora/{corpus}/llms.txt", summary="llms.txt of a corpus (llmstxt.org format)", response_class=Response)
-    def llms_corpus(corpus: str, doc_version: Annotated[str | None, Query(max_length=200)] = None) -> Response:
-        return llms(corpus, doc_version, llms_txt.llms_txt)
+    def llms_corpus(request: Request, corpus: str, doc_version: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+        return llms(request, corpus, doc_version, llms_txt.llms_txt)
 
     @app.get("/corpora/{corpus}/llms-full.txt", summary="Every page of a corpus as Markdown", response_class=Response)
-    def llms_full_corpus(corpus: str, doc_version: Annotated[str | None, Query(max_length=200)] = None) -> Response:
-        return llms(corpus, doc_version, llms_txt.llms_full_txt)
+    def llms_full_corpus(request: Request, corpus: str, doc_version: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+        return llms(request, corpus, doc_version, llms_txt.llms_full_txt)
 
     @app.get(
         "/corpora/{corpus}/{path:path}", summary="A page as Markdown at its site path + .md (as llms.txt links it)", response_class=Response
     )
-    def page_md(corpus: str, path: str, doc_version: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+    def page_md(request: Request, corpus: str, path: str, doc_version: Annotated[str | None, Query(max_length=200)] = None) -> Response:
         if len(path) > 1000:
             return error(422, "path: over 1000 characters")
         if not path.endswith(".md"):
@@ -348,11 +362,25 @@ def create_app(
                 raise PageNotFound(f"no page {path!r} in corpus {corpus!r}; /corpora/{corpus}/llms.txt lists its pages")
             return llms_txt.page_markdown(found)
 
-        return llms(corpus, doc_version, one)
+        return llms(request, corpus, doc_version, one)
 
     @app.get("/corpora", summary="Indexed corpora with chunk and source counts, versions and default version")
-    def corpora() -> dict[str, Any]:
-        return {"corpora": service.corpora(fresh=True)}
+    def corpora(
+        request: Request,
+        q: Annotated[
+            str | None,
+            Query(
+                min_length=1,
+                max_length=200,
+                description="A library name as a user writes it ('django', 'react router v6'): only the corpora it names, best first.",
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        if q is None:
+            return {"corpora": service.corpora(fresh=True, within=within(request))}
+        found = service.libraries(q, within(request))
+        rows = service.corpora(within=within(request))
+        return {"corpora": {h["corpus"]: rows[h["corpus"]] for h in found}, "libraries": found}
 
     @app.get("/health", summary="Store reachable, model loaded")
     def health() -> JSONResponse:
@@ -372,8 +400,17 @@ def create_app(
 
 def serve(app: Any, host: str, port: int, log_level: str = "info") -> None:
     """Run ``app`` with uvicorn until SIGINT or SIGTERM; both shut down gracefully (in-flight
-    requests finish, at most 5 s) and the process then exits with status 0."""
+    requests finish, at most 5 s) and the process then exits with status 0. The ``esrag.serve``
+    log (errors; the key per corpus of each request, by name) goes to stderr like uvicorn's."""
     import uvicorn
+
+    served = logging.getLogger("esrag.serve")
+    if not served.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+        served.addHandler(handler)
+        served.propagate = False  # one line, also when a library configured the root logger (the MCP SDK does)
+        served.setLevel(logging.INFO if log_level in ("info", "debug", "trace") else logging.WARNING)
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:

@@ -16,6 +16,11 @@ not an integer — with its meaning, default and limits in the tool's input sche
   (default 4,000), with what was left out and the calls that read the rest. ``path`` is a
   source path (with or without the docs root prefix) or the page's URL as search returns it.
 * ``list_corpora()`` -> ``{"corpora": {name: {"chunks", "sources", "versions", "default_version"}}}``.
+* ``resolve_library(name)`` -> ``{"name", "libraries": [{"corpus", "score", "matched", "versions",
+  "default_version", "version"?, ...}]}``: the corpora a library name means
+  (:func:`esrag.libraries.resolve_library`).
+
+Over HTTP with keys per corpus every tool sees only the corpora of the request's key (:func:`within`).
 
 The text the tools return is one ``TextContent`` (no duplicate structured copy), so the
 budget bounds what the client receives. Errors (empty query, unknown corpus or page, store
@@ -28,7 +33,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from mcp.server.mcpserver import Context
 from pydantic import Field, ValidationError
+from starlette.requests import Request
 
 from esrag import __version__
 from esrag.errors import EsragError, PageNotFound
@@ -42,7 +49,7 @@ from esrag.serve.responses import (
     page_markdown,
     search_markdown,
 )
-from esrag.serve.security import LIMITS
+from esrag.serve.security import LIMITS, KeyRing, request_access
 from esrag.service import SearchRequest, SearchService, hit_json, versions_note
 from esrag.urls import scrub_credentials
 
@@ -93,11 +100,14 @@ def validation_line(exc: Exception) -> str:
     return _one_line(f"{where}: {first.get('msg', 'invalid value')}{extra}")
 
 
-def instructions(service: SearchService) -> str:
-    """The server's instructions: what the index holds (corpora and chunk counts) and how to use the tools."""
+def instructions(service: SearchService, listed: bool = True) -> str:
+    """The server's instructions: what the index holds (corpora and chunk counts; with
+    ``listed`` False — keys per corpus, where the instructions are the same for every key — only
+    that list_corpora names them) and how to use the tools."""
     try:
-        corpora = service.corpora(fresh=True)
+        corpora = service.corpora(fresh=True) if listed else {}
         held = ", ".join(f"{name} ({row['chunks']:,} chunks, {row['sources']:,} pages)" for name, row in corpora.items())
+        held = held if listed else "those this key may read (list_corpora names them)"
     except EsragError as exc:
         held = f"unknown right now ({' '.join(str(exc).split())[:200]})"
     return (
@@ -106,7 +116,8 @@ def instructions(service: SearchService) -> str:
         "corpus) to get the most relevant sections, each with its section path, URL and text; token_budget caps "
         "the whole response in cl100k tokens. Use get_page with a hit's URL (or source path) to read the page "
         "around it, one budgeted window at a time (section= or offset= as its note says), and list_corpora to see "
-        "what is indexed and which documentation versions each corpus has. All tools are read-only."
+        "what is indexed and which documentation versions each corpus has; resolve_library maps a library name "
+        "as the user wrote it ('Django 5') to a corpus and version. All tools are read-only."
     )
 
 
@@ -114,8 +125,21 @@ def _one_line(exc: Exception | str) -> str:
     return scrub_credentials(" ".join(str(exc).split()))[:500] or type(exc).__name__
 
 
-def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
-    """The :class:`~mcp.server.mcpserver.MCPServer` with the three tools over ``service``."""
+def within(ctx: Context) -> frozenset[str] | None:
+    """The corpora the request behind a tool call may read (None = every corpus): the
+    :class:`~esrag.serve.security.Access` :class:`~esrag.serve.security.RequireKey` put on the
+    HTTP request; over stdio every corpus."""
+    try:
+        request = ctx.request_context.request
+    except ValueError:  # no request (a call from code)
+        return None
+    return request_access(request.scope if isinstance(request, Request) else None).corpora
+
+
+def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool = True) -> Any:
+    """The :class:`~mcp.server.mcpserver.MCPServer` with the tools over ``service``; each tool
+    shows a call only the corpora its key may read (:func:`within`). ``listed``: the
+    instructions name the corpora (False when keys per corpus are configured)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -135,7 +159,7 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
                     raise exc.__cause__ from None
                 raise
 
-    server = Server("esrag", instructions=instructions(service), version=__version__)
+    server = Server("esrag", instructions=instructions(service, listed), version=__version__)
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
     def text(value: str) -> CallToolResult:
@@ -169,6 +193,7 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
                 ),
             ),
         ] = None,
+        ctx: Context | None = None,
     ) -> Any:
         """Search the documentation index for `query`. Returns the best sections in rank order:
         each with its section path (as a heading), its URL (pass it to get_page to read on) and
@@ -187,6 +212,7 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
                     languages=[language] if language else [],
                 ),
                 check_corpora=True,
+                within=within(ctx) if ctx else None,
             )
         except EsragError as exc:
             raise ToolError(_one_line(exc)) from None
@@ -232,18 +258,20 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
         ] = None,
         token_budget: PageBudget = None,
         format: Format = "markdown",
+        ctx: Context | None = None,
     ) -> Any:
         """Read a page of the documentation (or one section of it) as one copy of its text,
         within `token_budget` cl100k tokens (default 4,000). What does not fit is named at the
         end with the get_page call that reads it (the next section, or an offset)."""
         budget = DEFAULT_PAGE_BUDGET if token_budget is None else token_budget
+        scope = within(ctx) if ctx else None
         try:
             if corpus:
-                service.check_corpora([corpus])
-            fit, scope = service.page_windows(path, corpus, doc_version, section=section, offset=offset)
+                service.check_corpora([corpus], scope)
+            fit, part = service.page_windows(path, corpus, doc_version, section=section, offset=offset, within=scope)
             if format == "json":
-                return text(page_json(fit, budget, scope, sections=False)[0])
-            return text(page_markdown(fit, budget, scope)[0])
+                return text(page_json(fit, budget, part, sections=False)[0])
+            return text(page_markdown(fit, budget, part)[0])
         except PageNotFound as exc:
             raise ToolError(
                 _one_line(exc) + "; list_corpora shows the corpora and their versions, and search_docs finds a page's URL"
@@ -252,12 +280,33 @@ def build_server(service: SearchService, host: str = "127.0.0.1") -> Any:
             raise ToolError(_one_line(exc)) from None
 
     @server.tool(annotations=read_only)
-    def list_corpora() -> dict[str, Any]:
+    def resolve_library(
+        name: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="The library as the user wrote it, e.g. 'django', 'Django 5', 'react router v6', 'next.js'.",
+            ),
+        ],
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Which indexed corpora (and versions) a library name means, best first: each with
+        its score, the name or alias that matched, its versions (those matching a version in
+        `name` first; `version` the best of them) and default version. Pass `corpus` and
+        `doc_version` from here to search_docs and get_page. Empty when nothing matches."""
+        try:
+            return {"name": name, "libraries": service.libraries(name, within(ctx) if ctx else None)}
+        except EsragError as exc:
+            raise ToolError(_one_line(exc)) from None
+
+    @server.tool(annotations=read_only)
+    def list_corpora(ctx: Context | None = None) -> dict[str, Any]:
         """The indexed corpora: per corpus its chunk and page (source) counts, its documentation
         versions (each with chunks, pages and when last indexed; "" = unversioned) and the default
         version get_page reads."""
         try:
-            return {"corpora": service.corpora(fresh=True)}
+            return {"corpora": service.corpora(fresh=True, within=within(ctx) if ctx else None)}
         except EsragError as exc:
             raise ToolError(_one_line(exc)) from None
 
@@ -269,13 +318,14 @@ def run_stdio(service: SearchService) -> None:
     build_server(service).run("stdio")
 
 
-def http_app(service: SearchService, host: str, api_key: str | None) -> Any:
-    """The streamable-HTTP ASGI app (endpoint ``/mcp``) behind the API-key check and body limit."""
+def http_app(service: SearchService, host: str, api_key: str | KeyRing | None) -> Any:
+    """The streamable-HTTP ASGI app (endpoint ``/mcp``) behind the API-key check (``api_key``:
+    a plain key or a :class:`~esrag.serve.security.KeyRing` with keys per corpus) and body limit."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     from esrag.serve.security import BodyLimit, RequireKey
 
-    server = build_server(service, host)
+    server = build_server(service, host, listed=not (isinstance(api_key, KeyRing) and api_key.keys))
     security = None
     if host not in ("127.0.0.1", "localhost", "::1"):  # the SDK's DNS-rebinding guard only knows loopback names
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
