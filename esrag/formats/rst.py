@@ -356,27 +356,9 @@ def _fallback_role(name, rawtext, text, lineno, inliner, options=None, content=N
 #: the Python domain's object roles, ``any``, the std domain's ``envvar``/``option``/``program``
 #: and ``command``/``file``/``samp``/``kbd`` (Sphinx "Roles" documentation); ``ref``, ``doc``,
 #: ``term``, ``abbr``… show plain text.
-_CODE_ROLES = {
-    "any",
-    "class",
-    "func",
-    "meth",
-    "attr",
-    "exc",
-    "obj",
-    "data",
-    "const",
-    "mod",
-    "function",
-    "method",
-    "envvar",
-    "option",
-    "command",
-    "file",
-    "program",
-    "samp",
-    "kbd",
-}
+_CODE_ROLES = frozenset(
+    "any class func meth attr exc obj data const mod function method envvar option command file program samp kbd".split()
+)
 #: Roles whose title Sphinx ends with ``()`` (the Python, C, C++ and JavaScript domains' ``func`` and ``meth``,
 #: registered with ``fix_parens=True``).
 _PAREN_ROLES = {"func", "meth"}
