@@ -63,7 +63,7 @@ async def check_schemas(session: ClientSession) -> None:
 
     assert bound(search["query"], "maxLength") == 2000 and bound(search["k"], "maximum") == 100 and bound(search["k"], "minimum") == 1
     assert bound(search["token_budget"], "maximum") == 32_000 and bound(search["token_budget"], "minimum") == 100
-    assert set(bound(search["format"], "enum")) == {"markdown", "json"}
+    assert set(bound(search["format"], "enum")) == {"markdown", "json", "outline"} and set(bound(search["kind"], "enum")) == {"all", "code"}
     page = tools["get_page"].input_schema["properties"]
     assert {"path", "corpus", "doc_version", "section", "offset", "token_budget", "format"} <= set(page)
     assert bound(page["token_budget"], "maximum") == 32_000
@@ -102,6 +102,21 @@ async def exercise(session: ClientSession) -> dict:
     assert {"section_path", "url", "source_path", "start_line", "end_line", "text"} <= set(hits[0])
     few = json.loads(text_of(await session.call_tool("search_docs", {"query": "queues", "k": 2, "format": "json"})))["hits"]
     assert len(few) == 2
+    # a cheap look first (issue 38): one line per hit, each with its section path and where it is
+    ask = {"query": "schedule a task every minute", "corpus": "laravel"}
+    full, outline = (
+        text_of(await session.call_tool("search_docs", ask)),
+        text_of(await session.call_tool("search_docs", {**ask, "format": "outline"})),
+    )
+    entries = [line for line in outline.splitlines() if line.startswith("- **")]
+    assert entries and entries[0].startswith("- **Task Scheduling") and all(" — " in e for e in entries)
+    assert len(entries) >= len(md_hits(full)) and count_tokens(outline) < count_tokens(full) / 2
+    assert all(len(line) <= 162 for line in outline.splitlines() if line.startswith("  "))
+    # code examples only, under their sections
+    code = text_of(await session.call_tool("search_docs", {**ask, "kind": "code", "token_budget": 1200}))
+    blocks = [b for b in ("\n" + code).split("\n## ")[1:]]
+    assert blocks and all(b.split("\n", 2)[2].lstrip("\n").startswith(("```", "    ")) for b in blocks), code
+    assert "Schedule::" in code and count_tokens(code) <= 1200
     # pages: one copy within the budget, by path, by section, by path without its folder
     page = text_of(await session.call_tool("get_page", {"path": hits[0]["source_path"], "corpus": "laravel"}))
     assert count_tokens(page) <= 4000 and page.startswith("# Task Scheduling") and "->everyMinute()" in page

@@ -44,10 +44,12 @@ from esrag.serve.responses import (
     DEFAULT_SEARCH_BUDGET,
     HIT_FIELDS,
     candidate_budget,
+    code_examples,
     pack_json,
     page_json,
     page_markdown,
     search_markdown,
+    search_outline,
 )
 from esrag.serve.security import LIMITS, KeyRing, request_access
 from esrag.service import SearchRequest, SearchService, hit_json, versions_note
@@ -72,6 +74,19 @@ Count = Annotated[
 Format = Annotated[
     Literal["markdown", "json"],
     Field(description=("'markdown': compact text for reading; 'json': the same content as structured fields. Default: 'markdown'.")),
+]
+SearchFormat = Annotated[
+    Literal["markdown", "json", "outline"],
+    Field(
+        description=(
+            "'markdown': compact text for reading; 'json': the same content as structured fields; 'outline': section paths, "
+            "URLs and one line per hit, to choose before reading (get_page reads one). Default: 'markdown'."
+        )
+    ),
+]
+Kind = Annotated[
+    Literal["all", "code"],
+    Field(description="'code': only the code examples of each hit, under its section path and URL. Default: 'all'."),
 ]
 
 
@@ -181,7 +196,8 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
         ] = None,
         k: Count = None,
         token_budget: SearchBudget = None,
-        format: Format = "markdown",
+        format: SearchFormat = "markdown",
+        kind: Kind = "all",
         language: Annotated[
             str | None,
             Field(
@@ -197,7 +213,9 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
     ) -> Any:
         """Search the documentation index for `query`. Returns the best sections in rank order:
         each with its section path (as a heading), its URL (pass it to get_page to read on) and
-        its text, the whole response within `token_budget` cl100k tokens (default 2,000)."""
+        its text, the whole response within `token_budget` cl100k tokens (default 2,000).
+        `format="outline"` gives one line per hit to choose from; `kind="code"` only the code
+        examples of each hit."""
         if not query.strip():
             raise ToolError("query is empty; give a question or keywords")
         budget = DEFAULT_SEARCH_BUDGET if token_budget is None else token_budget
@@ -217,9 +235,13 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
         except EsragError as exc:
             raise ToolError(_one_line(exc)) from None
         hits = [hit_json(h) for h in (result.hits[:k] if k else result.hits)]
+        if kind == "code":
+            hits = [c for c in map(code_examples, hits) if c is not None]
+        note = versions_note(result.versions, 'doc_version="*"') if result.versions else ""
+        if format == "outline":
+            return text(search_outline(hits, budget, query, note)[0])
         if format == "json":
             return text(pack_json({"hits": hits, **({"versions": result.versions} if result.versions else {})}, budget, HIT_FIELDS)[0])
-        note = versions_note(result.versions, 'doc_version="*"') if result.versions else ""
         return text(search_markdown(hits, budget, query, note)[0])
 
     @server.tool(annotations=read_only, structured_output=False)

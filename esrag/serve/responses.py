@@ -24,7 +24,8 @@ from typing import Any
 
 import orjson
 
-from esrag.model import SECTION_SEPARATOR
+from esrag.formats.markdown_blocks import parse_blocks
+from esrag.model import SECTION_SEPARATOR, BlockKind
 from esrag.pages import PageWindow, block_ends, block_prefix
 from esrag.tokens import count_tokens
 
@@ -181,6 +182,67 @@ def search_markdown(hits: list[dict[str, Any]], budget: int, query: str, note: s
         return (f"_{note}_\n\n" if note else "") + "\n".join(hit_markdown(h, several) for h in kept) + tail
 
     return pack(hits, budget, render, lambda h: hit_markdown(h, several), count_tokens)
+
+
+def code_examples(hit: dict[str, Any]) -> dict[str, Any] | None:
+    """``hit`` with only its code blocks (fenced or indented: :func:`parse_blocks`' ``code``
+    blocks, of the whole blocks a budget cut left: :func:`whole_blocks`), joined by a blank line,
+    under the same section path and URL; None when it holds no code. What ``search_docs(kind="code")``
+    returns, as documentation MCP servers for code samples do."""
+    whole = whole_blocks(hit)
+    if whole is None:
+        return None
+    code = [b.text for b in parse_blocks(whole["text"]) if b.kind is BlockKind.CODE]
+    if not code:
+        return None
+    text = "\n\n".join(code)
+    return {**whole, "text": text, "tokens": count_tokens(text), "truncated": False}
+
+
+#: how long the one line of an outline entry may be (characters)
+OUTLINE_CHARS = 160
+
+
+def first_line(text: str, section_path: str = "") -> str:
+    """The line an outline shows for a hit: its first paragraph or list (its own heading and
+    code left out), whitespace collapsed, to the end of its first sentence or
+    :data:`OUTLINE_CHARS` characters (then ``…``); '' when the hit has no prose."""
+    for b in parse_blocks(without_own_heading(text, section_path)):
+        if b.kind in (BlockKind.PARAGRAPH, BlockKind.LIST, BlockKind.BLOCKQUOTE, BlockKind.TABLE):
+            line = " ".join(b.text.split())
+            m = re.search(r"(?<=[.!?])\s", line)
+            line = line[: m.start()] if m and m.start() <= OUTLINE_CHARS else line
+            return line if len(line) <= OUTLINE_CHARS else line[: OUTLINE_CHARS - 1].rstrip() + "…"
+    return ""
+
+
+def hit_outline(hit: dict[str, Any], corpus: bool = False) -> str:
+    """One hit as an outline entry: ``- **section path** — URL`` (else source path and lines;
+    the version and corpus as :func:`hit_markdown`), then its one line (the hit's ``text`` as
+    :func:`search_outline` prepared it)."""
+    head = hit.get("section_path") or hit.get("doc_title") or hit["source_path"]
+    where = hit.get("url") or f"{hit['source_path']} (lines {hit['start_line']}-{hit['end_line']})"
+    extra = [f"version {hit['doc_version']}"] if hit.get("doc_version") else []
+    extra += [f"corpus {hit['corpus']}"] if corpus else []
+    line = f"\n  {hit['text']}" if hit.get("text") else ""
+    return f"- **{head}** — {where}{' · ' + ', '.join(extra) if extra else ''}{line}"
+
+
+def search_outline(hits: list[dict[str, Any]], budget: int, query: str, note: str = "") -> tuple[str, list[dict[str, Any]]]:
+    """``search_docs(format="outline")``: section paths, URLs and one line per hit
+    (:func:`first_line`), for an agent that chooses before it reads (get_page reads a hit),
+    within ``budget`` cl100k tokens (:func:`pack`); ``(text, kept hits)``."""
+    several = len({h.get("corpus") for h in hits}) > 1
+    lines = [{**h, "text": first_line(h["text"], h.get("section_path") or ""), "truncated": False} for h in hits]
+
+    def render(kept: list[dict[str, Any]], left: int) -> str:
+        if not kept:
+            return f"No results for {query!r}.\n" if not left else f"{left} results for {query!r} left out: raise token_budget.\n"
+        tail = f"\n_{left} more results left out to keep to token_budget {budget}._\n" if left else ""
+        head = (f"_{note}_\n\n" if note else "") + "_Outline: get_page(path=URL) reads a section._\n\n"
+        return head + "\n".join(hit_outline(h, several) for h in kept) + "\n" + tail
+
+    return pack(lines, budget, render, lambda h: hit_outline(h, several), count_tokens)
 
 
 def pack_json(body: dict[str, Any], budget: int, fields: tuple[str, ...] | None = None) -> tuple[str, dict[str, Any]]:
