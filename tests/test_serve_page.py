@@ -196,6 +196,25 @@ def test_hits_grouped_by_page_terms_highlighted_and_keyboard_navigation(server, 
         chrome.close()
 
 
+def test_api_docs_work_with_no_internet(server, tmp_path):
+    """/docs (Swagger UI) loads its script and style from this server (fastapi-offline), never a
+    CDN: in the browser (this machine has no internet) the routes of /openapi.json render (issue 38)."""
+    page = httpx.get(server.url + "/docs")
+    assert page.status_code == 200 and "cdn." not in page.text and "/docs-assets/swagger-ui-bundle.js" in page.text
+    js = httpx.get(server.url + "/docs-assets/swagger-ui-bundle.js")
+    assert js.status_code == 200 and "javascript" in js.headers["content-type"] and len(js.content) > 100_000
+    redoc = httpx.get(server.url + "/redoc")
+    assert redoc.status_code == 200 and "cdn." not in redoc.text and "/docs-assets/redoc.standalone.js" in redoc.text
+    chrome = Chrome(server.url + "/docs", tmp_path / "profile")
+    try:
+        chrome.wait("document.querySelectorAll('.swagger-ui .opblock').length > 0")
+        paths = chrome.js("[...document.querySelectorAll('.swagger-ui .opblock-summary-path')].map(e => e.textContent.trim())")
+        assert "/search" in paths and "/corpora" in paths
+        chrome.screenshot(tmp_path / "docs.png", ARTIFACTS / "api-docs.png")
+    finally:
+        chrome.close()
+
+
 def test_hostile_indexed_text_is_shown_as_text_and_never_runs(server, tmp_path):
     chrome = Chrome(server.url + "/?q=pwned+payloads&corpus=evil&explain=1", tmp_path / "profile")
     try:

@@ -49,9 +49,10 @@ from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 import orjson
-from fastapi import FastAPI, Query, Request
+from fastapi import Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -192,6 +193,10 @@ def page_html() -> tuple[str, str]:
     return html, csp
 
 
+#: where ``/docs`` and ``/redoc`` load their scripts and styles from: this server, never a CDN
+DOCS_ASSETS = "/docs-assets"
+
+
 def create_app(
     service: SearchService,
     *,
@@ -203,7 +208,9 @@ def create_app(
     ``/`` and ``/health`` when a key is set; ``api_key`` a plain key or a
     :class:`~esrag.serve.security.KeyRing` with keys per corpus, whose requests see only their
     corpora), the body limit, and CORS only for ``cors_origins``."""
-    app = FastAPI(title="esrag", version=__version__, description="Search an esrag documentation index.")
+    # /docs (Swagger UI) and /redoc with their assets served from the fastapi-offline package at
+    # DOCS_ASSETS: FastAPI's own pages load them from a CDN, which a machine without internet cannot reach
+    app = FastAPIOffline(title="esrag", version=__version__, description="Search an esrag documentation index.", static_url=DOCS_ASSETS)
     html, csp = page_html()
 
     @app.exception_handler(RequestValidationError)
