@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from esrag.errors import ConfigError
 from esrag.model import SECTION_SEPARATOR, Chunk, Hit, content_hash
-from esrag.tokens import count_tokens
+from esrag.tokens import fast_count
 
 if TYPE_CHECKING:
     from esrag.stores.base import Store
@@ -122,7 +122,7 @@ def is_record(chunk: Chunk) -> bool:
 
 def joined_tokens(chunks: Sequence[Chunk]) -> int:
     """cl100k tokens of the members' texts joined as an expanded hit joins them."""
-    return count_tokens(JOINER.join(c.text for c in chunks))
+    return fast_count(JOINER.join(c.text for c in chunks))
 
 
 class SourceCache:
@@ -342,7 +342,7 @@ def joined_chunk(seed: Chunk, members: Sequence[Chunk], section_path: str, metad
         end_line=members[-1].end_line,
         position=first.position,
         n_chunks=seed.n_chunks,
-        tokens=count_tokens(text),
+        tokens=fast_count(text),
         content_hash=content_hash(text),
         doc_title=seed.doc_title,
         parent_id=seed.parent_id,

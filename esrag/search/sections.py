@@ -179,29 +179,32 @@ def _one_section(a: Hit, b: Hit) -> bool:
 
 def _merge_adjacent(hits: list[Hit], max_tokens: int | None) -> list[Hit]:
     """Repeatedly join the best-ranked pair of adjacent hits of one section until none is left;
-    a pair whose joined text would pass ``max_tokens`` (cl100k) stays apart."""
+    a pair whose joined text would pass ``max_tokens`` (cl100k) stays apart. Each hit's members
+    (:func:`members_of`) are read once and carried along as hits merge."""
     items = list(hits)
+    members = [members_of(h) for h in items]
     changed = True
     while changed:
         changed = False
         for i, a in enumerate(items):
             if is_record(a.chunk):
                 continue
+            alo, ahi = members[i][0].position, members[i][-1].position
             for j in range(i + 1, len(items)):
                 b = items[j]
                 if is_record(b.chunk) or _key(a.chunk) != _key(b.chunk) or not _one_section(a, b):
                     continue
-                (alo, ahi), (blo, bhi) = _span(a), _span(b)
+                blo, bhi = members[j][0].position, members[j][-1].position
                 if ahi + 1 != blo and bhi + 1 != alo:
                     continue
-                members = sorted(members_of(a) + members_of(b), key=lambda m: m.position)
-                if max_tokens is not None and joined_tokens(members) > max_tokens:
+                joined = sorted(members[i] + members[j], key=lambda m: m.position)
+                if max_tokens is not None and joined_tokens(joined) > max_tokens:
                     continue
                 covered = [*(a.expanded_from or [a.chunk.id]), *(b.expanded_from or [b.chunk.id])]
-                merged = _joined(a, members, covered, "merge")
+                merged = _joined(a, joined, covered, "merge")
                 merged.chunk.section_path = common_path([a.chunk.section_path, b.chunk.section_path])
-                items[i] = merged
-                del items[j]
+                items[i], members[i] = merged, joined
+                del items[j], members[j]
                 changed = True
                 break
             if changed:
