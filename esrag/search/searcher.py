@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -40,6 +41,10 @@ from esrag.stores.base import Filters, Store
 
 if TYPE_CHECKING:
     import numpy as np
+
+#: distinct query texts whose vectors a :class:`Searcher` keeps (384 float32 each with the
+#: default model: 1.5 KiB; 1,024 of them 1.5 MiB)
+QUERY_VECTORS = 1024
 
 
 @dataclass
@@ -89,6 +94,7 @@ class Searcher:
         self._embedder_factory = embedder_factory
         self._embedder: Embedder | None = None
         self._lock = threading.Lock()
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self.settings = settings
         self.bm25_fields = bm25_fields
 
@@ -120,12 +126,24 @@ class Searcher:
         return elapsed_ms(t0)
 
     def embed_query(self, query: str) -> np.ndarray:
-        """``query``'s vector [dims] (float32), one thread at a time: a sentence-transformers
-        model and its fast tokenizer are not safe for concurrent calls (the Rust tokenizer
-        raises "Already borrowed"), and on a few cores parallel forward passes only contend."""
+        """``query``'s vector [dims] (float32, read-only), one thread at a time: a
+        sentence-transformers model and its fast tokenizer are not safe for concurrent calls
+        (the Rust tokenizer raises "Already borrowed"), and on a few cores parallel forward
+        passes only contend. The last :data:`QUERY_VECTORS` distinct queries' vectors are kept
+        (least recently used out): a query asked again — an agent's retry, a page's refresh, the
+        same question from many users — costs no forward pass."""
         emb = self.embedder
         with self._lock:
-            return emb.embed_query(query)
+            vector = self._vectors.get(query)
+            if vector is not None:
+                self._vectors.move_to_end(query)
+                return vector
+            vector = emb.embed_query(query)
+            vector.flags.writeable = False
+            self._vectors[query] = vector
+            if len(self._vectors) > QUERY_VECTORS:
+                self._vectors.popitem(last=False)
+            return vector
 
     def search(
         self, query: str, k: int | None = None, mode: str | None = None, filters: Filters | None = None, *, vector: np.ndarray | None = None
