@@ -183,7 +183,11 @@ def test_http_and_mcp_say_the_version_and_search_all_with_a_star(versioned_env):
             md = (await session.call_tool("search_docs", {"query": QUERY, "token_budget": 1500})).content[0].text
             assert md.startswith('_Searched the default version only: 12.x of lv; doc_version="*" searches every version._')
             assert "version 12.x" in md and "11.x/" not in md
-            raw = (await session.call_tool("search_docs", {"query": QUERY, "format": "json", "doc_version": "*"})).content[0].text
+            raw = (
+                (await session.call_tool("search_docs", {"query": QUERY, "format": "json", "doc_version": "*", "token_budget": 8000}))
+                .content[0]
+                .text
+            )
             body = json.loads(raw)
             assert "versions" not in body and {h["doc_version"] for h in body["hits"]} == {"11.x", "12.x"}
             raw = (await session.call_tool("search_docs", {"query": QUERY, "format": "json"})).content[0].text

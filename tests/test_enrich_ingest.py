@@ -140,7 +140,7 @@ def test_an_edit_costs_only_the_calls_whose_prompts_changed(tree, tmp_path, stan
 
 def test_llm_failures_never_abort_and_are_retried_next_time(tree, tmp_path, standin, embedder):
     store = SQLiteStore(tmp_path / "esrag.db")
-    standin.route('<<<\n<a name="redirecting-named-routes"></a>\n## Redirecting To Named Routes', {None: Reply(status=500)})
+    standin.route("<<<\n## Redirecting To Named Routes", {None: Reply(status=500)})  # the chunk's text: its <a name> line is not in it
     first = ingester(store, embedder, enricher(standin, tmp_path / "llm.db")).run(tree, "laravel", ["*.md"], [])
     assert first.llm_failures == 1 and not first.failures and first.chunks_new == n_chunks(tree)
     empty = store._db.execute("SELECT count(*) FROM chunks WHERE title = '' AND enrich_model IS NOT NULL").fetchone()[0]
