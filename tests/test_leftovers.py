@@ -94,3 +94,7 @@ def test_component_tags_leave_their_text():
     assert drop_component_tags(text) == "\nA word and beta.\n`<Tabs>` stays, <div> too.\n```\n<Tab>\n```\n    <Code>\n"
     assert drop_component_tags("    **[<NumberOfRules/> rules](/linter/)**", mdx=True) == "    **[ rules](/linter/)**"
     assert drop_component_tags('<Listing caption="Uses `match`">') == ""
+    # a heading keeps no component text: its id is made without it (VitePress: #mpa-mode)
+    assert (
+        drop_component_tags('## MPA Mode <Badge type="warning" text="experimental" />\nA <Badge text="beta"/>.') == "## MPA Mode\nA beta."
+    )

@@ -141,7 +141,10 @@ def drop_component_tags(text: str, mdx: bool = False) -> str:
     no renderer shows as text (an MDX component renders what it renders; an unknown element in
     HTML shows only its content): a line made only of tags becomes empty, a tag inside a line
     is removed (``<Tooltip tip="x">word</Tooltip>`` -> ``word``), a self-closing one leaves its
-    ``text`` attribute when it has one (VitePress ``<Badge text="beta" />`` -> ``beta``).
+    ``text`` attribute when it has one (VitePress ``<Badge text="beta" />`` -> ``beta``) —
+    except in a heading, whose id the generators make from its text without the components
+    (VitePress: ``## MPA Mode <Badge text="experimental" />`` is ``#mpa-mode``), so there a tag
+    leaves nothing.
     Capitalised component names only (``<div>`` is HTML, kept); fenced code, code spans and —
     in Markdown, not ``mdx`` (MDX has no indented code) — indented code are left alone; lines
     stay where they are.
@@ -160,15 +163,19 @@ def drop_component_tags(text: str, mdx: bool = False) -> str:
             lines[i] = ""
             continue
         spans = [m.span() for m in _CODE_SPAN.finditer(line)]
+        heading = _ATX_LINE.match(line) is not None
         out, k = [], 0
         for m in _INLINE_TAG.finditer(line):
             if any(a <= m.start() < b for a, b in spans):  # `<Tabs>` in a code span is code
                 continue
-            out.append(line[k : m.start()] + _tag_text(m))
+            out.append(line[k : m.start()] + ("" if heading else _tag_text(m)))
             k = m.end()
         if k:
             lines[i] = ("".join(out) + line[k:]).rstrip()
     return "\n".join(lines)
+
+
+_ATX_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 
 
 def _tag_text(m: re.Match[str]) -> str:
