@@ -336,14 +336,11 @@ class SearchService:
         the index lacks, and only the corpora within it are named.
 
         Raises:
-            PageNotFound: unknown corpus or version. StoreError: store unreachable.
+            PageNotFound: unknown corpus or version. UnknownCorpus: a corpus outside ``within``
+            (:meth:`check_corpora`). StoreError: store unreachable.
         """
         if within is not None:
-            from esrag.errors import PageNotFound
-
-            known = self.corpora(fresh=True, within=within)
-            if corpus not in known:
-                raise PageNotFound(f"unknown corpus {corpus!r}; indexed: {', '.join(sorted(known)) or '(none)'}")
+            self.check_corpora([corpus], within)
         return llms_site(self.settings, self.store, corpus, doc_version, self.default_versions())
 
     def page_windows(
