@@ -14,22 +14,23 @@ Three more jobs live here, shared by every surface:
   recent version that holds the page. The page says which one it is.
 * **A window that fits a budget** (:func:`page_window`): one section (by anchor or section
   path) or the text from a line offset, cut at a block boundary (never mid-line) to a number of
-  cl100k tokens, with what was left out and where to continue.
+  cl100k tokens (:func:`esrag.search.budget.fit_text`, the one fitting rule), with what was left out and where to continue.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from esrag.errors import ConfigError, PageNotFound
 from esrag.model import SECTION_SEPARATOR, Chunk
+from esrag.search.budget import fit_text
 from esrag.stores.base import PageListing, PageRef, Store
-from esrag.tokens import count_tokens, decode, encode
+from esrag.tokens import count_tokens
 
 __all__ = [
     "Page",
@@ -37,8 +38,6 @@ __all__ = [
     "PageRef",
     "PageWindow",
     "Section",
-    "block_ends",
-    "block_prefix",
     "find_page",
     "get_page",
     "page_window",
@@ -319,68 +318,6 @@ def _copies_of(chunks: list[Chunk]) -> list[PageRef]:
 
 
 # -- a window that fits a budget ------------------------------------------------------------------
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
-def block_ends(text: str, every_line: bool = False) -> list[int]:
-    """Character offsets in ``text`` where a block ends: the end of a line followed by a blank
-    line and then a line that starts at the margin, outside fenced code (CommonMark fences of
-    three or more backticks or tildes). An indented line after a blank line continues the block
-    (list items, indented code, reStructuredText literal blocks and directives), so a cut at
-    these offsets never splits a line, a code fence or an indented block. The end of the text
-    is the last offset. With ``every_line``: the end of every line outside a fence (and of each
-    closing fence line) — whole lines, no fence left open."""
-    ends: list[int] = []
-    fence = ""
-    at = 0
-    last_end: int | None = None  # where the last non-blank line ends (without its newline)
-    blank_since = False
-    for line in text.split("\n"):
-        body = line.rstrip("\r")
-        if fence:
-            closing = body.strip()
-            if closing.startswith(fence) and not closing.strip(fence[0]):
-                fence = ""
-                if every_line:
-                    ends.append(at + len(body))
-            last_end, blank_since = at + len(body), False
-        elif not body.strip():
-            blank_since = last_end is not None
-        else:
-            if blank_since and not body[:1].isspace():
-                ends.append(last_end if last_end is not None else at)
-            blank_since = False
-            m = _FENCE.match(body)
-            if m:
-                fence = m.group(1)
-            elif every_line:
-                ends.append(at + len(body))
-            last_end = at + len(body)
-        at += len(line) + 1
-    if last_end is not None and (not ends or ends[-1] != last_end):
-        ends.append(last_end)
-    return ends
-
-
-def block_prefix(text: str, budget: int, count: Callable[[str], int] = count_tokens, *, lines: bool = False) -> str:
-    """The longest prefix of ``text`` made of whole blocks (:func:`block_ends`; whole lines
-    outside code fences with ``lines``) that holds at most ``budget`` cl100k tokens; '' when not even the first fits.
-    A binary search over the block ends (counts grow with the prefix)."""
-    if budget <= 0:
-        return ""
-    limit = budget * 16  # ~4 characters per cl100k token: a prefix 4x that long does not fit in practice
-    ends = [e for e in block_ends(text, every_line=lines) if e <= limit]
-    lo, hi, best = 0, len(ends) - 1, ""
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        prefix = text[: ends[mid]]
-        if count(prefix) <= budget:
-            best, lo = prefix, mid + 1
-        else:
-            hi = mid - 1
-    return best
-
-
 @dataclass(slots=True)
 class PageWindow:
     """The part of a page that fits a budget.
@@ -470,17 +407,6 @@ def _scope(page: Page, section: str | None) -> tuple[int, int]:
     return lo, hi
 
 
-def _fit(s: Section, room: int, alone: bool) -> str:
-    """``s.text`` shortened to ``room`` tokens: whole blocks, or whole lines outside code fences
-    when they hold twice as much (a long list or table), else (when it would be shown alone)
-    its first tokens."""
-    blocks, lines = block_prefix(s.text, room), block_prefix(s.text, room, lines=True)
-    text = blocks if len(blocks) * 2 >= len(lines) else lines  # a long list or table: whole lines (the rest comes by offset)
-    if not text and alone and room >= 16:
-        text = decode(encode(s.text)[:room]).rstrip("\ufffd")
-    return text
-
-
 def page_window(page: Page, budget: int | None, *, section: str | None = None, offset: int | None = None) -> PageWindow:
     """The part of ``page`` that fits ``budget`` cl100k tokens of text.
 
@@ -492,9 +418,10 @@ def page_window(page: Page, budget: int | None, *, section: str | None = None, o
             inside that section.
 
     Whole sections are taken in order while they fit; the section that does not fit is
-    shortened to its whole blocks that fit (:func:`block_prefix`), or to its whole lines when
-    not even its first block fits, and the window ends there. Text is never cut inside a line,
-    except a first line longer than the whole budget (then its first ``budget`` tokens).
+    shortened by :func:`esrag.search.budget.fit_text` (``window=True``: its whole blocks that
+    fit, or its whole lines outside code when they hold twice as much — a long list or table),
+    and the window ends there. Text is never cut inside a line, except a first line longer than
+    the whole budget (then its first ``budget`` tokens).
 
     Raises:
         ConfigError: an unknown ``section``, or an ``offset`` outside the page or section.
@@ -534,7 +461,8 @@ def page_window(page: Page, budget: int | None, *, section: str | None = None, o
             left = None if left is None else left - s.token_count() - sep
             continue
         stop = i
-        text = _fit(s, left - sep, alone=not shown)
+        fit = fit_text(s.text, left - sep, window=True, alone=not shown)
+        text = fit.text
         partial = bool(text)
         if text:
             end = s.start_line + text.count("\n")

@@ -13,14 +13,13 @@ from esrag.pages import (
     Page,
     PageRef,
     Section,
-    block_ends,
-    block_prefix,
     find_page,
     nearest_paths,
     page_window,
     pick_version,
     reassemble,
 )
+from esrag.search.budget import block_ends, block_prefix
 from esrag.serve.responses import DEFAULT_PAGE_BUDGET, pack_json, page_json, page_markdown, search_markdown
 from esrag.tokens import count_tokens
 from paths import DATA, LARAVEL
@@ -232,15 +231,28 @@ def test_search_responses_keep_to_their_budget_and_cut_only_at_block_boundaries(
     assert all(set(h) >= set(hits[0]) - {"truncated"} for h in sent["hits"])  # every field kept
 
 
-def test_a_hit_cut_by_the_pipeline_loses_its_partial_block():
+def test_a_hit_cut_by_the_pipeline_is_cut_once():
+    """The pipeline's budget cut and the response's are one rule (issue 38): a hit the pipeline
+    cut ends at a block boundary of its text, and the response keeps it as cut (not shortened
+    again for a partial block); a response that must shorten it cuts at the same boundaries."""
+    from esrag.model import Chunk, Hit
+    from esrag.search.pipeline import pack
+    from esrag.service import hit_json
+
     hits = laravel_hits()
-    long = max((h for h in hits if len(block_ends(h["text"][: len(h["text"]) * 2 // 3])) > 2), key=lambda h: h["tokens"])
-    cut = {**long, "text": long["text"][: len(long["text"]) * 2 // 3], "truncated": True}
+    long = max((h for h in hits if len(block_ends(h["text"])) > 3), key=lambda h: h["tokens"])
+    chunk = Chunk(long["id"], long["text"], source_path="scheduling.md", start_line=long["start_line"], end_line=long["end_line"])
+    chunk.tokens = long["tokens"]
+    [cut_hit] = pack([Hit(chunk, 1.0)], long["tokens"] - 1)
+    cut = {**long, **hit_json(cut_hit)}
+    assert cut["truncated"] and len(cut["text"]) < len(long["text"]) and len(cut["text"]) in block_ends(long["text"])
     text, kept = search_markdown([cut], 5000, "q")
-    assert kept and kept[0]["text"] != cut["text"] and cut["text"].startswith(kept[0]["text"])
-    assert block_ends(cut["text"])[-2] == len(kept[0]["text"]) and kept[0]["truncated"]
-    table = next(h for h in hits if len(block_ends(h["text"])) == 1 and h["tokens"] > 100)  # one block: nothing whole is left
-    assert search_markdown([{**table, "text": table["text"][:200], "truncated": True}], 5000, "q")[1] == []
+    assert kept[0]["text"] == cut["text"] and kept[0]["truncated"] and "the section goes on: get_page(" in text
+    shorter = block_ends(cut["text"])[-2]  # room for all but the last block: whole blocks again
+    room = count_tokens(search_markdown([{**cut, "text": cut["text"][:shorter]}], 5000, "q")[0]) + 25  # + pack's reserve for a note
+    assert count_tokens(cut["text"]) - count_tokens(cut["text"][:shorter]) > 25
+    text, kept = search_markdown([cut], room, "q")
+    assert count_tokens(text) <= room and kept[0]["text"] == cut["text"][:shorter] and shorter in block_ends(long["text"])
 
 
 # -- the CLI: versions listed, the default one read and named ------------------------------------

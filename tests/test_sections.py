@@ -10,8 +10,9 @@ import pytest
 from esrag.config import CorpusSettings, DemoteSettings, load_settings
 from esrag.errors import InvalidSettings
 from esrag.model import Chunk, Hit, content_hash
+from esrag.search.budget import block_prefix
 from esrag.search.demote import apply_demotion, demoted, is_api_stub
-from esrag.search.pipeline import block_prefix, pack
+from esrag.search.pipeline import pack
 from esrag.search.sections import members_of, shape_hits
 from esrag.stores.base import IndexMeta
 from esrag.stores.sqlite import SQLiteStore

@@ -22,8 +22,9 @@ what :meth:`Searcher.search` returns. Stages and their settings (``[search]`` an
   :mod:`esrag.search.sections` — a hit too small to stand alone comes with its neighbours, and
   adjacent hits of one section become one hit, so a search returns sections, not fragments.
 * budget (``--budget N``): hits in rank order while they fit N cl100k tokens of source text
-  (:func:`pack`): a hit that does not fit whole is shortened at a block boundary (a blank line
-  outside code fences) or, when no boundary leaves a useful part, left out, and packing goes on
+  (:func:`pack`): a hit that does not fit whole is shortened at a block boundary
+  (:func:`esrag.search.budget.fit_text`, the rule every response is cut by) or, when no
+  boundary leaves a useful part, left out, and packing goes on
   with the next hits that fit; a hit is never cut mid-line. Without a budget, a single-branch
   search returns ``k`` hits; a fan-out returns every branch's k. (The evaluation packs its own
   way — :func:`esrag.search.budget.take_budget`, the overflowing chunk cut to fit, exactly N
@@ -33,7 +34,6 @@ what :meth:`Searcher.search` returns. Stages and their settings (``[search]`` an
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from esrag.config import CorpusSettings, Settings
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Hit
+from esrag.search.budget import fit_text
 from esrag.search.demote import apply_demotion
 from esrag.search.expand import ExpandSpec, parse_expand
 from esrag.search.fanout import Branch, ZeroPassageCounter, corpus_filters, route, run_branches, select
@@ -51,7 +52,6 @@ from esrag.search.rerank import DEFAULT_TOP_N, Reranker, RerankFn, TextReranker,
 from esrag.search.searcher import Searcher, SearchResult
 from esrag.search.sections import members_of, shape_hits
 from esrag.stores.base import BranchQuery, Filters, MultiLeg, Store
-from esrag.tokens import count_tokens
 
 if TYPE_CHECKING:
     import numpy as np
@@ -492,8 +492,9 @@ class Pipeline:
 
 def pack(hits: list[Hit], budget: int, min_tokens: int = 0) -> list[Hit]:
     """Hits in rank order while they fit ``budget`` cl100k tokens of source text (each costs its
-    ``chunk.tokens``). A hit that does not fit whole is shortened to the longest prefix that ends
-    at a block boundary (:func:`block_prefix`) and fits, when that prefix holds at least
+    ``chunk.tokens``). A hit that does not fit whole is shortened to the longest prefix of whole
+    blocks that fits (:func:`esrag.search.budget.fit_text`: never inside a line, a fence, a
+    table or a list), when that prefix holds at least
     ``min_tokens`` tokens and more than its first line; its ``text``, ``tokens`` and ``end_line``
     are the prefix's and ``chunk.metadata["truncated"]`` is True. Otherwise it is left out, and
     packing goes on with the next hits (whole or shortened). A hit is never cut mid-line; the
@@ -512,9 +513,9 @@ def pack(hits: list[Hit], budget: int, min_tokens: int = 0) -> list[Hit]:
             out.append(hit)
             left -= c.tokens
             continue
-        text = block_prefix(c.text, left)
-        n = count_tokens(text) if text else 0
-        if not text or n < min_tokens or "\n" not in text.strip():
+        fit = fit_text(c.text, left, min_tokens=min_tokens)
+        text, n = fit.text, fit.tokens
+        if not text or "\n" not in text.strip():
             continue
         chunk = replace(c, text=text, tokens=n, end_line=_cut_end_line(c, text), metadata={**c.metadata, "truncated": True})
         out.append(Hit(chunk, hit.score, hit.legs, hit.expanded_from))
@@ -522,36 +523,6 @@ def pack(hits: list[Hit], budget: int, min_tokens: int = 0) -> list[Hit]:
         if left <= 0:
             break
     return out
-
-
-def block_prefix(text: str, max_tokens: int) -> str:
-    """The longest prefix of ``text`` that ends at a block boundary and holds at most
-    ``max_tokens`` cl100k tokens ('' when none does). Block boundaries are the blank lines of
-    CommonMark outside fenced code blocks (a fence opens with three or more backticks or tildes
-    and closes with a run at least as long of the same character); the prefix keeps no trailing
-    blank line."""
-    lines = text.split("\n")
-    ends: list[int] = []  # prefix lengths in lines, each ending just before a blank line outside a fence
-    fence = ""
-    for i, line in enumerate(lines):
-        stripped = line.lstrip()
-        run = re.match(r"(`{3,}|~{3,})", stripped)
-        if fence:
-            if run and run.group(1)[0] == fence[0] and len(run.group(1)) >= len(fence) and not stripped[len(run.group(1)) :].strip():
-                fence = ""
-        elif run:
-            fence = run.group(1)
-        elif not line.strip() and i and lines[i - 1].strip():
-            ends.append(i)
-    lo, hi, best = 0, len(ends) - 1, ""
-    while lo <= hi:  # token counts grow with the prefix: bisect
-        mid = (lo + hi) // 2
-        cand = "\n".join(lines[: ends[mid]])
-        if count_tokens(cand) <= max_tokens:
-            best, lo = cand, mid + 1
-        else:
-            hi = mid - 1
-    return best
 
 
 def _cut_end_line(chunk: Chunk, text: str) -> int:

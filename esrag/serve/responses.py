@@ -10,10 +10,11 @@
 The budget rule (issue 30): the response, as the client receives it, holds at most
 ``token_budget`` cl100k tokens (counted by :func:`esrag.tokens.count_tokens` over the whole
 Markdown or JSON text). Hits are taken in rank order while the response fits; a hit that does
-not fit is shortened to its whole blocks (:func:`esrag.pages.block_prefix`: never inside a
-line, a code fence or an indented block) when enough of it fits, else left out and the next
-hits are tried. The response says how many hits were left out. A hit that the search
-pipeline itself cut to its source-text budget (``truncated``) loses its last, partial block.
+not fit is shortened to its whole blocks (:func:`esrag.search.budget.fit_text`, the one fitting
+rule: never inside a line, a code fence, a table or a list) when enough of it fits, else left
+out and the next hits are tried. The response says how many hits were left out. A hit that the
+search pipeline cut to its source-text budget (``truncated``) was cut by the same rule, so it
+ends at a block boundary and is not cut again for that.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import orjson
 
 from esrag.formats.markdown_blocks import parse_blocks
 from esrag.model import SECTION_SEPARATOR, BlockKind
-from esrag.pages import PageWindow, block_ends, block_prefix
+from esrag.pages import PageWindow
+from esrag.search.budget import fit_text
 from esrag.tokens import count_tokens
 
 DEFAULT_SEARCH_BUDGET = 2000
@@ -71,24 +73,17 @@ def _json_count(text: str) -> int:
     return count_tokens(_json(text))
 
 
-def whole_blocks(hit: dict[str, Any]) -> dict[str, Any] | None:
-    """``hit`` (a :func:`esrag.service.hit_json` dict) without the partial last block that the
-    pipeline's budget cut left (None when nothing whole remains); ``hit`` itself when it was
-    not cut."""
-    if not hit.get("truncated"):
-        return hit
-    ends = block_ends(hit["text"])
-    if len(ends) < 2:
+def _fitted_hit(hit: dict[str, Any], room: int, count: Callable[[str], int]) -> dict[str, Any] | None:
+    """``hit`` with its text fitted into ``room`` tokens by ``count``
+    (:func:`esrag.search.budget.fit_text`, the one fitting rule: whole blocks), its
+    ``end_line``, ``tokens`` (cl100k of the text) and ``truncated`` following; None when fewer
+    than :data:`MIN_SHORTENED` tokens of it fit."""
+    fit = fit_text(hit["text"], room, count)
+    n = count_tokens(fit.text) if fit.text else 0
+    if n < MIN_SHORTENED:
         return None
-    text = hit["text"][: ends[-2]]
-    return {**hit, "text": text, "end_line": hit["start_line"] + text.count("\n"), "tokens": count_tokens(text)}
-
-
-def _shorten(hit: dict[str, Any], room: int, count: Callable[[str], int]) -> dict[str, Any] | None:
-    text = block_prefix(hit["text"], room, count)
-    if not text or count_tokens(text) < MIN_SHORTENED:
-        return None
-    return {**hit, "text": text, "end_line": hit["start_line"] + text.count("\n"), "tokens": count_tokens(text), "truncated": True}
+    truncated = bool(hit.get("truncated")) or fit.cut
+    return {**hit, "text": fit.text, "end_line": hit["start_line"] + fit.text.count("\n"), "tokens": n, "truncated": truncated}
 
 
 def pack(
@@ -110,7 +105,6 @@ def pack(
         ``(response text, kept hits)``; the text's count is <= ``budget`` unless even the
         response without hits is larger.
     """
-    hits = [h for h in (whole_blocks(h) for h in hits) if h is not None]
     kept: list[dict[str, Any]] = []
     used = count_tokens(render([], len(hits)))
     for hit in hits:
@@ -120,7 +114,7 @@ def pack(
             used += cost
             continue
         bare = count_tokens(part({**hit, "text": ""})) + 1
-        short = _shorten(hit, budget - used - bare, text_count)
+        short = _fitted_hit(hit, budget - used - bare, text_count)
         if short is not None:
             kept.append(short)
             used += count_tokens(part(short)) + 1
@@ -130,7 +124,7 @@ def pack(
         if over <= 0 or not kept:
             return text, kept
         last = kept.pop()
-        short = _shorten(last, count_tokens(last["text"]) - over - 2, text_count)
+        short = _fitted_hit(last, count_tokens(last["text"]) - over - 2, text_count)
         if short is not None and short["text"] != last["text"]:
             kept.append(short)
 
@@ -186,17 +180,14 @@ def search_markdown(hits: list[dict[str, Any]], budget: int, query: str, note: s
 
 def code_examples(hit: dict[str, Any]) -> dict[str, Any] | None:
     """``hit`` with only its code blocks (fenced or indented: :func:`parse_blocks`' ``code``
-    blocks, of the whole blocks a budget cut left: :func:`whole_blocks`), joined by a blank line,
+    blocks; a hit cut by a budget ends at a block boundary, so they are whole), joined by a blank line,
     under the same section path and URL; None when it holds no code. What ``search_docs(kind="code")``
     returns, as documentation MCP servers for code samples do."""
-    whole = whole_blocks(hit)
-    if whole is None:
-        return None
-    code = [b.text for b in parse_blocks(whole["text"]) if b.kind is BlockKind.CODE]
+    code = [b.text for b in parse_blocks(hit["text"]) if b.kind is BlockKind.CODE]
     if not code:
         return None
     text = "\n\n".join(code)
-    return {**whole, "text": text, "tokens": count_tokens(text), "truncated": False}
+    return {**hit, "text": text, "tokens": count_tokens(text), "truncated": False}
 
 
 #: how long the one line of an outline entry may be (characters)
