@@ -11,7 +11,11 @@ that counts imports inside functions too. Pure and fast: nothing is imported or 
     listed with their reasons (rerankers, reformulators, stores, embedders, chunkers, sites and
     plugins are typed protocols checked with ``isinstance``);
     (h) no read of another module's private attribute (``x._name`` where ``_name`` is set as
-    ``self._name`` only by a class of another esrag module).
+    ``self._name`` only by a class of another esrag module);
+    (i) one fitting rule (issue 38): only ``esrag/search/budget.py`` fits text into a token
+    budget — no other module grows or bisects a prefix of a text by its token count, cuts text
+    at a token count (imports ``encode``/``decode`` of ``esrag.tokens``) or defines a
+    block-cut function of its own (``block_prefix``, ``whole_blocks``, ``shorten``...).
 """
 
 from __future__ import annotations
@@ -352,6 +356,108 @@ def test_no_module_over_700_lines():
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+FITTING_MODULE = "esrag.search.budget"
+"""The one module that fits text into a token budget (issue 38: "one fitting rule")."""
+TOKEN_COUNTERS = frozenset({"count_tokens", "fast_count", "count", "text_count", "token_count"})
+"""Names a token count is called by in esrag (:mod:`esrag.tokens` and the ``count`` parameters of its callers)."""
+BLOCK_CUT_NAMES = frozenset({"block_ends", "block_prefix", "whole_blocks", "shorten", "_shorten", "cut_text", "fit_text", "_fit"})
+"""The names the four copies of the budget logic had (search/budget.py, search/pipeline.py, pages.py, serve/responses.py)."""
+COUNTING_MODULES = {
+    # module: why it cuts or counts prefixes by tokens without fitting a response
+    "esrag.tokens": "counts line ranges of a text by pieces: counting, not fitting",
+    "esrag.chunking.baselines": "the fixed-token chunking baseline (a seed arm) cuts documents into token windows at index time",
+}
+
+
+def _callee(node: ast.Call) -> str:
+    f = node.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+def prefix_fitters(source: ast.Module) -> list[tuple[int, str]]:
+    """``(line, function)`` of every function with a loop that both slices something up to a
+    bound (``text[:end]``, ``lines[:n]``) and calls a token count (:data:`TOKEN_COUNTERS`): a
+    prefix grown or bisected until it fits a number of tokens — fitting text into a budget."""
+    out = []
+    for fn in ast.walk(source):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for loop in ast.walk(fn):
+            if isinstance(loop, (ast.While, ast.For)):
+                nodes = list(ast.walk(loop))
+                sliced = any(isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Slice) and n.slice.upper is not None for n in nodes)
+                if sliced and any(isinstance(n, ast.Call) and _callee(n) in TOKEN_COUNTERS for n in nodes):
+                    out.append((fn.lineno, fn.name))
+                    break
+    return out
+
+
+def token_cutters(source: ast.Module) -> list[tuple[int, str]]:
+    """``(line, name)`` of imports of ``encode``/``decode`` from :mod:`esrag.tokens` (text cut
+    at a token count) and of functions named like a block cut (:data:`BLOCK_CUT_NAMES`)."""
+    out = [
+        (node.lineno, f"imports {alias.name} from esrag.tokens")
+        for node in ast.walk(source)
+        if isinstance(node, ast.ImportFrom) and node.module == "esrag.tokens"
+        for alias in node.names
+        if alias.name in ("encode", "decode")
+    ]
+    out += [
+        (node.lineno, f"defines {node.name}")
+        for node in ast.walk(source)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in BLOCK_CUT_NAMES
+    ]
+    return out
+
+
+def test_one_module_fits_text_into_a_token_budget():
+    """Issue 38: the budget logic lived in four places with two block rules, so a budgeted
+    response was cut twice; now :mod:`esrag.search.budget` fits text by one block rule and the
+    pipeline, pages and the MCP/HTTP responses call it."""
+    assert prefix_fitters(tree(FITTING_MODULE)) and token_cutters(tree(FITTING_MODULE))  # the checks see the real one
+    bad = [
+        f"{_where(name, line)}: {what}"
+        for name in modules()
+        if name != FITTING_MODULE and name not in COUNTING_MODULES
+        for line, what in [
+            *((ln, f"fits a prefix by token count in {fn}()") for ln, fn in prefix_fitters(tree(name))),
+            *token_cutters(tree(name)),
+        ]
+    ]
+    assert not bad, f"text fitted into a token budget outside {FITTING_MODULE} (call its fit_text / block_prefix):\n" + "\n".join(bad)
+
+
+def test_the_fitting_check_finds_the_copies_it_replaced():
+    """The two block_prefix copies and the token cut that pages.py and serve/responses.py had."""
+    pipeline_copy = ast.parse(
+        "def block_prefix(text, max_tokens):\n"
+        "    lo, hi, best = 0, len(ends) - 1, ''\n"
+        "    while lo <= hi:\n"
+        "        mid = (lo + hi) // 2\n"
+        "        cand = '\\n'.join(lines[: ends[mid]])\n"
+        "        if count_tokens(cand) <= max_tokens:\n"
+        "            best, lo = cand, mid + 1\n"
+    )
+    pages_copy = ast.parse(
+        "from esrag.tokens import count_tokens, decode, encode\n"
+        "def grow(text, budget, count):\n"
+        "    for end in ends:\n"
+        "        if count(text[:end]) > budget:\n"
+        "            break\n"
+        "def _shorten(hit, room, count):\n"
+        "    return hit\n"
+    )
+    assert prefix_fitters(pipeline_copy) == [(1, "block_prefix")] and prefix_fitters(pages_copy) == [(2, "grow")]
+    assert [what for _, what in token_cutters(pages_copy)] == [
+        "imports decode from esrag.tokens",
+        "imports encode from esrag.tokens",
+        "defines _shorten",
+    ]
+    assert (
+        prefix_fitters(ast.parse("def f(hits):\n    for h in hits:\n        n = count_tokens(h.text)\n")) == []
+    )  # counting whole texts is not fitting
 
 
 # -- the checker itself --------------------------------------------------------------------------
