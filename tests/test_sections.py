@@ -183,3 +183,13 @@ def test_corpus_demote_setting_from_toml(tmp_path, monkeypatch):
     (tmp_path / "esrag.toml").write_text("[corpora.x]\ndemote = {weight = 0}\n")
     with pytest.raises(InvalidSettings, match=r"esrag\.toml: corpora\.x\.demote\.weight: expected a number > 0"):
         load_settings()  # strict settings: one line naming the file and the key
+
+
+def test_pack_keeps_a_hit_whole_when_its_text_fits_though_its_stored_count_is_over():
+    """A merged hit's stored count (a sum over its members) can exceed its joined text's own count:
+    when the text fits, it is taken whole with that count, not marked truncated."""
+    text = "First paragraph of a section.\n\nSecond paragraph, still short."
+    n = count_tokens(text)
+    hit = Hit(Chunk("m", text, tokens=n + 10, start_line=1, end_line=3), 1.0)
+    [got] = pack([hit], n + 2)
+    assert got.chunk.text == text and got.chunk.tokens == n and "truncated" not in got.chunk.metadata

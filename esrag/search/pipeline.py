@@ -515,9 +515,12 @@ def pack(hits: list[Hit], budget: int, min_tokens: int = 0) -> list[Hit]:
             continue
         fit = fit_text(c.text, left, min_tokens=min_tokens)
         text, n = fit.text, fit.tokens
-        if not text or "\n" not in text.strip():
+        if not fit.cut:  # its stored count (a sum over merged members) was over; its text's own count fits
+            chunk = replace(c, tokens=n)
+        elif not text or "\n" not in text.strip():
             continue
-        chunk = replace(c, text=text, tokens=n, end_line=_cut_end_line(c, text), metadata={**c.metadata, "truncated": True})
+        else:
+            chunk = replace(c, text=text, tokens=n, end_line=_cut_end_line(c, text), metadata={**c.metadata, "truncated": True})
         out.append(Hit(chunk, hit.score, hit.legs, hit.expanded_from))
         left -= n
         if left <= 0:
