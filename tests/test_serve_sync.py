@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from conftest import es_params
 from esrag import gitsync
 from esrag.app import open_store
 from esrag.config import load_settings
@@ -52,7 +53,29 @@ def _configure(tmp_path: Path, monkeypatch, repo: Repo, extra: str = "") -> None
     monkeypatch.setenv("ESRAG_DB", str(tmp_path / "data" / "esrag.db"))
 
 
-def test_searches_during_a_large_sync_see_the_old_version_or_the_new_one(tmp_path, monkeypatch):
+@pytest.fixture(params=["sqlite", *es_params()])
+def store_env(request, monkeypatch):
+    """The store of the test: the embedded one, or a fresh alias on each Elasticsearch test node
+    (dropped afterwards)."""
+    if request.param == "sqlite":
+        yield request.param
+        return
+    import uuid
+
+    from esrag.stores.elastic import ElasticStore
+
+    alias = f"esrag-t-{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("ESRAG_ES_URL", request.param)
+    monkeypatch.setenv("ESRAG_INDEX", alias)
+    try:
+        yield request.param
+    finally:
+        store = ElasticStore(request.param, alias)
+        store.drop()
+        store.close()
+
+
+def test_searches_during_a_large_sync_see_the_old_version_or_the_new_one(tmp_path, monkeypatch, store_env):
     repo = Repo(tmp_path)
     for page in BIG:
         (repo.work / "docs" / page.name).write_text(_marked(page.read_text(encoding="utf-8"), OLD), encoding="utf-8")
@@ -112,7 +135,7 @@ def test_searches_during_a_large_sync_see_the_old_version_or_the_new_one(tmp_pat
     mixed = [w for w in seen if w[0] and w[1]]
     assert not mixed, f"{len(mixed)} of {len(seen)} searches saw both versions"
     assert (True, False) in seen and (False, True) in seen, "searches ran before and after the swap"
-    print(f"sync {sync_seconds:.1f} s; {len(seen)} searches meanwhile, none failed, none mixed")
+    print(f"{store_env}: sync {sync_seconds:.1f} s; {len(seen)} searches meanwhile, none failed, none mixed")
 
 
 def _keys(tmp_path: Path) -> tuple[str, dict[str, str]]:
