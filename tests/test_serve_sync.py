@@ -15,6 +15,7 @@ and served over ``file://``, real Laravel pages, the real embedded store and mod
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import threading
 import time
@@ -241,3 +242,23 @@ def test_sync_interval_and_sync_keys_are_checked_settings(tmp_path, monkeypatch)
     config.write_text(f'[serve.keys.k]\nsha256 = "{"0" * 64}"\ncorpora = ["a"]\nsync = "a"\n')
     with pytest.raises(ValueError, match=r"serve\.keys\.k\.sync"):
         load_settings()
+
+
+def test_keys_add_sync_writes_the_sources_and_the_ring_grants_only_them(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from esrag.cli import main
+    from esrag.serve.security import KeyRing
+
+    config = tmp_path / "esrag.toml"
+    monkeypatch.setenv("ESRAG_CONFIG", str(config))
+    made = CliRunner().invoke(main, ["keys", "add", "hook", "--corpus", "big", "--sync", "big", "--json"], catch_exceptions=False)
+    assert made.exit_code == 0, made.stderr
+    out = json.loads(made.stdout)
+    assert out["sync"] == ["big"] and out["key"] not in config.read_text()
+    entry = load_settings().serve.keys["hook"]
+    assert entry.corpora == ["big"] and entry.sync == ["big"]
+    ring = KeyRing(None, {"hook": (entry.sha256, entry.corpora, entry.sync), "reader": (entry.sha256[::-1], ["big"])})
+    access = ring.access(out["key"])
+    assert access is not None and access.may_sync("big") and not access.may_sync("other") and access.allows("big")
+    assert ring.access("wrong") is None
