@@ -82,7 +82,7 @@ class SwapGate:
 
 class StagedStore:
     """``store`` with its writes held back: :meth:`write`, :meth:`update_meta` and
-    :meth:`delete` are recorded (chunks and vectors in memory: 1.5 KB a chunk for 384 dims)
+    :meth:`delete` are recorded (in memory: the chunks, and 1.5 KB of vector a chunk at 384 dims)
     and :meth:`apply` replays them; every other call (``meta``, ``manifest``, ``stats``,
     ``ensure``…) goes to ``store``. :meth:`refresh` waits for :meth:`apply`.
 
