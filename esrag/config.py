@@ -308,16 +308,23 @@ class KeySettings(BaseModel):
     """``[serve.keys.NAME]``: one key of ``esrag serve`` / ``esrag mcp --http`` that may read only
     some corpora (docs/serving.md "Keys per corpus"; :class:`esrag.serve.security.KeyRing`).
     ``sha256``: the hex SHA-256 of the key (64 hex digits; the key itself is never stored);
-    ``corpora``: the corpus names it may read (at least one). ``esrag keys add`` writes one."""
+    ``corpora``: the corpus names it may read (at least one); ``sync``: the ``[sources.NAME]``
+    it may sync through ``POST /sync/NAME`` of ``esrag serve`` (docs/hub.md "Keep it fresh while
+    serving"; default none). ``esrag keys add`` writes one."""
 
     sha256: str = Field(pattern=r"^[0-9a-fA-F]{64}$")
     corpora: list[str] = Field(min_length=1)
+    sync: list[str] = Field(default_factory=list)
 
 
 class ServeSettings(BaseModel):
-    """``[serve]``: ``esrag serve`` and ``esrag mcp --http``. ``keys``: the keys per corpus by name."""
+    """``[serve]``: ``esrag serve`` and ``esrag mcp --http``. ``keys``: the keys per corpus by
+    name; ``sync_interval``: seconds between syncs of every ``[sources.NAME]`` while serving
+    (the first at start; 0 = never; :mod:`esrag.serve.sync`, docs/hub.md "Keep it fresh while
+    serving")."""
 
     keys: dict[str, KeySettings] = Field(default_factory=dict)
+    sync_interval: float = Field(default=0.0, ge=0)
 
 
 class SourceSettings(CorpusSettings):

@@ -38,6 +38,7 @@ import re
 import shutil
 import subprocess
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from esrag.config import Settings
 from esrag.errors import ConfigError, EsragError
 from esrag.ingest import DeletionGuard
 from esrag.stores.base import Store
+from esrag.stores.staged import StagedStore, SwapGate
 from esrag.urls import scrub_credentials
 
 #: seconds one git command may take (a first mirror of a large repository included)
@@ -297,11 +299,19 @@ def _removal_guard(settings: Settings, store: Store, name: str, versions: list[s
     return guard
 
 
-def sync_source(settings: Settings, store: Store, name: str, state: SyncState, allow_delete: bool = False) -> SourceReport:
+def sync_source(
+    settings: Settings, store: Store, name: str, state: SyncState, allow_delete: bool = False, gate: SwapGate | None = None
+) -> SourceReport:
     """Sync one source (module docstring): mirror, select refs, ingest changed versions (and any
     the store no longer holds, e.g. after ``esrag remove``), remove versions no ref selects. Errors of one version are recorded in its state and the report (the
     version keeps what it had); a fetch error fails the whole source, changing nothing.
-    ``state`` is updated (the caller saves it)."""
+    ``state`` is updated (the caller saves it).
+
+    A version's changes are held back while its ingest runs and written at once when it
+    succeeded (:class:`esrag.stores.staged.StagedStore`: one transaction on SQLite), holding
+    ``gate`` (the serving process's :class:`~esrag.stores.staged.SwapGate`) alone meanwhile, as
+    for a removed version: a search sees the old version or the new one, never part of it. An
+    ingest that failed or was refused writes nothing."""
     from esrag import app
 
     source = settings.sources[name]
@@ -345,7 +355,8 @@ def sync_source(settings: Settings, store: Store, name: str, state: SyncState, a
                 if not root.is_dir():
                     raise SyncError(f"[sources.{name}] path {source.path!r}: no such folder in {version!r} ({commit[:12]})")
                 site = app.make_site(settings, root, name, doc_version=version, include_root=tree)
-                summary = app.ingest_tree(settings, store, root, corpus=name, site=site, allow_delete=allow_delete).summary
+                staged = StagedStore(store)
+                summary = app.ingest_tree(settings, staged, root, corpus=name, site=site, allow_delete=allow_delete).summary
                 entry["summary"] = {
                     k: v for k, v in summary.to_dict().items() if k.startswith(("chunks_", "embeddings_")) or k in ("files", "seconds")
                 }
@@ -353,7 +364,11 @@ def sync_source(settings: Settings, store: Store, name: str, state: SyncState, a
                     row.outcome = "refused" if summary.deletion_guard.refused else "error"
                     first = summary.failures[0] if summary.failures else None
                     row.error = git.scrub(f"[sources.{name}] {version}: " + (f"{first.path}: {first.error}" if first else "ingest failed"))
-                else:
+                else:  # the version's changes become visible at once (esrag.stores.staged), or not at all
+                    refused = staged.apply(gate).failed
+                    if refused:
+                        cid, why = next(iter(refused.items()))
+                        raise SyncError(f"[sources.{name}] {version}: {len(refused)} chunks not written (first: {cid}: {why})")
                     row.commit, row.outcome = commit, "indexed"
                     row.synced_at = row.indexed_at = time.time()
         except EsragError as exc:
@@ -372,7 +387,8 @@ def sync_source(settings: Settings, store: Store, name: str, state: SyncState, a
             )
             return report
         for version in gone:
-            report.removed[version] = app.remove_corpus(store, name, version) if version in held else 0
+            with gate.writing() if gate is not None else nullcontext():
+                report.removed[version] = app.remove_corpus(store, name, version) if version in held else 0
             shutil.rmtree(base / name / _slug(version), ignore_errors=True)
             del known[version]
         try:
@@ -391,10 +407,12 @@ def _descends(git: Git, mirror: Path, old: str, new: str) -> bool:
     return True
 
 
-def sync(settings: Settings, store: Store, names: list[str] | None = None, allow_delete: bool = False) -> list[SourceReport]:
+def sync(
+    settings: Settings, store: Store, names: list[str] | None = None, allow_delete: bool = False, gate: SwapGate | None = None
+) -> list[SourceReport]:
     """``esrag sync [NAME…]``: :func:`sync_source` for each of ``names`` (all sources when
-    empty), the state saved after each. The index is created for the configured embedder
-    when missing.
+    empty; ``gate`` as there), the state saved after each. The index is created for the
+    configured embedder when missing.
 
     Raises:
         ConfigError: as :func:`check_sources`; an unreadable state file; another ``esrag sync``
@@ -418,7 +436,7 @@ def sync(settings: Settings, store: Store, names: list[str] | None = None, allow
         reports = []
         for name in chosen:
             try:
-                reports.append(sync_source(settings, store, name, state, allow_delete))
+                reports.append(sync_source(settings, store, name, state, allow_delete, gate))
             finally:
                 state.save()
         return reports

@@ -23,6 +23,7 @@ from esrag.errors import ConfigError, EsragError
 from esrag.model import Hit
 from esrag.search.pipeline import Pipeline, PipelineResult
 from esrag.stores.base import ALL_VERSIONS, Filters, Store
+from esrag.stores.staged import SwapGate
 
 CORPORA_TTL_S = 5.0
 """Seconds between two re-reads of the corpus list caused by unknown corpus names."""
@@ -121,6 +122,9 @@ class SearchService:
         self._pipelines: dict[tuple[str | None, str | None], Pipeline] = {}
         self._corpora: tuple[float, dict[str, Any]] | None = None
         self._answerer: Any = None
+        #: held shared by each search and page read, alone by a sync swapping a version in
+        #: (:class:`esrag.stores.staged.SwapGate`; ``esrag serve``'s syncs, issue 39)
+        self.swap_gate = SwapGate()
 
     # -- parts ---------------------------------------------------------------------------------
     def pipeline(self, corpus: str | None = None, embedder: str | None = None) -> Pipeline:
@@ -261,18 +265,19 @@ class SearchService:
         languages = language_filter(list(req.languages) or s.language.filter, req.query, s.language.candidates)
         filters = self.search_filters(req, languages, sorted(within or ()) if scoped else None)
         pipeline = self.pipeline(req.corpora[0] if len(req.corpora) == 1 else None, req.embedder)
-        result = pipeline.search(
-            req.query,
-            corpora=[] if scoped else None,
-            k=req.k,
-            mode=req.mode,
-            filters=filters,
-            budget=req.budget,
-            expand=req.expand,
-            rerank=req.rerank,
-            rerank_top_n=req.rerank_top_n,
-            reformulate=req.reformulate,
-        )
+        with self.swap_gate.reading():  # every leg sees one state of the store (a sync swaps a version in at once)
+            result = pipeline.search(
+                req.query,
+                corpora=[] if scoped else None,
+                k=req.k,
+                mode=req.mode,
+                filters=filters,
+                budget=req.budget,
+                expand=req.expand,
+                rerank=req.rerank,
+                rerank_top_n=req.rerank_top_n,
+                reformulate=req.reformulate,
+            )
         result.versions = dict(filters.versions)
         return result
 
@@ -307,13 +312,16 @@ class SearchService:
         want = budget or self.settings.answer.budget
         fitted = answerer.fit_budget(want)
         scoped = within is not None and not corpora
-        result = self.pipeline(None).search(
-            question,
-            filters=self.search_filters(SearchRequest(question, corpora=list(corpora or [])), [], sorted(within or ()) if scoped else None),
-            corpora=[] if scoped else None,
-            budget=fitted,
-            **stages,
-        )
+        with self.swap_gate.reading():
+            result = self.pipeline(None).search(
+                question,
+                filters=self.search_filters(
+                    SearchRequest(question, corpora=list(corpora or [])), [], sorted(within or ()) if scoped else None
+                ),
+                corpora=[] if scoped else None,
+                budget=fitted,
+                **stages,
+            )
         return answerer.answer(question, result.hits)
 
     def page(self, path: str, corpus: str | None = None, doc_version: str | None = None, within: Collection[str] | None = None) -> Any:
@@ -327,7 +335,8 @@ class SearchService:
         """
         from esrag.pages import get_page
 
-        return get_page(self.store, path, corpus, doc_version, default_versions=self.default_versions(), within=within)
+        with self.swap_gate.reading():
+            return get_page(self.store, path, corpus, doc_version, default_versions=self.default_versions(), within=within)
 
     def llms_site(self, corpus: str, doc_version: str | None = None, within: Collection[str] | None = None) -> Any:
         """``corpus`` as ``llms.txt`` describes it (:func:`esrag.app.llms_site`, with the
@@ -341,7 +350,8 @@ class SearchService:
         """
         if within is not None:
             self.check_corpora([corpus], within)
-        return llms_site(self.settings, self.store, corpus, doc_version, self.default_versions())
+        with self.swap_gate.reading():
+            return llms_site(self.settings, self.store, corpus, doc_version, self.default_versions())
 
     def page_windows(
         self,

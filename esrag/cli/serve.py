@@ -16,6 +16,7 @@ from esrag.cli.common import err, handle_errors, json_option, print_json
 from esrag.config import Settings, load_settings
 from esrag.errors import EsragError
 from esrag.serve.security import KeyRing
+from esrag.serve.sync import SyncRunner
 from esrag.service import SearchService
 
 
@@ -56,7 +57,7 @@ def _keyring(settings: Settings, host: str, api_key: str | None) -> KeyRing:
     """
     from esrag.serve.security import resolve_api_key
 
-    keys = {name: (k.sha256, k.corpora) for name, k in settings.serve.keys.items()}
+    keys = {name: (k.sha256, k.corpora, k.sync) for name, k in settings.serve.keys.items()}
     return KeyRing(resolve_api_key(host, api_key, keys_configured=bool(keys)), keys)
 
 
@@ -81,28 +82,59 @@ def _service(settings: Settings) -> Iterator[SearchService]:
         yield service
 
 
+@contextmanager
+def _syncing(settings: Settings, service: SearchService, interval: float | None) -> Iterator[SyncRunner | None]:
+    """``with _syncing(settings, service, --sync-interval) as syncer:`` the server's sync thread
+    (:class:`esrag.serve.sync.SyncRunner`; None without ``[sources]``), every ``interval``
+    seconds (default ``[serve] sync_interval``; 0 = only ``POST /sync/NAME``), stopped at the end."""
+    from esrag.serve.sync import SyncRunner
+
+    if not settings.sources:
+        yield None
+        return
+    every = settings.serve.sync_interval if interval is None else interval
+    syncer = SyncRunner(settings, service.swap_gate, every).start()
+    try:
+        yield syncer
+    finally:
+        syncer.stop()
+
+
+def sync_interval_option(f: Callable) -> Callable:
+    """``--sync-interval SECONDS`` of ``serve`` and ``mcp --http``."""
+    return click.option(
+        "--sync-interval",
+        type=click.FloatRange(min=0),
+        default=None,
+        help="Sync every [sources.NAME] every SECONDS while serving, the first at start; 0 = never (default: [serve] sync_interval).",
+    )(f)
+
+
 @click.command()
 @server_options
 @click.option("--cors-origin", "cors_origins", multiple=True, help="Allow browser calls from this origin (repeatable; default: CORS off).")
+@sync_interval_option
 @click.option("--json", "as_json", is_flag=True, help="Print the address as one JSON line on stdout before serving.")
 @handle_errors
-def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...], as_json: bool) -> None:
-    """Serve the index over HTTP: JSON API (/search, /ask, /pages/PATH, /corpora, /health; schema at
+def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ...], sync_interval: float | None, as_json: bool) -> None:
+    """Serve the index over HTTP: JSON API (/search, /ask, /pages/PATH, /corpora, /health, /sync; schema at
     /openapi.json) and a search page at /. One warm model and store connection for all requests;
+    with [sources.NAME], syncs them on an interval or on POST /sync/NAME while answering.
     SIGTERM or Ctrl-C stops it gracefully."""
     from esrag.serve.http import create_app
     from esrag.serve.http import serve as run
 
     settings = load_settings()
     keys = _keyring(settings, host, api_key)
-    with _service(settings) as service:
+    with _service(settings) as service, _syncing(settings, service, sync_interval) as syncer:
         _announce(as_json, f"http://{host}:{port}/", service.store.name, keys)
-        run(create_app(service, api_key=keys, cors_origins=list(cors_origins)), host, port)
+        run(create_app(service, api_key=keys, cors_origins=list(cors_origins), syncer=syncer), host, port)
 
 
 @click.command()
 @click.option("--http", "over_http", is_flag=True, help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.")
 @server_options
+@sync_interval_option
 @click.option(
     "--json",
     "as_json",
@@ -110,7 +142,7 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
     help="With --http: print the endpoint as one JSON line on stdout before serving (over stdio, stdout is the protocol's).",
 )
 @handle_errors
-def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: bool) -> None:
+def mcp(over_http: bool, host: str, port: int, api_key: str | None, sync_interval: float | None, as_json: bool) -> None:
     """Serve the index to agents over the Model Context Protocol (stdio by default): read-only
     tools search_docs, get_page, list_corpora and resolve_library."""
     from esrag.serve import mcp as mcp_server
@@ -123,8 +155,9 @@ def mcp(over_http: bool, host: str, port: int, api_key: str | None, as_json: boo
             return
         from esrag.serve.http import serve as run
 
-        _announce(as_json, f"http://{host}:{port}/mcp", service.store.name, keys)
-        run(mcp_server.http_app(service, host, keys), host, port)
+        with _syncing(settings, service, sync_interval):  # on its interval only (the webhook is esrag serve's)
+            _announce(as_json, f"http://{host}:{port}/mcp", service.store.name, keys)
+            run(mcp_server.http_app(service, host, keys), host, port)
 
 
 @click.group()
@@ -135,9 +168,10 @@ def keys() -> None:
 @keys.command("add")
 @click.argument("name")
 @click.option("--corpus", "corpora", multiple=True, required=True, help="A corpus the key may read (repeatable).")
+@click.option("--sync", "sync", multiple=True, help="A [sources.NAME] the key may sync with POST /sync/NAME of esrag serve (repeatable).")
 @json_option
 @handle_errors
-def keys_add(name: str, corpora: tuple[str, ...], as_json: bool) -> None:
+def keys_add(name: str, corpora: tuple[str, ...], sync: tuple[str, ...], as_json: bool) -> None:
     """Make a key NAME that may read only the --corpus corpora: print it once (stdout) and write
     its SHA-256 and corpora as [serve.keys.NAME] at the end of the settings file (esrag.toml or
     ESRAG_CONFIG). Refused when NAME exists."""
@@ -145,9 +179,12 @@ def keys_add(name: str, corpora: tuple[str, ...], as_json: bool) -> None:
     from esrag.serve.security import add_key
 
     path = config_path()
-    key = add_key(name, list(corpora), path)
+    key = add_key(name, list(corpora), path, sync=sync)
     if as_json:
-        print_json({"name": name, "key": key, "corpora": list(dict.fromkeys(corpora)), "config": str(path)})
+        print_json(
+            {"name": name, "key": key, "corpora": list(dict.fromkeys(corpora)), "config": str(path)}
+            | ({"sync": list(dict.fromkeys(sync))} if sync else {})
+        )
         return
     click.echo(key)
     err.print(

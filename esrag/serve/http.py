@@ -27,6 +27,13 @@ Routes (OpenAPI at ``/openapi.json``, docs at ``/docs``):
   ``GET /llms.txt`` / ``/llms-full.txt`` -> the one corpus's files, or (several corpora) an
   llms.txt linking each corpus's. Unknown corpus, version or page: 404 with one line.
 * ``GET /health`` -> store reachable, model loaded (200 when both, else 503).
+* ``POST /sync/{source}`` -> 202 ``{"source", "state": "queued"|"running", "coalesced"}``: a
+  sync of ``[sources.NAME]`` queued on the server's :class:`~esrag.serve.sync.SyncRunner` (a
+  webhook for pushes). Needs a key that may sync it (``[serve.keys.NAME] sync``, or the single
+  ``--api-key``): none or a wrong one is 401, a source unknown or not the key's is 404 in the
+  same words. ``GET /sync`` -> ``{"interval", "sources": {name: {"state", "started_at",
+  "finished_at", "error", "versions": {version: ...}}}}`` (:func:`esrag.gitsync.sync_status`),
+  only the sources the key may read or sync. docs/hub.md "Keep it fresh while serving".
 
 Every request of the process shares one :class:`~esrag.service.SearchService` (one store
 connection, one warm query embedder); handlers are plain functions run on the server's thread
@@ -67,9 +74,11 @@ from esrag.errors import (
     RerankError,
     StoreError,
 )
+from esrag.gitsync import sync_status
 from esrag.llm.clients import LLMError
 from esrag.serve.responses import candidate_budget, pack_json, page_json
-from esrag.serve.security import LIMITS, BodyLimit, KeyRing, Limits, RequireKey, request_access
+from esrag.serve.security import ACCESS_SCOPE_KEY, LIMITS, BodyLimit, KeyRing, Limits, RequireKey, request_access
+from esrag.serve.sync import SyncRunner
 from esrag.service import SearchRequest, SearchService, UnknownCorpus, result_json
 from esrag.urls import scrub_credentials
 
@@ -203,11 +212,13 @@ def create_app(
     api_key: str | KeyRing | None = None,
     cors_origins: list[str] | None = None,
     limits: Limits = LIMITS,
+    syncer: SyncRunner | None = None,
 ) -> Any:
     """The ASGI app over ``service``: FastAPI routes inside the API-key check (everything but
     ``/`` and ``/health`` when a key is set; ``api_key`` a plain key or a
     :class:`~esrag.serve.security.KeyRing` with keys per corpus, whose requests see only their
-    corpora), the body limit, and CORS only for ``cors_origins``."""
+    corpora), the body limit, and CORS only for ``cors_origins``; ``syncer`` runs the syncs
+    ``POST /sync/{source}`` asks for (None: every source is unknown there)."""
     # /docs (Swagger UI) and /redoc with their assets served from the fastapi-offline package at
     # DOCS_ASSETS: FastAPI's own pages load them from a CDN, which a machine without internet cannot reach
     app = FastAPIOffline(title="esrag", version=__version__, description="Search an esrag documentation index.", static_url=DOCS_ASSETS)
@@ -388,6 +399,25 @@ def create_app(
         found = service.libraries(q, within(request))
         rows = service.corpora(within=within(request))
         return {"corpora": {h["corpus"]: rows[h["corpus"]] for h in found}, "libraries": found}
+
+    @app.post("/sync/{source}", status_code=202, summary="Sync a source now (a webhook; a key that may sync it)")
+    def sync_now(source: str, request: Request) -> JSONResponse:
+        if ACCESS_SCOPE_KEY not in request.scope:  # an open server: syncing always needs a key
+            return error(401, "POST /sync needs a key that may sync the source ([serve.keys.NAME] sync, or --api-key)")
+        if syncer is None or source not in service.settings.sources or not request_access(request.scope).may_sync(source):
+            return error(404, f"no source {source[:200]!r} to sync with this key")
+        return JSONResponse(syncer.request(source), status_code=202)
+
+    @app.get("/sync", summary="Sync state of the sources, per version")
+    def sync_state(request: Request) -> dict[str, Any]:
+        access = request_access(request.scope)
+        versions = sync_status(service.settings)
+        names = sorted(n for n in set(service.settings.sources) | set(versions) if access.allows(n) or access.may_sync(n))
+        idle = {"state": "idle", "started_at": 0.0, "finished_at": 0.0, "error": ""}
+        return {
+            "interval": syncer.interval if syncer else 0.0,
+            "sources": {n: (syncer.state(n) if syncer else idle) | {"versions": versions.get(n, {})} for n in names},
+        }
 
     @app.get("/health", summary="Store reachable, model loaded")
     def health() -> JSONResponse:

@@ -44,18 +44,24 @@ class Access:
     Attributes:
         name: the ``[serve.keys.NAME]`` in force ('' for the single ``--api-key`` or an open server).
         corpora: the corpus names it may read; None = every corpus.
+        sync: the sources it may sync (``POST /sync/NAME``); None = every source.
     """
 
     name: str = ""
     corpora: frozenset[str] | None = None
+    sync: frozenset[str] | None = frozenset()
 
     def allows(self, corpus: str) -> bool:
         """Whether ``corpus`` is one this request may read."""
         return self.corpora is None or corpus in self.corpora
 
+    def may_sync(self, source: str) -> bool:
+        """Whether this request may sync the source ``source``."""
+        return self.sync is None or source in self.sync
 
-#: an open server, or the single ``--api-key``: every corpus
-EVERYTHING = Access()
+
+#: an open server, or the single ``--api-key``: every corpus (and, with the key, every source)
+EVERYTHING = Access(sync=None)
 
 
 def key_hash(key: str) -> str:
@@ -70,15 +76,19 @@ def new_key() -> str:
 
 class KeyRing:
     """The keys a server accepts: the single ``api_key`` (sees everything) and the keys per
-    corpus ``{name: (sha256 hex, corpora)}`` (``[serve.keys]``).
+    corpus ``{name: (sha256 hex, corpora)}`` or ``{name: (sha256 hex, corpora, sources it may
+    sync)}`` (``[serve.keys]``).
 
     :meth:`access` hashes the presented key once and compares it with every configured hash
     (no early exit, :func:`hmac.compare_digest`), so the time does not depend on which key matched.
     """
 
-    def __init__(self, api_key: str | None = None, keys: Mapping[str, tuple[str, Collection[str]]] | None = None) -> None:
+    def __init__(self, api_key: str | None = None, keys: Mapping[str, tuple[Any, ...]] | None = None) -> None:
         self.api_key = api_key
-        self.keys = [(name, bytes.fromhex(digest), frozenset(corpora)) for name, (digest, corpora) in sorted((keys or {}).items())]
+        self.keys = [
+            (name, bytes.fromhex(entry[0]), Access(name, frozenset(entry[1]), frozenset(entry[2] if len(entry) > 2 else ())))
+            for name, entry in sorted((keys or {}).items())
+        ]
 
     @property
     def required(self) -> bool:
@@ -98,9 +108,9 @@ class KeyRing:
         found: Access | None = None
         if self.api_key is not None and key_matches(self.api_key, presented):
             found = EVERYTHING
-        for name, expected, corpora in self.keys:
+        for _, expected, access in self.keys:
             if hmac.compare_digest(expected, digest) and found is None:
-                found = Access(name, corpora)
+                found = access
         return found if presented else None
 
 
@@ -263,9 +273,9 @@ class RequireKey:
 KEY_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-def add_key(name: str, corpora: list[str], path: Path | None = None) -> str:
-    """Make a key that may read ``corpora`` and write ``[serve.keys.NAME]`` (its SHA-256 and
-    the corpora; never the key) at the end of the settings file ``path`` (default
+def add_key(name: str, corpora: list[str], path: Path | None = None, sync: Collection[str] = ()) -> str:
+    """Make a key that may read ``corpora`` (and sync the sources ``sync``) and write
+    ``[serve.keys.NAME]`` (its SHA-256, the corpora and the sources; never the key) at the end of the settings file ``path`` (default
     :func:`esrag.config.config_path`, created when missing), leaving the rest of the file as it
     was. Returns the key: the only time it exists outside its user's hands.
 
@@ -288,6 +298,8 @@ def add_key(name: str, corpora: list[str], path: Path | None = None) -> str:
     key = new_key()
     listed = ", ".join(json.dumps(c) for c in dict.fromkeys(corpora))
     entry = f'[serve.keys.{name}]\nsha256 = "{key_hash(key)}"\ncorpora = [{listed}]\n'
+    if sync:
+        entry += f"sync = [{', '.join(json.dumps(s) for s in dict.fromkeys(sync))}]\n"
     old = path.read_text(encoding="utf-8") if path.is_file() else ""
     text = old + ("\n" if old and not old.endswith("\n") else "") + ("\n" if old else "") + entry
     try:

@@ -9,6 +9,7 @@ reports per-source manifests so that ingest can be incremental. The shared test 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -299,6 +300,18 @@ class PageListing(Protocol):
     def pages(self, corpus: str | None = None) -> list[PageRef]:
         """Every (corpus, version, source path) the store holds (of ``corpus`` when given),
         sorted by corpus, version and path."""
+        ...
+
+
+@runtime_checkable
+class Transactional(Protocol):
+    """A store whose writes can be grouped into one transaction: the embedded store. Checked
+    with ``isinstance`` by :class:`esrag.stores.staged.StagedStore` (a version's sync swaps in
+    whole, issue 39 "Fresh while serving")."""
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """``with store.transaction():`` the writes this thread makes inside commit together at
+        its end, or none of them on an error."""
         ...
 
 

@@ -30,6 +30,7 @@ from esrag.errors import EmbedderMismatch, NotIndexedError, StoreError
 from esrag.model import Chunk
 from esrag.stores.base import TEXT_FIELDS, Filters, IndexMeta, PageRef, StoredEntry, WriteReport, check_compatible
 from esrag.stores.records import LIST_FIELDS, chunk_from_record, chunk_record
+from esrag.stores.sqlite_filters import filter_sql
 
 if TYPE_CHECKING:
     from esrag.config import Settings
@@ -134,6 +135,7 @@ class SQLiteStore:
         self._open_lock = threading.Lock()
         self._matrix: _VectorMatrix | None = None
         self._matrix_version = -1  # PRAGMA data_version when the matrix was read
+        self._batch_thread: int | None = None  # the thread inside transaction()
         if not read_only or self.path.exists():
             self._open()
 
@@ -250,6 +252,18 @@ class SQLiteStore:
         self._matrix = None
         return WriteReport(written=len(rows))
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The writes (:meth:`write`, :meth:`update_meta`, :meth:`delete`) this thread makes inside
+        the block commit together when it ends, or not at all on an error: other connections see
+        the old rows or the new ones, never part (:class:`esrag.stores.base.Transactional`)."""
+        with self._writing("write a version's changes in one transaction"):
+            self._batch_thread = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._batch_thread = None
+
     def update_meta(self, chunks: Sequence[Chunk], meta_hashes: Sequence[str]) -> WriteReport:
         """See :class:`esrag.stores.base.Store`."""
         self._require_schema()
@@ -280,7 +294,7 @@ class SQLiteStore:
         sql, params = "DELETE FROM chunks WHERE corpus=?", [corpus]
         if doc_version is not None:
             sql, params = sql + " AND doc_version=?", [corpus, doc_version]
-        with self._db:
+        with self._writing(f"remove corpus {corpus!r}"):
             cur = self._db.execute(sql, params)
         self._matrix = None
         return cur.rowcount
@@ -387,7 +401,7 @@ class SQLiteStore:
             return []
         match = "{" + " ".join(cols) + "} : (" + " OR ".join(f'"{w}"' for w in words) + ")"
         weights = ", ".join(str(float(fields.get(f, 0.0))) for f in TEXT_FIELDS)
-        where, params = _filter_sql(filters)
+        where, params = filter_sql(filters)
         if not where:  # rank inside FTS5 alone, then look up the k ids (the join before the sort costs ~2.5x)
             q = f"SELECT rowid, -bm25(chunks_fts, {weights}) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?"
             ranked = self._db.execute(q, (match, k)).fetchall()
@@ -466,7 +480,11 @@ class SQLiteStore:
         """One write transaction (``with self._db``: committed whole or rolled back whole); a
         SQLite error — a full disk (``SQLITE_FULL``), a read-only file, a locked database —
         becomes one :class:`StoreError` line naming the file and the way out. The store keeps
-        its previous content and opens as before."""
+        its previous content and opens as before. Inside :meth:`transaction` (same thread) it
+        adds to that one transaction instead."""
+        if self._batch_thread == threading.get_ident():
+            yield
+            return
         try:
             with self._db:
                 yield
@@ -630,40 +648,6 @@ class _VectorMatrix:
                 keep |= (self.corpus == corpus) & (self.doc_version == version)
             mask &= keep
         return mask
-
-
-def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if filters.corpora:
-        clauses.append(f"c.corpus IN ({','.join('?' * len(filters.corpora))})")
-        params.extend(filters.corpora)
-    if filters.path_prefix:
-        clauses.append("substr(c.source_path, 1, ?) = ?")
-        params.extend([len(filters.path_prefix), filters.path_prefix])
-    if filters.languages:
-        clauses.append(f"c.language IN ({','.join('?' * len(filters.languages))})")
-        params.extend(filters.languages)
-    if filters.exclude_ids:
-        clauses.append(f"c.id NOT IN ({','.join('?' * len(filters.exclude_ids))})")
-        params.extend(filters.exclude_ids)
-    if filters.effective_on:
-        clauses.append("(c.effective_date IS NULL OR c.effective_date = '' OR substr(c.effective_date, 1, 10) <= ?)")
-        params.append(filters.effective_on[:10])
-    if filters.exclude_superseded:
-        clauses.append("(c.superseded_by IS NULL OR c.superseded_by = '')")
-    if filters.excludes_translations():
-        clauses.append("(c.translation IS NULL OR c.translation = '')")
-    if filters.doc_version is not None:
-        clauses.append("c.doc_version = ?")
-        params.append(filters.doc_version)
-    if filters.versions:  # each named corpus in its one version; the others whole
-        named = filters.versions
-        pairs = " OR ".join("(c.corpus = ? AND c.doc_version = ?)" for _ in named)
-        clauses.append(f"(c.corpus NOT IN ({','.join('?' * len(named))}) OR {pairs})")
-        params.extend(named)
-        params.extend(x for pair in named.items() for x in pair)
-    return ("AND " + " AND ".join(clauses)) if clauses else "", params
 
 
 def _now() -> str:
