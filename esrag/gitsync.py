@@ -270,15 +270,62 @@ def _refs(git: Git, mirror: Path) -> dict[str, str]:
     return heads | tags
 
 
+#: files a docs tree holds that no reader of esrag opens (images, video, audio, fonts, PDFs,
+#: archives): left out of the sparse checkout, so a partial mirror never downloads their blobs
+#: (a docs folder's screenshots and recordings are often most of its bytes). SVG is text that
+#: pages may include, so it stays.
+NOT_READ = (
+    "png",
+    "jpg",
+    "jpeg",
+    "gif",
+    "webp",
+    "avif",
+    "ico",
+    "bmp",
+    "tif",
+    "tiff",
+    "psd",
+    "mp4",
+    "webm",
+    "mov",
+    "avi",
+    "mkv",
+    "mp3",
+    "wav",
+    "ogg",
+    "flac",
+    "woff",
+    "woff2",
+    "ttf",
+    "otf",
+    "eot",
+    "pdf",
+    "zip",
+    "gz",
+    "tgz",
+    "bz2",
+    "xz",
+    "7z",
+    "jar",
+)
+
+
+def sparse_patterns(path: str) -> list[str]:
+    """The non-cone sparse-checkout patterns of a source's work tree (git's gitignore-style
+    rules, last match wins): ``path`` (everything when ``""``), less the :data:`NOT_READ` files."""
+    return [f"/{path}/" if path else "/*"] + [f"!*.{suffix}" for suffix in NOT_READ]
+
+
 def _checkout(git: Git, mirror: Path, tree: Path, commit: str, path: str) -> None:
     """Move the sparse detached work tree ``tree`` (made on first use) to ``commit``, only ``path``
-    checked out (git rewrites only the files that differ)."""
+    checked out, less the files no reader opens (:func:`sparse_patterns`); git rewrites only
+    the files that differ."""
     if not (tree / ".git").exists():
         shutil.rmtree(tree, ignore_errors=True)
         git.run("-C", str(mirror), "worktree", "prune")
         git.run("-C", str(mirror), "worktree", "add", "--quiet", "--no-checkout", "--detach", str(tree), commit)
-        if path:
-            git.run("-C", str(tree), "sparse-checkout", "set", "--no-cone", f"/{path}/")
+        git.run("-C", str(tree), "sparse-checkout", "set", "--no-cone", *sparse_patterns(path))
     git.run("-C", str(tree), "checkout", "--quiet", "--force", "--detach", commit)
 
 
@@ -360,10 +407,10 @@ def sync_source(
                 entry["summary"] = {
                     k: v for k, v in summary.to_dict().items() if k.startswith(("chunks_", "embeddings_")) or k in ("files", "seconds")
                 }
-                if summary.deletion_guard.refused or summary.failures:
-                    row.outcome = "refused" if summary.deletion_guard.refused else "error"
+                if summary.deletion_guard.refused:
+                    row.outcome = "refused"
                     first = summary.failures[0] if summary.failures else None
-                    row.error = git.scrub(f"[sources.{name}] {version}: " + (f"{first.path}: {first.error}" if first else "ingest failed"))
+                    row.error = git.scrub(f"[sources.{name}] {version}: " + (f"{first.path}: {first.error}" if first else "ingest refused"))
                 else:  # the version's changes become visible at once (esrag.stores.staged), or not at all
                     refused = staged.apply(gate).failed
                     if refused:
@@ -371,6 +418,13 @@ def sync_source(
                         raise SyncError(f"[sources.{name}] {version}: {len(refused)} chunks not written (first: {cid}: {why})")
                     row.commit, row.outcome = commit, "indexed"
                     row.synced_at = row.indexed_at = time.time()
+                    if summary.failures:  # the other files are indexed, as `esrag ingest` does; the
+                        # version stays "error" (retried, incrementally, on every sync) until the file is fixed
+                        first = summary.failures[0]
+                        row.outcome = "error"
+                        row.error = git.scrub(
+                            f"[sources.{name}] {version}: {len(summary.failures)} files not indexed (first: {first.path}: {first.error})"
+                        )
         except EsragError as exc:
             row.outcome, row.error = "error", git.scrub(str(exc))
         known[version] = row

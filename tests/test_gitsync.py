@@ -403,6 +403,27 @@ def test_removing_most_of_a_corpus_is_refused_without_allow_delete(hub, tmp_path
     assert set(versions(env, tmp_path)["corpora"]["laravel"]["versions"]) == {"main"}
 
 
+def test_one_unreadable_file_does_not_keep_the_others_out(hub, tmp_path):
+    """An empty page on main (as `esrag ingest` reports it: one line naming the file) leaves
+    the version's other files indexed and searchable; the version's outcome stays ``error``,
+    naming the file, and the exit status is 1 until the file is fixed."""
+    repo, _, env = hub
+    (repo.work / "docs" / "empty.md").write_text("\n")
+    head = repo.commit("an empty page")
+    repo.push("main")
+    code, stdout, _ = cli(["sync", "--json"], env, tmp_path)
+    row = json.loads(stdout)["sources"][0]["versions"]["main"]
+    assert code == 1 and row["outcome"] == "error" and row["commit"] == head
+    assert "empty.md" in row["error"] and "empty file" in row["error"] and "\n" not in row["error"]
+    assert versions(env, tmp_path)["corpora"]["laravel"]["versions"]["main"]["sources"] == 3
+    code, stdout, _ = cli(["search", "Unreleased queue notes", "--doc-version", "main", "--json", "-k", "3"], env, tmp_path)
+    assert any("Unreleased queue notes" in h["text"] for h in json.loads(stdout))
+    (repo.work / "docs" / "empty.md").unlink()
+    repo.commit("no empty page")
+    repo.push("main")
+    assert synced(env, tmp_path)["versions"]["main"]["outcome"] == "indexed"
+
+
 @pytest.mark.parametrize("es_url", es_test_urls(), ids=lambda u: "es" + u.rsplit(":", 1)[1])
 def test_sync_on_elasticsearch(hub, tmp_path, es_url, es_nodes):
     """The same sync on each Elasticsearch test node: three versions, a deleted tag removed, a
@@ -431,3 +452,18 @@ def test_sync_on_elasticsearch(hub, tmp_path, es_url, es_nodes):
         store = ElasticStore(es_url, alias)
         store.drop()
         store.close()
+
+
+def test_media_files_are_not_checked_out(hub, tmp_path):
+    """A docs folder's images, video and PDFs are left out of the sparse checkout (their blobs
+    are never fetched into the partial mirror); its pages and an SVG stay."""
+    repo, _, env = hub
+    for name in ("shot.png", "demo.webm", "paper.pdf", "diagram.svg"):
+        (repo.work / "docs" / name).write_bytes(b"\x89PNG\x00binary" if name != "diagram.svg" else b"<svg/>")
+    repo.commit("media")
+    repo.push("main")
+    synced(env, tmp_path)
+    trees = list((tmp_path / "data" / "sources" / "laravel").glob("main-*"))
+    assert len(trees) == 1
+    present = {p.name for p in (trees[0] / "docs").iterdir()}
+    assert {"queues.md", "cache.md", "diagram.svg"} <= present and not present & {"shot.png", "demo.webm", "paper.pdf"}
