@@ -164,7 +164,7 @@ def compare(env: dict[str, str], ref: str, clients: int, rounds: int, n: int) ->
         try:
             for server in servers.values():
                 sequential(server.url, queries(20, seed=7))  # warm-up
-            pool = queries(min(6 * n * rounds, 900), seed=5)
+            pool = queries(3 * n * rounds, seed=5)  # distinct headings: up to ~1,780 (--queries x --rounds <= ~590)
             for r in range(rounds):
                 chunk = pool[r * 3 * n : (r + 1) * 3 * n]
                 seq, conc = chunk[:n], chunk[n:]
