@@ -113,3 +113,23 @@ def test_searching_threads_see_each_write_of_another_thread_whole(tmp_path):
     assert all(nk % 5 == 0 and nb % 5 == 0 for nk, nb in seen), seen
     assert search(0) == (60, 60) and search(1) == (60, 60)
     s.close()
+
+
+def test_bm25_leaves_out_a_translation_written_later_by_another_connection(tmp_path):
+    """With no translated chunk the default exclusion of translations is skipped (BM25 ranks in
+    FTS5 alone, the same hits and scores as the filtered query); a translated chunk another
+    connection (another process's ingest) commits later is excluded at the next search."""
+    path = tmp_path / "t.db"
+    s = SQLiteStore(path)
+    s.ensure(meta())
+    s.write([make_chunk(i, f"configure the formatter {i}", path=f"g{i}.md") for i in range(3)], np.stack([unit(0)] * 3), ["m"] * 3)
+    default = Filters(translations=False)
+    fast = s.bm25("formatter", 10, default, FIELDS)
+    assert len(fast) == 3 and fast == s.bm25("formatter", 10, Filters(translations=False, corpora=["docs"]), FIELDS)  # join path
+    other = SQLiteStore(path)
+    ja = make_chunk(9, "configure the formatter formatter", path="ja/g.md", metadata={"language": "ja", "translation": "ja"})
+    other.write([ja], np.stack([unit(0)]), ["m"])
+    other.close()
+    assert "docs-ja/g.md-9" not in {i for i, _ in s.bm25("formatter", 10, default, FIELDS)}
+    assert "docs-ja/g.md-9" in {i for i, _ in s.bm25("formatter", 10, Filters(translations=True), FIELDS)}
+    s.close()
