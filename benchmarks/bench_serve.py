@@ -17,7 +17,17 @@ test node on :9200):
      test suite checks only that it exits 0 and says so (tests/test_serve.py), never how fast.
 Target: HTTP p95 <= 50 ms with one client.
 
+Against today (issue 39, embedded store): ``--baseline REF`` (default 46c2bf3, the code before
+per-thread read connections) exports that commit's ``esrag`` with ``git archive`` into a
+temporary folder (the repository is not touched) and serves the same index from it beside this
+checkout's server (each process imports its own code through ``PYTHONPATH``); ``--rounds``
+rounds alternate the two (which one goes first too), each round on queries neither server has
+seen, then prints baseline vs new: 1 client and N clients, searches/s, p50, p95, failures and
+the ratio. Target (issue 39): N = 8 clients at >= 200 searches/s with p95 <= 50 ms, no failure.
+``--baseline none`` skips it.
+
     .venv/bin/python benchmarks/bench_serve.py [--queries 100] [--clients 8] [--stores sqlite,elastic] [--fresh]
+        [--baseline 46c2bf3] [--rounds 3] [--only-compare]
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -108,6 +119,113 @@ def concurrent(url: str, qs: list[str], clients: int) -> tuple[float, list[float
     return len(lat) / (time.perf_counter() - t0), lat
 
 
+def concurrent_counted(url: str, qs: list[str], clients: int) -> tuple[float, list[float], int]:
+    """Like :func:`concurrent`, but a failed search (an error status or a transport error) is
+    counted, not raised: (searches/s over all, latencies ms of the answered ones, failures)."""
+    per = [qs[i::clients] for i in range(clients)]
+
+    def run(part: list[str]) -> tuple[list[float], int]:
+        out, failed = [], 0
+        with httpx.Client(timeout=60) as client:
+            for q in part:
+                t0 = time.perf_counter()
+                try:
+                    ok = client.get(url + "/search", params={"q": q, "k": 10}).status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                if ok:
+                    out.append((time.perf_counter() - t0) * 1000)
+                failed += not ok
+        return out, failed
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        parts = list(pool.map(run, per))
+    return len(qs) / (time.perf_counter() - t0), [x for lat, _ in parts for x in lat], sum(f for _, f in parts)
+
+
+def export_commit(ref: str, into: Path) -> Path:
+    """``esrag`` as of commit ``ref``, written by ``git archive`` under ``into`` (the repository
+    and its worktrees are left as they are); the folder to put on ``PYTHONPATH``."""
+    archive = subprocess.run(["git", "-C", str(PROJECT), "archive", ref, "esrag"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def compare(env: dict[str, str], ref: str, clients: int, rounds: int, n: int) -> dict:
+    """Baseline (commit ``ref``) and new (this checkout) ``esrag serve`` on the same SQLite
+    index, phases interleaved: per round, ``n`` sequential searches (1 client) then ``2 n``
+    searches from ``clients`` keep-alive clients, on queries new to both servers (each keeps
+    recent query vectors). Returns {variant: {phase: {rate, p50, p95, failures, searches}}}."""
+    with tempfile.TemporaryDirectory(prefix="esrag-baseline-") as tmp:
+        paths = {"baseline": str(export_commit(ref, Path(tmp))), "new": str(PROJECT)}
+        servers = {name: Server(["serve"], {**env, "PYTHONPATH": path}) for name, path in paths.items()}
+        raw: dict[str, dict[str, list]] = {name: {"seq": [], "conc": [], "conc_t": [], "fail": []} for name in servers}
+        try:
+            for server in servers.values():
+                sequential(server.url, queries(20, seed=7))  # warm-up
+            pool = queries(3 * n * rounds, seed=5)  # distinct headings: up to ~1,780 (--queries x --rounds <= ~590)
+            for r in range(rounds):
+                chunk = pool[r * 3 * n : (r + 1) * 3 * n]
+                seq, conc = chunk[:n], chunk[n:]
+                for name in ("baseline", "new") if r % 2 == 0 else ("new", "baseline"):
+                    url = servers[name].url
+                    t0 = time.perf_counter()
+                    walls, _ = sequential(url, seq)
+                    raw[name]["seq"] += walls
+                    raw[name].setdefault("seq_t", []).append(time.perf_counter() - t0)
+                    t0 = time.perf_counter()
+                    _, lat, failed = concurrent_counted(url, conc, clients)
+                    raw[name]["conc_t"].append(time.perf_counter() - t0)
+                    raw[name]["conc"] += lat
+                    raw[name]["fail"].append(failed)
+                    console.print(
+                        f"[dim]round {r + 1} {name}: {clients} clients {len(conc) / raw[name]['conc_t'][-1]:.1f}/s, "
+                        f"p95 {pct(lat, 95):.1f} ms, {failed} failed[/dim]"
+                    )
+        finally:
+            for server in servers.values():
+                server.stop(timeout=60)
+    out: dict = {}
+    for name, d in raw.items():
+        out[name] = {
+            "1 client": {
+                "searches": len(d["seq"]),
+                "rate": len(d["seq"]) / sum(d["seq_t"]),
+                "p50": pct(d["seq"], 50),
+                "p95": pct(d["seq"], 95),
+                "failures": 0,
+            },
+            f"{clients} clients": {
+                "searches": 2 * n * rounds,
+                "rate": 2 * n * rounds / sum(d["conc_t"]),
+                "p50": pct(d["conc"], 50),
+                "p95": pct(d["conc"], 95),
+                "failures": sum(d["fail"]),
+            },
+        }
+    return out
+
+
+def print_compare(cmp: dict, ref: str, clients: int, rounds: int) -> None:
+    t = Table(title=f"esrag serve on SQLite (Laravel docs, hybrid k=10): baseline {ref} vs this checkout, {rounds} interleaved rounds")
+    for col in ("phase", "code", "searches", "searches/s", "p50 ms", "p95 ms", "failures", "new / baseline (searches/s)", "target"):
+        t.add_column(col, justify="right")
+    for phase in cmp["new"]:
+        for name in ("baseline", "new"):
+            r = cmp[name][phase]
+            ratio = f"{cmp['new'][phase]['rate'] / cmp['baseline'][phase]['rate']:.2f}x" if name == "new" else ""
+            target = ""
+            if phase == f"{clients} clients":
+                target = (
+                    "met" if r["rate"] >= 200 and r["p95"] <= 50 and not r["failures"] else "NOT met (>= 200/s, p95 <= 50 ms, 0 failed)"
+                )
+            t.add_row(
+                phase, name, str(r["searches"]), f"{r['rate']:.1f}", f"{r['p50']:.1f}", f"{r['p95']:.1f}", str(r["failures"]), ratio, target
+            )
+    console.print(t)
+
+
 def requests_per_search(env: dict[str, str], qs: list[str]) -> float:
     proxy = CountingProxy(env["ESRAG_ES_URL"])
     server = Server(["serve"], {**env, "ESRAG_ES_URL": proxy.url})
@@ -143,10 +261,23 @@ def bench(store: str, env: dict[str, str], qs: list[str], clients: int, fresh: b
         t0 = time.perf_counter()
         cli(["search", q, "--json"], env)
         cli_times.append(time.perf_counter() - t0)
-    out = {"store": store, "chunks": chunks, "ingest_s": ingest_s, "p50": pct(walls, 50), "p95": pct(walls, 95),
-           "server_p50": pct(totals, 50), "rate": rate, "conc_p50": pct(lat, 50), "conc_p95": pct(lat, 95),
-           "warm_rate": warm_rate, "warm_p95": pct(warm_lat, 95),
-           "cli_s": statistics.median(cli_times), "requests": None, "sigterm_exit_s": shutdown_s, "sigterm_status": status}
+    out = {
+        "store": store,
+        "chunks": chunks,
+        "ingest_s": ingest_s,
+        "p50": pct(walls, 50),
+        "p95": pct(walls, 95),
+        "server_p50": pct(totals, 50),
+        "rate": rate,
+        "conc_p50": pct(lat, 50),
+        "conc_p95": pct(lat, 95),
+        "warm_rate": warm_rate,
+        "warm_p95": pct(warm_lat, 95),
+        "cli_s": statistics.median(cli_times),
+        "requests": None,
+        "sigterm_exit_s": shutdown_s,
+        "sigterm_status": status,
+    }
     if store == "elastic":
         out["requests"] = requests_per_search(env, qs)
     return out
@@ -158,24 +289,68 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--stores", default="sqlite,elastic")
     ap.add_argument("--fresh", action="store_true", help="Re-ingest even when a kept index exists.")
+    ap.add_argument("--baseline", default="46c2bf3", help="Commit to compare against on SQLite ('none': skip).")
+    ap.add_argument("--rounds", type=int, default=3, help="Interleaved baseline/new rounds.")
+    ap.add_argument("--only-compare", action="store_true", help="Only the baseline comparison (SQLite).")
     args = ap.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     common = {"ESRAG_EMBEDDING_CACHE": str(RESULTS / "embedding_cache.db")}
-    envs = {"sqlite": {**common, "ESRAG_DB": str(RESULTS / "laravel.db")},
-            "elastic": {**common, "ESRAG_ES_URL": os.environ.get("ESRAG_ES_URL", "http://127.0.0.1:9200"), "ESRAG_INDEX": ALIAS}}
+    envs = {
+        "sqlite": {**common, "ESRAG_DB": str(RESULTS / "laravel.db")},
+        "elastic": {**common, "ESRAG_ES_URL": os.environ.get("ESRAG_ES_URL", "http://127.0.0.1:9200"), "ESRAG_INDEX": ALIAS},
+    }
     qs = queries(args.queries)
+    if args.baseline != "none" and "sqlite" in args.stores.split(","):
+        ensure_index(envs["sqlite"], args.fresh)
+        cmp = compare(envs["sqlite"], args.baseline, args.clients, args.rounds, args.queries)
+        print_compare(cmp, args.baseline, args.clients, args.rounds)
+        machine = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        model = re.search(r"Model name:\s*(.+)", machine)
+        record = {
+            "baseline": args.baseline,
+            "clients": args.clients,
+            "rounds": args.rounds,
+            "queries": args.queries,
+            "cpu": model.group(1).strip() if model else "",
+            "bf16": "avx512_bf16" in machine,
+            "cores": os.cpu_count(),
+            "loadavg_after": os.getloadavg(),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            **cmp,
+        }
+        (HERE / "results" / "serve_compare.json").write_text(json.dumps(record, indent=2))
+        if args.only_compare:
+            return
     rows = [bench(s, envs[s], qs, args.clients, args.fresh) for s in args.stores.split(",")]
     t = Table(title=f"esrag serve: Laravel docs, hybrid k=10, {args.queries} sequential queries, {args.clients} concurrent clients")
-    for col in ("store", "chunks", "HTTP p50 / p95 (1 client)", "server total p50", f"{args.clients} clients: req/s",
-                f"{args.clients} clients: p50 / p95", f"{args.clients} clients, repeated queries: req/s / p95", "CLI per call", "cluster requests / search", "SIGTERM to exit",
-                "target p95 <= 50 ms"):
+    for col in (
+        "store",
+        "chunks",
+        "HTTP p50 / p95 (1 client)",
+        "server total p50",
+        f"{args.clients} clients: req/s",
+        f"{args.clients} clients: p50 / p95",
+        f"{args.clients} clients, repeated queries: req/s / p95",
+        "CLI per call",
+        "cluster requests / search",
+        "SIGTERM to exit",
+        "target p95 <= 50 ms",
+    ):
         t.add_column(col, justify="right")
     for r in rows:
-        t.add_row(r["store"], f"{r['chunks']:,}", f"{r['p50']:.1f} / {r['p95']:.1f} ms", f"{r['server_p50']:.1f} ms",
-                  f"{r['rate']:.1f}", f"{r['conc_p50']:.1f} / {r['conc_p95']:.1f} ms", f"{r['warm_rate']:.1f} / {r['warm_p95']:.1f} ms",
-                  f"{r['cli_s']:.2f} s",
-                  "-" if r["requests"] is None else f"{r['requests']:.2f}", f"{r['sigterm_exit_s']:.2f} s (status {r['sigterm_status']})",
-                  "met" if r["p95"] <= 50 else "NOT met")
+        t.add_row(
+            r["store"],
+            f"{r['chunks']:,}",
+            f"{r['p50']:.1f} / {r['p95']:.1f} ms",
+            f"{r['server_p50']:.1f} ms",
+            f"{r['rate']:.1f}",
+            f"{r['conc_p50']:.1f} / {r['conc_p95']:.1f} ms",
+            f"{r['warm_rate']:.1f} / {r['warm_p95']:.1f} ms",
+            f"{r['cli_s']:.2f} s",
+            "-" if r["requests"] is None else f"{r['requests']:.2f}",
+            f"{r['sigterm_exit_s']:.2f} s (status {r['sigterm_status']})",
+            "met" if r["p95"] <= 50 else "NOT met",
+        )
     console.print(t)
     (RESULTS / "bench_serve.json").write_text(json.dumps(rows, indent=2))
 

@@ -3,7 +3,8 @@
 One :class:`SearchService` holds one store connection and one warm query embedder for the life
 of a process and is safe to call from many threads at once: every call builds its own result
 (nothing a search finds is kept on the service, the pipeline or the store), the store serialises
-what its connection cannot share (:mod:`esrag.stores.sqlite`), and the searcher runs the model
+what its connections cannot share (the embedded store reads on a connection per thread and writes
+through one locked connection: :mod:`esrag.stores.sqlite_conn`), and the searcher runs the model
 one query at a time (:meth:`esrag.search.searcher.Searcher.embed_query`). So the CLI, the HTTP
 API and the MCP tools give the same hits for the same request.
 """

@@ -289,3 +289,51 @@ def test_es_http_equals_cli_and_concurrent_clients_get_their_own_results(es_serv
     with ThreadPoolExecutor(8) as pool:
         for q, hits in pool.map(one, [QUERIES[i % len(QUERIES)] for i in range(48)]):
             assert [(h["id"], h["text"]) for h in hits] == [(h["id"], h["text"]) for h in want[q]], q
+
+
+def test_eight_clients_keep_answering_while_another_process_ingests(tmp_path):
+    """Searches read on a connection per server thread (issue 39) while the writes of an ingest
+    in another process commit: 8 keep-alive clients searching all along get 200 with hits every
+    time, the Laravel hits never change (another corpus is written), and once the ingest is done
+    the server finds the new corpus (its vector matrix is read again after the commits)."""
+    import threading
+
+    env = indexed_env(tmp_path)
+    more = tmp_path / "more"
+    more.mkdir()
+    for i in range(40):
+        (more / f"page{i}.md").write_text(f"# Zephyrine page {i}\n\nThe zephyrine widget number {i} hums quietly.\n\n" * 3)
+    server = Server(["serve"], env)
+    try:
+        want = {
+            q: [
+                h["id"]
+                for h in httpx.get(server.url + "/search", params={"q": q, "k": 5, "corpus": "laravel", "mode": "dense"}).json()["hits"]
+            ]
+            for q in QUERIES
+        }
+        done = threading.Event()
+
+        def client(n: int) -> list[tuple[int, bool, int]]:
+            seen = []
+            with httpx.Client(timeout=60) as c:
+                while not done.is_set() or len(seen) < 3:
+                    q = QUERIES[(n + len(seen)) % len(QUERIES)]
+                    r = c.get(server.url + "/search", params={"q": q, "k": 5, "corpus": "laravel", "mode": "dense"})
+                    ids = [h["id"] for h in r.json()["hits"]] if r.status_code == 200 else []
+                    seen.append((r.status_code, ids == want[q] or r.text, len(ids)))
+            return seen
+
+        with ThreadPoolExecutor(8) as pool:
+            futures = [pool.submit(client, n) for n in range(8)]
+            try:
+                run_cli(["ingest", str(more), "--corpus", "more", "--json"], env)
+            finally:
+                done.set()
+            answers = [a for f in futures for a in f.result()]
+        assert answers and all(status == 200 and same is True and n > 0 for status, same, n in answers), answers[:5]
+        # no corpus filter: the service's corpus list may be up to CORPORA_TTL_S old; the vectors are not
+        found = httpx.get(server.url + "/search", params={"q": "zephyrine widget hums", "k": 5, "mode": "dense"}).json()
+        assert [h["corpus"] for h in found["hits"]][:3] == ["more"] * 3, found
+    finally:
+        server.stop()

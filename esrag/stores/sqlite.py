@@ -30,6 +30,7 @@ from esrag.errors import EmbedderMismatch, NotIndexedError, StoreError
 from esrag.model import Chunk
 from esrag.stores.base import TEXT_FIELDS, Filters, IndexMeta, PageRef, StoredEntry, WriteReport, check_compatible
 from esrag.stores.records import LIST_FIELDS, chunk_from_record, chunk_record
+from esrag.stores.sqlite_conn import Connections
 from esrag.stores.sqlite_filters import filter_sql
 
 if TYPE_CHECKING:
@@ -131,15 +132,17 @@ class SQLiteStore:
         self.path = Path(path)
         self.read_only = read_only
         self._analyzer: str | None = None
-        self._conn: _LockedConnection | None = None
+        self._conn: Connections | None = None
         self._open_lock = threading.Lock()
         self._matrix: _VectorMatrix | None = None
         self._matrix_version = -1  # PRAGMA data_version when the matrix was read
         self._batch_thread: int | None = None  # the thread inside transaction()
+        self._matrix_lock = threading.Lock()
+        self._translations: tuple[int, bool] | None = None  # (data_version, any chunk translated)
         if not read_only or self.path.exists():
             self._open()
 
-    def _open(self) -> _LockedConnection:
+    def _open(self) -> Connections:
         """Connect (once): folders made unless read-only, WAL journal, older schemas upgraded."""
         with self._open_lock:
             if self._conn is not None:
@@ -147,7 +150,7 @@ class SQLiteStore:
             try:
                 if not self.read_only:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
-                conn = _LockedConnection(sqlite3.connect(str(self.path), check_same_thread=False))
+                conn = Connections(sqlite3.connect(str(self.path), check_same_thread=False), self.path)
                 if not self.read_only:
                     conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
@@ -158,7 +161,7 @@ class SQLiteStore:
         return conn
 
     @property
-    def _db(self) -> _LockedConnection:
+    def _db(self) -> Connections:
         """The connection; a read-only store whose file is still missing raises NotIndexedError."""
         conn = self._conn
         if conn is not None:
@@ -176,7 +179,7 @@ class SQLiteStore:
         try:
             if not self._has_schema():
                 return
-            have = {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
+            have = {row[1] for row in self._db.read("PRAGMA table_info(chunks)")}
             with self._db:
                 for name in _ADDED_COLUMNS:
                     if name not in have:
@@ -194,14 +197,14 @@ class SQLiteStore:
     def _has_schema(self) -> bool:
         if self._conn is None and self.read_only and not self.path.exists():
             return False
-        row = self._db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='chunks'").fetchone()
+        row = self._db.read("SELECT name FROM sqlite_master WHERE type='table' AND name='chunks'").fetchone()
         return row is not None
 
     def meta(self) -> IndexMeta | None:
         """See :class:`esrag.stores.base.Store`."""
         if not self._has_schema():
             return None
-        row = self._db.execute("SELECT value FROM meta WHERE key='index_meta'").fetchone()
+        row = self._db.read("SELECT value FROM meta WHERE key='index_meta'").fetchone()
         return IndexMeta.from_dict(json.loads(row[0])) if row else None
 
     def ensure(self, meta: IndexMeta) -> None:
@@ -306,7 +309,7 @@ class SQLiteStore:
         and the tables removed."""
         stats = self.stats()
         tables = [
-            r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name IN ('chunks', 'chunks_fts', 'meta')")
+            r[0] for r in self._db.read("SELECT name FROM sqlite_master WHERE type='table' AND name IN ('chunks', 'chunks_fts', 'meta')")
         ]
         with self._db:
             for trigger in ("chunks_ai", "chunks_ad", "chunks_au"):
@@ -332,7 +335,7 @@ class SQLiteStore:
         params: tuple = (corpus,)
         if doc_version is not None:
             q, params = q + " AND doc_version=?", (corpus, doc_version)
-        for path, cid, chash, mhash in self._db.execute(q, params):
+        for path, cid, chash, mhash in self._db.read(q, params):
             out.setdefault(path, {})[cid] = StoredEntry(chash, mhash)
         return out
 
@@ -345,7 +348,7 @@ class SQLiteStore:
         if corpus is not None:
             q, params = q + " WHERE corpus=?", (corpus,)
         q += " GROUP BY corpus, doc_version, source_path ORDER BY corpus, doc_version, source_path"
-        return [PageRef(c, v or "", p, (u or "").split("#", 1)[0], at or "") for c, v, p, u, at in self._db.execute(q, params)]
+        return [PageRef(c, v or "", p, (u or "").split("#", 1)[0], at or "") for c, v, p, u, at in self._db.read(q, params)]
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         """See :class:`esrag.stores.base.Store`."""
@@ -356,7 +359,7 @@ class SQLiteStore:
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
             q = f"SELECT {cols} FROM chunks WHERE id IN ({','.join('?' * len(part))})"
-            for row in self._db.execute(q, part):
+            for row in self._db.read(q, part):
                 chunk = _chunk(row)
                 found[chunk.id] = chunk
         return [found[i] for i in ids if i in found]
@@ -370,7 +373,7 @@ class SQLiteStore:
             f"SELECT {cols} FROM chunks WHERE corpus=? AND source_path=? AND doc_version=? "
             f"AND position IN ({','.join('?' * len(positions))}) ORDER BY position"
         )
-        return [_chunk(r) for r in self._db.execute(q, (corpus, source_path, doc_version, *positions))]
+        return [_chunk(r) for r in self._db.read(q, (corpus, source_path, doc_version, *positions))]
 
     def source_chunks(self, source_path: str, corpus: str | None = None, doc_version: str | None = None) -> list[Chunk]:
         """See :class:`esrag.stores.base.Store`."""
@@ -382,7 +385,7 @@ class SQLiteStore:
             q, params = q + " AND corpus=?", [*params, corpus]
         if doc_version is not None:
             q, params = q + " AND doc_version=?", [*params, doc_version]
-        return [_chunk(r) for r in self._db.execute(q + " ORDER BY corpus, doc_version, position", params)]
+        return [_chunk(r) for r in self._db.read(q + " ORDER BY corpus, doc_version, position", params)]
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """See :class:`esrag.stores.base.Store` (read from the in-memory matrix)."""
@@ -401,13 +404,13 @@ class SQLiteStore:
             return []
         match = "{" + " ".join(cols) + "} : (" + " OR ".join(f'"{w}"' for w in words) + ")"
         weights = ", ".join(str(float(fields.get(f, 0.0))) for f in TEXT_FIELDS)
-        where, params = filter_sql(filters)
+        where, params = filter_sql(filters, translations=self._holds_translations())
         if not where:  # rank inside FTS5 alone, then look up the k ids (the join before the sort costs ~2.5x)
             q = f"SELECT rowid, -bm25(chunks_fts, {weights}) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?"
-            ranked = self._db.execute(q, (match, k)).fetchall()
+            ranked = self._db.read(q, (match, k)).fetchall()
             ids = (
                 dict(
-                    self._db.execute(
+                    self._db.read(
                         f"SELECT rowid, id FROM chunks WHERE rowid IN ({','.join('?' * len(ranked))})", [r for r, _ in ranked]
                     ).fetchall()
                 )
@@ -419,7 +422,7 @@ class SQLiteStore:
             f"SELECT c.id, -bm25(chunks_fts, {weights}) AS s FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
             f"WHERE chunks_fts MATCH ? {where} ORDER BY s DESC LIMIT ?"
         )
-        return [(cid, float(s)) for cid, s in self._db.execute(q, (match, *params, k))]
+        return [(cid, float(s)) for cid, s in self._db.read(q, (match, *params, k))]
 
     def knn(self, vector: np.ndarray, k: int, filters: Filters, num_candidates: int = 0) -> list[tuple[str, float]]:
         """See :class:`esrag.stores.base.Store`. Exact: ``num_candidates`` is accepted for
@@ -451,11 +454,9 @@ class SQLiteStore:
             return {"store": self.name, "path": str(self.path), "chunks": 0, "sources": 0, "corpora": {}}
         corpora: dict[str, dict[str, Any]] = {
             c: {"chunks": n, "sources": s, "versions": {}}
-            for c, n, s in self._db.execute(
-                "SELECT corpus, count(*), count(DISTINCT source_path) FROM chunks GROUP BY corpus ORDER BY corpus"
-            )
+            for c, n, s in self._db.read("SELECT corpus, count(*), count(DISTINCT source_path) FROM chunks GROUP BY corpus ORDER BY corpus")
         }
-        for c, v, n, s, at in self._db.execute(
+        for c, v, n, s, at in self._db.read(
             "SELECT corpus, doc_version, count(*), count(DISTINCT source_path), max(indexed_at) FROM chunks "
             "GROUP BY corpus, doc_version ORDER BY corpus, doc_version"
         ):
@@ -501,7 +502,7 @@ class SQLiteStore:
             ) from None
 
     def _meta_value(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        row = self._db.read("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
 
     def _index_analyzer(self) -> str:
@@ -514,90 +515,42 @@ class SQLiteStore:
         if not self._has_schema():
             raise NotIndexedError(self.missing())
 
+    def _holds_translations(self) -> bool:
+        """Whether any chunk has a ``translation``: one scan per committed change (keyed on
+        :meth:`~esrag.stores.sqlite_conn.Connections.data_version`, as the vector matrix). When
+        none has, the default exclusion of translations is a no-op, and leaving it out lets the
+        BM25 leg rank inside FTS5 alone instead of joining every matching row first (issue 39:
+        on the Laravel docs the join made the BM25 leg ~5 ms of a ~11 ms search's CPU)."""
+        version = self._db.data_version()
+        known = self._translations
+        if known is not None and known[0] == version:
+            return known[1]
+        row = self._db.read("SELECT EXISTS (SELECT 1 FROM chunks WHERE translation IS NOT NULL AND translation != '')").fetchone()
+        self._translations = (version, bool(row and row[0]))
+        return self._translations[1]
+
     def _vectors(self) -> _VectorMatrix:
         """The in-memory matrix of every chunk's vector, read again when the database changed:
-        this store's own writes drop it, and ``PRAGMA data_version`` (which changes when another
-        connection — another process's ``esrag ingest`` while ``esrag serve`` runs — commits)
-        tells of everyone else's."""
-        row = self._db.execute("PRAGMA data_version").fetchone()
-        version = row[0] if row else -1
+        this store's own writes drop it, and :meth:`~esrag.stores.sqlite_conn.Connections.data_version`
+        (which moves when any connection commits — this store's writer, or another process's
+        ``esrag ingest`` while ``esrag serve`` runs) tells of every commit. One thread builds it
+        (the others wait for it), reading the rows in one statement on its reader, so a write
+        transaction of another thread neither blocks nor tears it; the version is taken before
+        the rows, so a commit in between only makes the next search read them again."""
+        version = self._db.data_version()
         matrix = self._matrix
         if matrix is not None and version == self._matrix_version:
             return matrix
-        with self._db:  # one thread builds it; a write in between cannot leave it stale
+        with self._matrix_lock:
             if self._matrix is None or self._matrix_version != version:
                 self._analyzer = None  # the index may have been rebuilt
-                rows = self._db.execute(
+                rows = self._db.read(
                     "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by, doc_version, translation FROM chunks"
                 ).fetchall()
                 meta = self.meta()
                 self._matrix = _VectorMatrix(rows, meta.dims if meta else 0)
                 self._matrix_version = version
             return self._matrix
-
-
-class _Rows:
-    """A statement's rows, read in full while the connection's lock was held."""
-
-    def __init__(self, rows: list[tuple], rowcount: int) -> None:
-        self._rows, self.rowcount = rows, rowcount
-
-    def __iter__(self) -> Iterator[tuple]:
-        return iter(self._rows)
-
-    def fetchone(self) -> tuple | None:
-        return self._rows[0] if self._rows else None
-
-    def fetchall(self) -> list[tuple]:
-        return list(self._rows)
-
-
-class _LockedConnection:
-    """One ``sqlite3`` connection shared by threads (``esrag serve`` answers requests on a
-    thread pool): every statement runs, and its rows are read in full, under one re-entrant
-    lock, and ``with conn:`` holds the lock for the whole transaction. ``sqlite3`` with
-    ``check_same_thread=False`` leaves this to the caller: cursors of one connection
-    interleaved across threads, or a statement inside another thread's open transaction, would
-    mix their results. A lock rather than a connection per thread keeps one writer, one WAL and
-    the single in-memory vector matrix; the statements are short (FTS5 and lookups by id:
-    about a millisecond) and the kNN matrix product runs outside it."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-        self._lock = threading.RLock()
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:
-        with self._lock:
-            cur = self._db.execute(sql, params)
-            return _Rows(cur.fetchall(), cur.rowcount)
-
-    def executemany(self, sql: str, rows: Any) -> _Rows:
-        with self._lock:
-            cur = self._db.executemany(sql, rows)
-            return _Rows(cur.fetchall(), cur.rowcount)
-
-    def executescript(self, script: str) -> None:
-        with self._lock:
-            self._db.executescript(script)
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def __enter__(self) -> _LockedConnection:
-        self._lock.acquire()
-        try:
-            self._db.__enter__()
-        except BaseException:
-            self._lock.release()
-            raise
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        try:
-            self._db.__exit__(*exc)
-        finally:
-            self._lock.release()
 
 
 class _VectorMatrix:

@@ -8,8 +8,10 @@ from typing import Any
 from esrag.stores.base import Filters
 
 
-def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
-    """``("AND <clause> AND ...", params)`` of ``filters`` (``("", [])`` when it filters nothing)."""
+def filter_sql(filters: Filters, translations: bool = True) -> tuple[str, list[Any]]:
+    """``("AND <clause> AND ...", params)`` of ``filters`` (``("", [])`` when it filters nothing).
+    ``translations`` False (the store holds no translated chunk) leaves out the exclusion of
+    translations, which would match every row anyway."""
     clauses: list[str] = []
     params: list[Any] = []
     if filters.corpora:
@@ -29,7 +31,7 @@ def filter_sql(filters: Filters) -> tuple[str, list[Any]]:
         params.append(filters.effective_on[:10])
     if filters.exclude_superseded:
         clauses.append("(c.superseded_by IS NULL OR c.superseded_by = '')")
-    if filters.excludes_translations():
+    if translations and filters.excludes_translations():
         clauses.append("(c.translation IS NULL OR c.translation = '')")
     if filters.doc_version is not None:
         clauses.append("c.doc_version = ?")
