@@ -135,8 +135,8 @@ def test_memory_bounds():
     memory = SessionMemory(max_sessions=2, max_blocks=3)
     a = memory.session(("", "a"))
     for i in range(5):
-        a.add(f"k{i}", 10)
-    assert len(a) == 3 and "k0" not in a and "k4" in a and a.tokens == 30
+        a.add(f"k{i}")
+    assert len(a) == 3 and "k0" not in a and "k4" in a
     memory.session(("", "b"))
     assert memory.session(("", "a")) is a  # used: now the most recent
     memory.session(("", "c"))  # b is forgotten, not a

@@ -281,17 +281,14 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
         budget = DEFAULT_SEARCH_BUDGET if token_budget is None else token_budget
         sent = remembered(ctx) if format != "outline" and kind == "all" else None
         skip = None if resend else sent
-        pool = candidate_budget(budget)
-        if skip is not None:  # the hits left out free their budget: ask for as many more candidates (and k)
-            pool += min(skip.tokens, candidate_budget(LIMITS.budget))
         try:
             result = service.search(
                 SearchRequest(
                     query,
-                    k=min(k + len(skip), LIMITS.k) if k and skip is not None else k,
+                    k=k,
                     corpora=[corpus] if corpus else [],
                     doc_version=doc_version,
-                    budget=pool,
+                    budget=candidate_budget(budget),
                     languages=[language] if language else [],
                 ),
                 check_corpora=True,

@@ -18,8 +18,10 @@ Opt-in (the default keeps a repeated call's answer identical): ``esrag mcp --ses
   and :data:`MAX_BLOCKS` blocks per session (the oldest forgotten first: sent again if asked).
 * **Freed budget**: a search leaves out the hits (or the members of a merged hit) already sent
   before the response is packed (:func:`esrag.serve.responses.pack`), so the budget they would
-  have used goes to the next hits; the response lists what was left out (at most
-  :data:`MAX_LISTED` lines, then how many more). A page leaves each run of sent chunks of one
+  have used goes to the next hits of the same candidates (the pipeline is asked exactly as
+  without memory: a larger candidate pool changes how sections merge, and measured worse in
+  ``benchmarks/bench_session_memory.py``; with ``k`` a hit left out is not replaced); the
+  response lists what was left out (at most :data:`MAX_LISTED` lines, then how many more). A page leaves each run of sent chunks of one
   section path as one line in its place (document order kept), so the budget reads on.
 """
 
@@ -37,7 +39,7 @@ from esrag.pages import Page, Section, reassemble
 from esrag.search.expand import JOINER
 from esrag.search.sections import members_of
 from esrag.service import hit_json
-from esrag.tokens import count_tokens, fast_count
+from esrag.tokens import count_tokens
 
 MAX_SESSIONS = 256
 """Sessions remembered at once; the least recently used is forgotten first."""
@@ -59,11 +61,11 @@ def block_key(corpus: str, doc_version: str | None, source_path: str, start_line
 
 
 class Sent:
-    """The blocks sent in one session: block key -> cl100k tokens (approximate), oldest first,
-    at most ``max_blocks``."""
+    """The keys (:func:`block_key`) of the blocks sent in one session, oldest first, at most
+    ``max_blocks``."""
 
     def __init__(self, max_blocks: int = MAX_BLOCKS) -> None:
-        self._blocks: OrderedDict[str, int] = OrderedDict()
+        self._blocks: OrderedDict[str, None] = OrderedDict()
         self._max = max_blocks
 
     def __contains__(self, key: object) -> bool:
@@ -72,17 +74,12 @@ class Sent:
     def __len__(self) -> int:
         return len(self._blocks)
 
-    def add(self, key: str, tokens: int) -> None:
+    def add(self, key: str) -> None:
         """Remember a block sent in full (again: it becomes the newest)."""
-        self._blocks[key] = tokens
+        self._blocks[key] = None
         self._blocks.move_to_end(key)
         while len(self._blocks) > self._max:
             self._blocks.popitem(last=False)
-
-    @property
-    def tokens(self) -> int:
-        """cl100k tokens (approximate) of the blocks remembered."""
-        return sum(self._blocks.values())
 
 
 class SessionMemory:
@@ -124,12 +121,12 @@ class SearchMemo:
             ``chunk_ids`` of the rest).
         left_out: per hit (or part of one) left out, ``{"section_path", "url", "source_path",
             "start_line", "end_line"}``, in rank order.
-        blocks: per hit (:func:`_hit_key`), its whole blocks as ``(key, end offset in text, tokens)``.
+        blocks: per hit (:func:`_hit_key`), its whole blocks as ``(key, end offset in its text)``.
     """
 
     hits: list[dict[str, Any]] = field(default_factory=list)
     left_out: list[dict[str, Any]] = field(default_factory=list)
-    blocks: dict[tuple[Any, ...], list[tuple[str, int, int]]] = field(default_factory=dict)
+    blocks: dict[tuple[Any, ...], list[tuple[str, int]]] = field(default_factory=dict)
 
 
 def _gone(d: dict[str, Any], start: int, end: int) -> dict[str, Any]:
@@ -178,7 +175,7 @@ def leave_out_sent(hits: Iterable[Hit], sent: Sent | None) -> SearchMemo:
         for i in keep:
             text = members[i].text
             if whole[i]:
-                blocks.append((keys[i], at + len(text.rstrip()), fast_count(text)))
+                blocks.append((keys[i], at + len(text.rstrip())))
             at += len(text) + len(JOINER)
         memo.blocks[_hit_key(d)] = blocks
         memo.hits.append(d)
@@ -191,9 +188,9 @@ def record_search(memo: SearchMemo, kept: Iterable[dict[str, Any]], sent: Sent) 
     n = 0
     for hit in kept:
         length = len(hit.get("text") or "")
-        for key, end, tokens in memo.blocks.get(_hit_key(hit), []):
+        for key, end in memo.blocks.get(_hit_key(hit), []):
             if end <= length:
-                sent.add(key, tokens)
+                sent.add(key)
                 n += 1
     return n
 
@@ -261,6 +258,6 @@ def record_page(page: Page, start_line: int, end_line: int, sent: Sent) -> int:
     n = 0
     for s in page.sections:
         if start_line and start_line <= s.start_line and s.end_line <= end_line and not s.text.startswith(PLACEHOLDER):
-            sent.add(_section_key(page, s), s.token_count())
+            sent.add(_section_key(page, s))
             n += 1
     return n
