@@ -14,7 +14,11 @@ default budget (4,000) — an agent reading on. Each session goes through the of
 * **rec resp**: evidence recall within each question's search response (word 5-grams, as rec@Bt:
   :func:`esrag.eval.metrics.found`), mean over questions — what one response holds;
 * **rec session**: evidence recall within everything the session received up to and including
-  that question (the union) — what the agent holds, since a block left out was sent before.
+  that question (the union) — what the agent holds, since a block left out was sent before;
+* **fresh**: the share of the word 5-grams received (distinct per response) that the session
+  had not received before — new text rather than repeats;
+* **left out**: hits (or parts of merged hits) the searches left out as already sent, and
+  **page lines**: the one-line stand-ins for sent sections in the pages (memory on).
 
     .venv/bin/python benchmarks/bench_session_memory.py [--db /tmp/esrag-cutoff/esrag.db] [--no-page]
 """
@@ -36,6 +40,7 @@ from rich.table import Table
 
 HERE = Path(__file__).resolve().parent
 _FIRST_WHERE = re.compile(r"(?m)^## .+\n(\S+)")
+_LEFT_OUT = re.compile(r"^_Left out: (\d+) already sent in this session", re.M)
 
 
 async def session(service: Any, questions: list[dict[str, Any]], memory: bool, page: bool) -> list[dict[str, Any]]:
@@ -62,9 +67,12 @@ async def session(service: Any, questions: list[dict[str, Any]], memory: bool, p
             gold = Gold.from_texts(q.get("evidence") or [])
             ws = words(md)
             own = found(gold, Selection([ws], set(grams(ws)), 0))
+            seen, fresh = 0, 0
             for t in texts:
                 units.append(words(t))
-                held |= grams(units[-1])
+                g = grams(units[-1])
+                seen, fresh = seen + len(g), fresh + len(g - held)
+                held |= g
             union = found(gold, Selection(units, held, 0))
             rows.append(
                 {
@@ -73,7 +81,9 @@ async def session(service: Any, questions: list[dict[str, Any]], memory: bool, p
                     "page_tokens": sum(count_tokens(t) for t in texts[1:]),
                     "rec_resp": sum(own) / len(own) if own else 0.0,
                     "rec_session": sum(union) / len(union) if union else 0.0,
-                    "left_out": md.count("\n- ") if "already sent in this session" in md else 0,
+                    "grams": seen,
+                    "fresh": fresh,
+                    "left_out": int(m.group(1)) if (m := _LEFT_OUT.search(md)) else 0,
                     "placeholders": sum(t.count("[Already sent in this session: ") for t in texts[1:]),
                 }
             )
@@ -86,7 +96,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=HERE / "results" / "session_memory.json")
     ap.add_argument("--no-page", dest="page", action="store_false", help="searches only (no get_page after each)")
     args = ap.parse_args()
-    console = Console()
+    console = Console(width=170)
     questions = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
     corpora = sorted({q["corpus"] for q in questions})
     args.db.parent.mkdir(parents=True, exist_ok=True)
@@ -116,6 +126,8 @@ def main() -> None:
         "rec resp on",
         "rec session off",
         "rec session on",
+        "fresh off",
+        "fresh on",
         "left out",
         "page lines",
     ):
@@ -134,6 +146,7 @@ def main() -> None:
                 "search_tokens": sum(r["search_tokens"] for r in rows[m]),
                 "rec_resp": statistics.mean(r["rec_resp"] for r in rows[m]),
                 "rec_session": statistics.mean(r["rec_session"] for r in rows[m]),
+                "fresh": sum(r["fresh"] for r in rows[m]) / max(sum(r["grams"] for r in rows[m]), 1),
                 "left_out": sum(r["left_out"] for r in rows[m]),
                 "placeholders": sum(r["placeholders"] for r in rows[m]),
             }
@@ -153,6 +166,8 @@ def main() -> None:
             f"{on['rec_resp']:.3f}",
             f"{off['rec_session']:.3f}",
             f"{on['rec_session']:.3f}",
+            f"{off['fresh']:.2f}",
+            f"{on['fresh']:.2f}",
             str(on["left_out"]),
             str(on["placeholders"]),
         )

@@ -22,6 +22,12 @@ not an integer — with its meaning, default and limits in the tool's input sche
 
 Over HTTP with keys per corpus every tool sees only the corpora of the request's key (:func:`within`).
 
+Session memory (opt-in: ``esrag mcp --session-memory`` or ``[mcp] session_memory``): within one
+MCP session (:func:`session_of`) ``search_docs`` and ``get_page`` leave out the chunks already
+sent whole, name them (Markdown lines; JSON ``"already_sent"``; in a page one line in place) and
+take ``resend=true`` to send them again (:mod:`esrag.serve.session_memory`). Off, a repeated
+call answers the same.
+
 The text the tools return is one ``TextContent`` (no duplicate structured copy), so the
 budget bounds what the client receives. Errors (empty query, unknown corpus or page, store
 down, bad arguments) come back as tool errors whose text is a one-line reason naming the next

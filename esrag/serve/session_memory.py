@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ class Sent:
     def __init__(self, max_blocks: int = MAX_BLOCKS) -> None:
         self._blocks: OrderedDict[str, None] = OrderedDict()
         self._max = max_blocks
+        self._lock = threading.Lock()  # tools may run in worker threads, two calls of one session at once
 
     def __contains__(self, key: object) -> bool:
         return key in self._blocks
@@ -76,10 +78,11 @@ class Sent:
 
     def add(self, key: str) -> None:
         """Remember a block sent in full (again: it becomes the newest)."""
-        self._blocks[key] = None
-        self._blocks.move_to_end(key)
-        while len(self._blocks) > self._max:
-            self._blocks.popitem(last=False)
+        with self._lock:
+            self._blocks[key] = None
+            self._blocks.move_to_end(key)
+            while len(self._blocks) > self._max:
+                self._blocks.popitem(last=False)
 
 
 class SessionMemory:
@@ -89,19 +92,21 @@ class SessionMemory:
         self._sessions: OrderedDict[Hashable, Sent] = OrderedDict()
         self._max_sessions = max_sessions
         self._max_blocks = max_blocks
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._sessions)
 
     def session(self, key: Hashable) -> Sent:
         """The memory of session ``key`` (new and empty when unknown or forgotten)."""
-        sent = self._sessions.get(key)
-        if sent is None:
-            sent = self._sessions[key] = Sent(self._max_blocks)
+        with self._lock:
+            sent = self._sessions.get(key)
+            if sent is None:
+                sent = self._sessions[key] = Sent(self._max_blocks)
+            self._sessions.move_to_end(key)
             while len(self._sessions) > self._max_sessions:
                 self._sessions.popitem(last=False)
-        self._sessions.move_to_end(key)
-        return sent
+            return sent
 
 
 # -- search ---------------------------------------------------------------------------------------
