@@ -51,6 +51,11 @@ async def one_session(session: ClientSession) -> dict:
     gone = second["already_sent"]
     assert gone["total"] >= len(whole) and "resend=true" in gone["resend"]
     assert {(h["source_path"], h["start_line"]) for h in whole} <= {(g["source_path"], g["start_line"]) for g in gone["listed"]}
+    for g in gone["listed"]:  # only what the first sent is left out: never the unsent part of a hit cut to fit
+        assert any(
+            h["source_path"] == g["source_path"] and h["start_line"] <= g["start_line"] <= g["end_line"] <= h["end_line"]
+            for h in first["hits"]
+        ), g
     # the freed budget went to further hits, still within the budget
     assert second["hits"] and count_tokens(raw) <= QUERY["token_budget"]
     assert not {(h["source_path"], h["start_line"]) for h in second["hits"]} & {(h["source_path"], h["start_line"]) for h in whole}
