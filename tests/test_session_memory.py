@@ -8,12 +8,14 @@ tests/test_mcp.py's ``again == md``.)"""
 from __future__ import annotations
 
 import json
+from contextlib import asynccontextmanager
 
 import anyio
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from esrag.serve.session_memory import Sent, SessionMemory
 from esrag.tokens import count_tokens
@@ -116,13 +118,23 @@ def test_settings_key_turns_it_on(index_env, tmp_path):
 
 
 def test_http_sessions_do_not_share_memory(index_env):
-    s = Server(["mcp", "--http", "--session-memory"], index_env, ready_path="/mcp")
+    """Over streamable HTTP behind an API key: each MCP session (mcp-session-id) has its own memory."""
+    s = Server(["mcp", "--http", "--session-memory", "--api-key", "k3y"], index_env, ready_path="/mcp")
+
+    @asynccontextmanager
+    async def connect():
+        client = create_mcp_http_client(headers={"Authorization": "Bearer k3y"})
+        async with (
+            client,
+            streamable_http_client(s.url + "/mcp", http_client=client) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            yield session
 
     async def main() -> None:
-        url = s.url + "/mcp"
-        async with streamable_http_client(url) as (ra, wa), ClientSession(ra, wa) as a:
+        async with connect() as a:
             first = await one_session(a)
-            async with streamable_http_client(url) as (rb, wb), ClientSession(rb, wb) as b:
+            async with connect() as b:
                 await b.initialize()
                 fresh = await search(b)  # another session: nothing of a's left out
                 assert fresh == first
