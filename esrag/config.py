@@ -327,6 +327,14 @@ class ServeSettings(BaseModel):
     sync_interval: float = Field(default=0.0, ge=0)
 
 
+class MCPSettings(BaseModel):
+    """``[mcp]``: ``esrag mcp``. ``session_memory``: search_docs and get_page leave out the
+    sections already sent in the same MCP session and name them (``esrag mcp --session-memory``;
+    docs/serving.md "Session memory"; :mod:`esrag.serve.session_memory`)."""
+
+    session_memory: bool = False
+
+
 class SourceSettings(CorpusSettings):
     """``[sources.NAME]``: a git repository whose branches and tags are indexed as the corpus
     NAME, one documentation version per ref, by ``esrag sync`` (:mod:`esrag.gitsync`; docs/hub.md
@@ -440,6 +448,7 @@ class Settings(BaseSettings):
     sources: dict[str, SourceSettings] = Field(default_factory=dict)  # [sources.NAME]: git sources of esrag sync
     answer: AnswerSettings = Field(default_factory=AnswerSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)  # [serve]
+    mcp: MCPSettings = Field(default_factory=MCPSettings)  # [mcp]
     # LLM enrichment at index time (esrag.enrich): provider:model, server, key, limits.
     enrich: str | None = None  # ESRAG_ENRICH: e, e-k, cr or pf (off when unset)
     llm: str = "ollama:qwen2.5:7b"  # ESRAG_LLM: ollama:MODEL or openai:MODEL

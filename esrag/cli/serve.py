@@ -141,23 +141,30 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
     is_flag=True,
     help="With --http: print the endpoint as one JSON line on stdout before serving (over stdio, stdout is the protocol's).",
 )
+@click.option(
+    "--session-memory",
+    is_flag=True,
+    help="search_docs and get_page leave out sections already sent in the same MCP session and name them; "
+    "resend=true sends them again (default: [mcp] session_memory, else off).",
+)
 @handle_errors
-def mcp(over_http: bool, host: str, port: int, api_key: str | None, sync_interval: float | None, as_json: bool) -> None:
+def mcp(over_http: bool, host: str, port: int, api_key: str | None, sync_interval: float | None, as_json: bool, session_memory: bool) -> None:
     """Serve the index to agents over the Model Context Protocol (stdio by default): read-only
     tools search_docs, get_page, list_corpora and resolve_library."""
     from esrag.serve import mcp as mcp_server
 
     settings = load_settings()
+    memory = session_memory or settings.mcp.session_memory
     keys = _keyring(settings, host, api_key) if over_http else KeyRing()
     with _service(settings) as service:
         if not over_http:
-            mcp_server.run_stdio(service)
+            mcp_server.run_stdio(service, session_memory=memory)
             return
         from esrag.serve.http import serve as run
 
         with _syncing(settings, service, sync_interval):  # on its interval only (the webhook is esrag serve's)
             _announce(as_json, f"http://{host}:{port}/mcp", service.store.name, keys)
-            run(mcp_server.http_app(service, host, keys), host, port)
+            run(mcp_server.http_app(service, host, keys, session_memory=memory), host, port)
 
 
 @click.group()

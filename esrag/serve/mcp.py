@@ -22,6 +22,12 @@ not an integer — with its meaning, default and limits in the tool's input sche
 
 Over HTTP with keys per corpus every tool sees only the corpora of the request's key (:func:`within`).
 
+Session memory (opt-in: ``esrag mcp --session-memory`` or ``[mcp] session_memory``): within one
+MCP session (:func:`session_of`) ``search_docs`` and ``get_page`` leave out the chunks already
+sent whole, name them (Markdown lines; JSON ``"already_sent"``; in a page one line in place) and
+take ``resend=true`` to send them again (:mod:`esrag.serve.session_memory`). Off, a repeated
+call answers the same.
+
 The text the tools return is one ``TextContent`` (no duplicate structured copy), so the
 budget bounds what the client receives. Errors (empty query, unknown corpus or page, store
 down, bad arguments) come back as tool errors whose text is a one-line reason naming the next
@@ -31,6 +37,7 @@ agent which corpora the index holds and how many chunks each has.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -39,6 +46,7 @@ from starlette.requests import Request
 
 from esrag import __version__
 from esrag.errors import EsragError, PageNotFound
+from esrag.pages import page_window
 from esrag.serve.responses import (
     DEFAULT_PAGE_BUDGET,
     DEFAULT_SEARCH_BUDGET,
@@ -52,6 +60,17 @@ from esrag.serve.responses import (
     search_outline,
 )
 from esrag.serve.security import LIMITS, KeyRing, request_access
+from esrag.serve.session_memory import (
+    MAX_LISTED,
+    RESEND_HINT,
+    Sent,
+    SessionMemory,
+    leave_out_sent,
+    left_out_lines,
+    page_without_sent,
+    record_page,
+    record_search,
+)
 from esrag.service import SearchRequest, SearchService, hit_json, versions_note
 from esrag.urls import scrub_credentials
 
@@ -82,6 +101,16 @@ SearchFormat = Annotated[
             "'markdown': compact text for reading; 'json': the same content as structured fields; 'outline': section paths, "
             "URLs and one line per hit, to choose before reading (get_page reads one). Default: 'markdown'."
         )
+    ),
+]
+Resend = Annotated[
+    bool,
+    Field(
+        strict=True,
+        description=(
+            "With session memory on (esrag mcp --session-memory): true sends again the sections already sent in this session "
+            "(otherwise left out and named). Default: false."
+        ),
     ),
 ]
 Kind = Annotated[
@@ -151,10 +180,34 @@ def within(ctx: Context) -> frozenset[str] | None:
     return request_access(request.scope if isinstance(request, Request) else None).corpora
 
 
-def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool = True) -> Any:
+def session_of(ctx: Context | None) -> tuple[str, str] | None:
+    """The MCP session a tool call belongs to, as a key of
+    :class:`~esrag.serve.session_memory.SessionMemory`: over stdio (no HTTP request) the
+    process's one session ``("", "stdio")``; over streamable HTTP ``(key name, mcp-session-id)``
+    — the id the SDK's session manager gave the client, with the name of the API key that made
+    the call (:class:`~esrag.serve.security.Access`), so keys never share a memory; None for a
+    call without a session (stateless HTTP, or a call from code)."""
+    if ctx is None:
+        return None
+    try:
+        request = ctx.request_context.request
+    except ValueError:  # no request (a call from code)
+        return None
+    if request is None:
+        return ("", "stdio")
+    if isinstance(request, Request):
+        sid = request.headers.get("mcp-session-id")
+        if sid:
+            return (request_access(request.scope).name, sid)
+    return None
+
+
+def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool = True, session_memory: bool = False) -> Any:
     """The :class:`~mcp.server.mcpserver.MCPServer` with the tools over ``service``; each tool
     shows a call only the corpora its key may read (:func:`within`). ``listed``: the
-    instructions name the corpora (False when keys per corpus are configured)."""
+    instructions name the corpora (False when keys per corpus are configured).
+    ``session_memory``: search_docs and get_page leave out what the session was already sent
+    (:mod:`esrag.serve.session_memory`; off: a repeated call gets the identical answer)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -174,7 +227,19 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
                     raise exc.__cause__ from None
                 raise
 
-    server = Server("esrag", instructions=instructions(service, listed), version=__version__)
+    memory = SessionMemory() if session_memory else None
+
+    def remembered(ctx: Context | None) -> Sent | None:
+        key = session_of(ctx) if memory is not None else None
+        return memory.session(key) if memory is not None and key is not None else None
+
+    hint = (
+        " Session memory is on: search_docs and get_page leave out sections already sent in this session and name them; "
+        "resend=true sends them again."
+        if session_memory
+        else ""
+    )
+    server = Server("esrag", instructions=instructions(service, listed) + hint, version=__version__)
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
     def text(value: str) -> CallToolResult:
@@ -209,6 +274,7 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
                 ),
             ),
         ] = None,
+        resend: Resend = False,
         ctx: Context | None = None,
     ) -> Any:
         """Search the documentation index for `query`. Returns the best sections in rank order:
@@ -219,6 +285,8 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
         if not query.strip():
             raise ToolError("query is empty; give a question or keywords")
         budget = DEFAULT_SEARCH_BUDGET if token_budget is None else token_budget
+        sent = remembered(ctx) if format != "outline" and kind == "all" else None
+        skip = None if resend else sent
         try:
             result = service.search(
                 SearchRequest(
@@ -234,10 +302,26 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
             )
         except EsragError as exc:
             raise ToolError(_one_line(exc)) from None
+        note = versions_note(result.versions, 'doc_version="*"') if result.versions else ""
+        if sent is not None:
+            memo = leave_out_sent(result.hits, skip)
+            hits = memo.hits[:k] if k else memo.hits
+            if format == "json":
+                gone = {"total": len(memo.left_out), "listed": memo.left_out[:MAX_LISTED], "resend": RESEND_HINT} if memo.left_out else None
+                body = {
+                    "hits": hits,
+                    **({"versions": result.versions} if result.versions else {}),
+                    **({"already_sent": gone} if gone else {}),
+                }
+                out, shown = pack_json(body, budget, HIT_FIELDS)
+                record_search(memo, shown["hits"], sent)
+                return text(out)
+            out, kept = search_markdown(hits, budget, query, note, tail=left_out_lines(memo.left_out))
+            record_search(memo, kept, sent)
+            return text(out)
         hits = [hit_json(h) for h in (result.hits[:k] if k else result.hits)]
         if kind == "code":
             hits = [c for c in map(code_examples, hits) if c is not None]
-        note = versions_note(result.versions, 'doc_version="*"') if result.versions else ""
         if format == "outline":
             return text(search_outline(hits, budget, query, note)[0])
         if format == "json":
@@ -280,6 +364,7 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
         ] = None,
         token_budget: PageBudget = None,
         format: Format = "markdown",
+        resend: Resend = False,
         ctx: Context | None = None,
     ) -> Any:
         """Read a page of the documentation (or one section of it) as one copy of its text,
@@ -291,9 +376,22 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
             if corpus:
                 service.check_corpora([corpus], scope)
             fit, part = service.page_windows(path, corpus, doc_version, section=section, offset=offset, within=scope)
+            sent = remembered(ctx)
+            if sent is None:
+                if format == "json":
+                    return text(page_json(fit, budget, part, sections=False)[0])
+                return text(page_markdown(fit, budget, part)[0])
+            page = fit(0).page
+            if not resend:
+                page = page_without_sent(page, sent, offset)[0]
+            fit = partial(page_window, page, section=part, offset=offset)
             if format == "json":
-                return text(page_json(fit, budget, part, sections=False)[0])
-            return text(page_markdown(fit, budget, part)[0])
+                out, body = page_json(fit, budget, part, sections=False)
+                record_page(page, body["start_line"], body["end_line"], sent)
+                return text(out)
+            out, window = page_markdown(fit, budget, part)
+            record_page(page, window.start_line, window.end_line, sent)
+            return text(out)
         except PageNotFound as exc:
             raise ToolError(
                 _one_line(exc) + "; list_corpora shows the corpora and their versions, and search_docs finds a page's URL"
@@ -335,19 +433,21 @@ def build_server(service: SearchService, host: str = "127.0.0.1", listed: bool =
     return server
 
 
-def run_stdio(service: SearchService) -> None:
-    """Serve the tools over stdio until the client closes the stream."""
-    build_server(service).run("stdio")
+def run_stdio(service: SearchService, session_memory: bool = False) -> None:
+    """Serve the tools over stdio until the client closes the stream (``session_memory``: as
+    :func:`build_server`)."""
+    build_server(service, session_memory=session_memory).run("stdio")
 
 
-def http_app(service: SearchService, host: str, api_key: str | KeyRing | None) -> Any:
+def http_app(service: SearchService, host: str, api_key: str | KeyRing | None, session_memory: bool = False) -> Any:
     """The streamable-HTTP ASGI app (endpoint ``/mcp``) behind the API-key check (``api_key``:
-    a plain key or a :class:`~esrag.serve.security.KeyRing` with keys per corpus) and body limit."""
+    a plain key or a :class:`~esrag.serve.security.KeyRing` with keys per corpus) and body limit
+    (``session_memory``: as :func:`build_server`, per MCP session)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     from esrag.serve.security import BodyLimit, RequireKey
 
-    server = build_server(service, host, listed=not (isinstance(api_key, KeyRing) and api_key.keys))
+    server = build_server(service, host, listed=not (isinstance(api_key, KeyRing) and api_key.keys), session_memory=session_memory)
     security = None
     if host not in ("127.0.0.1", "localhost", "::1"):  # the SDK's DNS-rebinding guard only knows loopback names
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)

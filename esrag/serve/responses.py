@@ -158,22 +158,31 @@ def hit_markdown(hit: dict[str, Any], corpus: bool = False) -> str:
     return f"## {head}\n{where}{' · ' + ', '.join(extra) if extra else ''}\n\n{text}{cut}\n"
 
 
-def search_markdown(hits: list[dict[str, Any]], budget: int, query: str, note: str = "") -> tuple[str, list[dict[str, Any]]]:
+def search_markdown(
+    hits: list[dict[str, Any]], budget: int, query: str, note: str = "", tail: str = ""
+) -> tuple[str, list[dict[str, Any]]]:
     """The compact Markdown response of ``search_docs`` (:func:`hit_markdown` per hit, in rank
     order) after ``note`` (one line, e.g. which versions were searched:
-    :func:`esrag.service.versions_note`) when given, at most ``budget`` cl100k tokens
-    (:func:`pack`); ``(text, kept hits)``."""
+    :func:`esrag.service.versions_note`) when given and before ``tail`` (lines, e.g. what session
+    memory left out: :func:`esrag.serve.session_memory.left_out_lines`), at most ``budget``
+    cl100k tokens (:func:`pack`); ``(text, kept hits)``."""
     several = len({h.get("corpus") for h in hits}) > 1
+
+    after = "\n" + tail if tail else ""
 
     def render(kept: list[dict[str, Any]], left: int) -> str:
         if not kept:
             return (
-                f"No results for {query!r}."
-                if not left
-                else f"{left} results for {query!r} left out: none fits token_budget {budget}; raise it."
-            ) + "\n"
-        tail = f"\n_{left} more results left out to keep to token_budget {budget}._\n" if left else ""
-        return (f"_{note}_\n\n" if note else "") + "\n".join(hit_markdown(h, several) for h in kept) + tail
+                (
+                    f"No results for {query!r}."
+                    if not left
+                    else f"{left} results for {query!r} left out: none fits token_budget {budget}; raise it."
+                )
+                + "\n"
+                + after
+            )
+        more = f"\n_{left} more results left out to keep to token_budget {budget}._\n" if left else ""
+        return (f"_{note}_\n\n" if note else "") + "\n".join(hit_markdown(h, several) for h in kept) + more + after
 
     return pack(hits, budget, render, lambda h: hit_markdown(h, several), count_tokens)
 
