@@ -148,7 +148,9 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
     "resend=true sends them again (default: [mcp] session_memory, else off).",
 )
 @handle_errors
-def mcp(over_http: bool, host: str, port: int, api_key: str | None, sync_interval: float | None, as_json: bool, session_memory: bool) -> None:
+def mcp(
+    over_http: bool, host: str, port: int, api_key: str | None, sync_interval: float | None, as_json: bool, session_memory: bool
+) -> None:
     """Serve the index to agents over the Model Context Protocol (stdio by default): read-only
     tools search_docs, get_page, list_corpora and resolve_library."""
     from esrag.serve import mcp as mcp_server
