@@ -317,14 +317,34 @@ class KeySettings(BaseModel):
     sync: list[str] = Field(default_factory=list)
 
 
+#: the shortest ``[serve] sync_interval`` / ``--sync-interval`` (seconds) other than 0 (off): each
+#: round fetches every source, so a shorter one is a busy loop of git fetches, not freshness
+MIN_SYNC_INTERVAL = 10.0
+
+
+def check_sync_interval(seconds: float) -> float:
+    """``seconds`` when it is 0 (off) or at least :data:`MIN_SYNC_INTERVAL`.
+
+    Raises:
+        ValueError: otherwise (the caller names the setting or the flag)."""
+    if seconds < 0 or 0 < seconds < MIN_SYNC_INTERVAL:
+        raise ValueError(f"0 (never) or at least {MIN_SYNC_INTERVAL:g} seconds, got {seconds:g}")
+    return seconds
+
+
 class ServeSettings(BaseModel):
     """``[serve]``: ``esrag serve`` and ``esrag mcp --http``. ``keys``: the keys per corpus by
     name; ``sync_interval``: seconds between syncs of every ``[sources.NAME]`` while serving
-    (the first at start; 0 = never; :mod:`esrag.serve.sync`, docs/hub.md "Keep it fresh while
-    serving")."""
+    (the first at start; 0 = never, else at least :data:`MIN_SYNC_INTERVAL`, 10 s;
+    :mod:`esrag.serve.sync`, docs/hub.md "Keep it fresh while serving")."""
 
     keys: dict[str, KeySettings] = Field(default_factory=dict)
     sync_interval: float = Field(default=0.0, ge=0)
+
+    @field_validator("sync_interval")
+    @classmethod
+    def _sync_interval(cls, v: float) -> float:
+        return check_sync_interval(v)
 
 
 class MCPSettings(BaseModel):

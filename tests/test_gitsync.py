@@ -332,6 +332,7 @@ def test_a_private_repository_over_http_with_a_token_that_never_shows(tmp_path, 
         assert json.loads(stdout)["sources"][0]["versions"]["main"]["outcome"] == "indexed"
         code, status_out, status_err = cli(["status"], env, tmp_path)
         assert code == 0 and "private-docs" in status_out and "synced just now" in status_out
+        assert "sync: {" not in status_out  # the table, not the raw state
         # a second sync fetches (over HTTP, with the token) and finds nothing new
         code, again, again_err = cli(["sync", "--json"], {**env, "ESRAG_SOURCE_PRIVATE_DOCS_TOKEN": token}, tmp_path)
         assert code == 0 and json.loads(again)["sources"][0]["versions"]["main"]["outcome"] == "unchanged"

@@ -337,3 +337,20 @@ def test_eight_clients_keep_answering_while_another_process_ingests(tmp_path):
         assert [h["corpus"] for h in found["hits"]][:3] == ["more"] * 3, found
     finally:
         server.stop()
+
+
+def test_port_0_announces_the_port_it_got(index_env):
+    """``--port 0`` lets the system choose: the banner and ``--json`` name the bound port (not 0),
+    and the server answers there."""
+    proc = subprocess.Popen(
+        [ESRAG, "serve", "--port", "0", "--json"], env=clean_env(index_env), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        announced = json.loads(proc.stdout.readline())
+        port = int(announced["url"].rsplit(":", 1)[1].strip("/"))
+        assert port > 0
+        assert httpx.get(announced["url"] + "health", timeout=30).json()["ok"] is True
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0

@@ -166,8 +166,11 @@ def test_http_wrong_or_missing_key_is_401_and_keys_never_logged(http_server):
         assert get(s, path, None, q="x").status_code == 401
         assert get(s, path, keys["lara"][:-1] + "!", q="x").status_code == 401
     assert httpx.get(s.url + "/corpora", headers={"X-API-Key": keys["ev"]}).json()["corpora"].keys() == {"evil"}
+    # a request cannot forge or break log lines: the decoded path's newline and NUL are escaped
+    get(s, "/pages/x%0AINFO:%20%20%20%20%20forged%00line", keys["lara"])
     log = s.output()
     assert "key lara" in log and "key ev" in log
+    assert "\nINFO:     forged" not in log and "\x00" not in log and "/pages/x\\nINFO:     forged\\x00line" in log
     assert not any(k in log for k in keys.values()) and MASTER not in log
 
 

@@ -23,10 +23,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
 from conftest import es_params
 from esrag import gitsync
 from esrag.app import open_store
+from esrag.cli import main
 from esrag.config import load_settings
 from esrag.serve.sync import SyncRunner
 from esrag.service import SearchRequest, SearchService
@@ -208,14 +210,14 @@ def test_the_interval_thread_syncs_a_pushed_commit(tmp_path, monkeypatch):
     shutil.copy(LARAVEL / "queues.md", repo.work / "docs" / "queues.md")
     first = repo.commit("one")
     repo.push("main")
-    _configure(tmp_path, monkeypatch, repo, "[serve]\nsync_interval = 1\n")
+    _configure(tmp_path, monkeypatch, repo, "[serve]\nsync_interval = 10\n")
     settings = load_settings()
-    assert settings.serve.sync_interval == 1
+    assert settings.serve.sync_interval == 10
 
     def commit_of() -> str:
         return gitsync.sync_status(settings).get("big", {}).get("main", {}).get("commit", "")
 
-    runner = SyncRunner(settings, interval=settings.serve.sync_interval).start()
+    runner = SyncRunner(settings, interval=1).start()  # (the settings' floor is 10 s; the thread takes any)
     try:
         deadline = time.monotonic() + 300
         while commit_of() != first:  # the first round runs at start
@@ -239,6 +241,13 @@ def test_sync_interval_and_sync_keys_are_checked_settings(tmp_path, monkeypatch)
     config.write_text("[serve]\nsync_interval = -5\n")
     with pytest.raises(ValueError, match=r"serve\.sync_interval"):
         load_settings()
+    config.write_text("[serve]\nsync_interval = 0.001\n")  # a busy loop of fetches: refused
+    with pytest.raises(ValueError, match=r"serve\.sync_interval.*at least 10 seconds"):
+        load_settings()
+    config.write_text("")
+    for flag in ("3", "-1"):
+        r = CliRunner().invoke(main, ["serve", "--sync-interval", flag])
+        assert r.exit_code == 2 and "'--sync-interval'" in r.stderr and "at least 10 seconds" in r.stderr, r.stderr
     config.write_text(f'[serve.keys.k]\nsha256 = "{"0" * 64}"\ncorpora = ["a"]\nsync = "a"\n')
     with pytest.raises(ValueError, match=r"serve\.keys\.k\.sync"):
         load_settings()

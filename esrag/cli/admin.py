@@ -58,7 +58,7 @@ def status(as_json: bool) -> None:
         print_json(stats)
         return
     for key, value in stats.items():
-        if key != "corpora":
+        if key not in ("corpora", "sync"):  # (sync: its own table below)
             out.print(f"{key}: {value}")
     table = Table("corpus", "sources", "chunks", "versions (default first)")
     for name, row in stats.get("corpora", {}).items():

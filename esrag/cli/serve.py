@@ -102,11 +102,21 @@ def _syncing(settings: Settings, service: SearchService, interval: float | None)
 
 def sync_interval_option(f: Callable) -> Callable:
     """``--sync-interval SECONDS`` of ``serve`` and ``mcp --http``."""
+    from esrag.config import MIN_SYNC_INTERVAL, check_sync_interval
+
+    def checked(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+        try:
+            return None if value is None else check_sync_interval(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+
     return click.option(
         "--sync-interval",
-        type=click.FloatRange(min=0),
+        type=float,
         default=None,
-        help="Sync every [sources.NAME] every SECONDS while serving, the first at start; 0 = never (default: [serve] sync_interval).",
+        callback=checked,
+        help=f"Sync every [sources.NAME] every SECONDS (0 = never, else at least {MIN_SYNC_INTERVAL:g}) while serving, the first at "
+        "start (default: [serve] sync_interval).",
     )(f)
 
 
@@ -127,8 +137,8 @@ def serve(host: str, port: int, api_key: str | None, cors_origins: tuple[str, ..
     settings = load_settings()
     keys = _keyring(settings, host, api_key)
     with _service(settings) as service, _syncing(settings, service, sync_interval) as syncer:
-        _announce(as_json, f"http://{host}:{port}/", service.store.name, keys)
-        run(create_app(service, api_key=keys, cors_origins=list(cors_origins), syncer=syncer), host, port)
+        app = create_app(service, api_key=keys, cors_origins=list(cors_origins), syncer=syncer)
+        run(app, host, port, on_listen=lambda bound: _announce(as_json, f"http://{host}:{bound}/", service.store.name, keys))
 
 
 @click.command()
@@ -165,8 +175,8 @@ def mcp(
         from esrag.serve.http import serve as run
 
         with _syncing(settings, service, sync_interval):  # on its interval only (the webhook is esrag serve's)
-            _announce(as_json, f"http://{host}:{port}/mcp", service.store.name, keys)
-            run(mcp_server.http_app(service, host, keys, session_memory=memory), host, port)
+            app = mcp_server.http_app(service, host, keys, session_memory=memory)
+            run(app, host, port, on_listen=lambda bound: _announce(as_json, f"http://{host}:{bound}/mcp", service.store.name, keys))
 
 
 @click.group()

@@ -435,10 +435,12 @@ def create_app(
     return RequireKey(wrapped, api_key, open_paths=("/", "/health"))
 
 
-def serve(app: Any, host: str, port: int, log_level: str = "info") -> None:
+def serve(app: Any, host: str, port: int, log_level: str = "info", on_listen: Callable[[int], None] | None = None) -> None:
     """Run ``app`` with uvicorn until SIGINT or SIGTERM; both shut down gracefully (in-flight
     requests finish, at most 5 s) and the process then exits with status 0. The ``esrag.serve``
-    log (errors; the key per corpus of each request, by name) goes to stderr like uvicorn's."""
+    log (errors; the key per corpus of each request, by name) goes to stderr like uvicorn's.
+    ``on_listen(port)`` is called once the socket is bound, with the port it got (the one
+    the system chose for ``port`` 0), before the first request is accepted."""
     import uvicorn
 
     served = logging.getLogger("esrag.serve")
@@ -458,4 +460,7 @@ def serve(app: Any, host: str, port: int, log_level: str = "info") -> None:
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5, server_header=False, proxy_headers=False
     )
-    Server(config).run()
+    sock = config.bind_socket()
+    if on_listen is not None:
+        on_listen(int(sock.getsockname()[1]))
+    Server(config).run(sockets=[sock])

@@ -64,6 +64,13 @@ class Access:
 EVERYTHING = Access(sync=None)
 
 
+def printable(text: str, limit: int = 300) -> str:
+    """``text`` (a request path, decoded) fit for one log line: every character that is not
+    printable (newlines, NUL, other control characters) as its escape (``\\n``, ``\\x00``),
+    at most ``limit`` characters — so a request can neither forge log lines nor break the log."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text[:limit])
+
+
 def key_hash(key: str) -> str:
     """The hex SHA-256 of ``key`` (UTF-8): what ``[serve.keys.NAME] sha256`` holds."""
     return hashlib.sha256(key.encode()).hexdigest()
@@ -252,7 +259,7 @@ class RequireKey:
         access = self.keys.access(presented_key(headers))
         if access is not None:
             if access.name:
-                log.info("key %s: %s %s", access.name, scope.get("method", ""), scope["path"])
+                log.info("key %s: %s %s", access.name, scope.get("method", ""), printable(scope["path"]))
             await self.app({**scope, ACCESS_SCOPE_KEY: access}, receive, send)
             return
         body = b'{"error": "missing or wrong API key (Authorization: Bearer KEY or X-API-Key: KEY)"}'
