@@ -384,6 +384,13 @@ class SourceSettings(CorpusSettings):
             raise ValueError(f'path {v!r}: give the docs folder relative to the repository root, e.g. "docs"')
         return clean
 
+    @field_validator("doc_version")
+    @classmethod
+    def _no_doc_version(cls, v: str | None) -> str | None:
+        if v is not None:
+            raise ValueError("not used in [sources.NAME]: each branch or tag is indexed as the version of its own name; remove it")
+        return v
+
     @field_validator("git")
     @classmethod
     def _git(cls, v: str) -> str:

@@ -210,6 +210,7 @@ def test_last_n_keeps_the_highest_versions_and_settings_errors_name_the_field(tm
         ('git = "x"\nrefs = ["main"]\n[corpora.bad]\nk = 3', "[corpora.bad] both set"),
         ('git = "--upload-pack=touch /tmp/x"\nrefs = ["main"]', "sources.bad.git"),
         ('git = "x"\nrefs = ["main", "a..b"]', "sources.bad.refs"),
+        ('git = "x"\nrefs = ["main"]\ndoc_version = "1.x"', "sources.bad.doc_version"),  # the ref is the version
     ):
         (tmp_path / "esrag.toml").write_text(f"[sources.bad]\n{body}\n")
         code, stdout, stderr = cli(["sync"], {"ESRAG_CONFIG": str(tmp_path / "esrag.toml")}, tmp_path)

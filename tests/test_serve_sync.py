@@ -205,6 +205,28 @@ def test_sync_webhook_202_401_404_and_coalescing(tmp_path, monkeypatch):
         server.stop()
 
 
+def test_the_first_round_at_start_is_logged(tmp_path, monkeypatch):
+    """``esrag serve --sync-interval`` syncs at start; that round is logged like every other
+    (the log was set up after the thread had started, and a quick round was lost)."""
+    repo = Repo(tmp_path)
+    shutil.copy(LARAVEL / "queues.md", repo.work / "docs" / "queues.md")
+    repo.commit("one")
+    repo.push("main")
+    _configure(tmp_path, monkeypatch, repo)
+    settings = load_settings()
+    with open_store(settings) as store:
+        gitsync.sync(settings, store)  # so the round at start finds the version unchanged, quickly
+    env = {"ESRAG_CONFIG": str(tmp_path / "esrag.toml"), "ESRAG_DB": str(tmp_path / "data" / "esrag.db")}
+    server = Server(["serve", "--sync-interval", "600"], env)
+    try:
+        deadline = time.monotonic() + 120
+        while "sync big main: unchanged" not in server.output():
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.3)
+    finally:
+        server.stop()
+
+
 def test_the_interval_thread_syncs_a_pushed_commit(tmp_path, monkeypatch):
     repo = Repo(tmp_path)
     shutil.copy(LARAVEL / "queues.md", repo.work / "docs" / "queues.md")

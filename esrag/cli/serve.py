@@ -87,11 +87,13 @@ def _syncing(settings: Settings, service: SearchService, interval: float | None)
     """``with _syncing(settings, service, --sync-interval) as syncer:`` the server's sync thread
     (:class:`esrag.serve.sync.SyncRunner`; None without ``[sources]``), every ``interval``
     seconds (default ``[serve] sync_interval``; 0 = only ``POST /sync/NAME``), stopped at the end."""
+    from esrag.serve.http import serve_log
     from esrag.serve.sync import SyncRunner
 
     if not settings.sources:
         yield None
         return
+    serve_log()  # before the thread: its first round (at start) is logged too
     every = settings.serve.sync_interval if interval is None else interval
     syncer = SyncRunner(settings, service.swap_gate, every).start()
     try:

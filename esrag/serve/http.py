@@ -435,6 +435,20 @@ def create_app(
     return RequireKey(wrapped, api_key, open_paths=("/", "/health"))
 
 
+def serve_log(log_level: str = "info") -> logging.Logger:
+    """The ``esrag.serve`` log (errors, the key per request by name, sync outcomes) on stderr in
+    uvicorn's line format, set up once; called before a server's sync thread starts, so its
+    first round is logged too."""
+    served = logging.getLogger("esrag.serve")
+    if not served.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+        served.addHandler(handler)
+        served.propagate = False  # one line, also when a library configured the root logger (the MCP SDK does)
+        served.setLevel(logging.INFO if log_level in ("info", "debug", "trace") else logging.WARNING)
+    return served
+
+
 def serve(app: Any, host: str, port: int, log_level: str = "info", on_listen: Callable[[int], None] | None = None) -> None:
     """Run ``app`` with uvicorn until SIGINT or SIGTERM; both shut down gracefully (in-flight
     requests finish, at most 5 s) and the process then exits with status 0. The ``esrag.serve``
@@ -443,13 +457,7 @@ def serve(app: Any, host: str, port: int, log_level: str = "info", on_listen: Ca
     the system chose for ``port`` 0), before the first request is accepted."""
     import uvicorn
 
-    served = logging.getLogger("esrag.serve")
-    if not served.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
-        served.addHandler(handler)
-        served.propagate = False  # one line, also when a library configured the root logger (the MCP SDK does)
-        served.setLevel(logging.INFO if log_level in ("info", "debug", "trace") else logging.WARNING)
+    serve_log(log_level)
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
