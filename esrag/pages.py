@@ -68,6 +68,16 @@ class Section:
         return self.tokens
 
 
+def section_count(sections: Sequence[Section]) -> int:
+    """How many sections of the page ``sections`` (chunks in page order) hold: a section cut
+    into several chunks counts once (a run of chunks with one section path and anchor)."""
+    count, last = 0, None
+    for s in sections:
+        if (s.section_path, s.anchor) != last:
+            count, last = count + 1, (s.section_path, s.anchor)
+    return count
+
+
 @dataclass(slots=True)
 class Page:
     """A page as indexed. ``url`` is the page URL without anchor ('' when none is known);

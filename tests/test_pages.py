@@ -18,9 +18,10 @@ from esrag.pages import (
     page_window,
     pick_version,
     reassemble,
+    section_count,
 )
 from esrag.search.budget import block_ends, block_prefix
-from esrag.serve.responses import DEFAULT_PAGE_BUDGET, pack_json, page_json, page_markdown, search_markdown
+from esrag.serve.responses import DEFAULT_PAGE_BUDGET, left_out, pack_json, page_json, page_markdown, search_markdown
 from esrag.tokens import count_tokens
 from paths import DATA, LARAVEL
 
@@ -128,6 +129,21 @@ def test_page_json_keeps_the_page_fields_and_adds_what_was_left_out(release_note
     assert count_tokens(text) <= 2000 and json.loads(text) == body
     assert {"source_path", "corpus", "doc_version", "title", "url", "sections", "text"} <= set(body)
     assert body["complete"] is False and body["left_out"]["next"]["offset"] == body["end_line"] + 1 or body["left_out"]["next"]
+
+
+def test_left_out_counts_sections_not_chunks():
+    """A window in the middle of a page says how many sections it leaves out before and after:
+    a section cut into several chunks counts once (it counted chunks: 86 for Laravel's
+    authentication page of 40 sections)."""
+    page = real_page(LARAVEL / "authentication.md", "authentication.md")
+    first = page_window(page, 2000)
+    w = page_window(page, 2000, offset=first.next_offset)
+    gone = left_out(w)
+    runs = [(s.section_path, s.anchor) for s in w.before]
+    want_before = sum(1 for i, r in enumerate(runs) if i == 0 or r != runs[i - 1])
+    assert gone["before"]["sections"] == want_before == section_count(w.before) >= 1
+    assert gone["after"]["sections"] == section_count(w.after) < len(w.after)  # some later sections are in several chunks
+    assert section_count(page.sections) == len({(s.section_path, s.anchor) for s in page.sections}) < len(page.sections)
 
 
 # -- finding the page and its version ------------------------------------------------------------

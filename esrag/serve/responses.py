@@ -27,7 +27,7 @@ import orjson
 
 from esrag.formats.markdown_blocks import parse_blocks
 from esrag.model import SECTION_SEPARATOR, BlockKind
-from esrag.pages import PageWindow
+from esrag.pages import PageWindow, section_count
 from esrag.search.budget import fit_text
 from esrag.tokens import count_tokens
 
@@ -266,13 +266,14 @@ def _call(path: str, **args: Any) -> str:
 
 def left_out(window: PageWindow) -> dict[str, Any]:
     """What a page window leaves out and how to read it: ``{"before": {"sections", "lines"}?,
-    "after": {"sections", "lines", "tokens"}?, "next": {"offset", "section"?, "section_path"?}?}``."""
+    "after": {"sections", "lines", "tokens"}?, "next": {"offset", "section"?, "section_path"?}?}``;
+    ``sections`` counts sections, not chunks (:func:`esrag.pages.section_count`)."""
     out: dict[str, Any] = {}
     if window.before:
-        out["before"] = {"sections": len(window.before), "lines": [window.before[0].start_line, window.before[-1].end_line]}
+        out["before"] = {"sections": section_count(window.before), "lines": [window.before[0].start_line, window.before[-1].end_line]}
     if window.after:
         out["after"] = {
-            "sections": len(window.after),
+            "sections": section_count(window.after),
             "lines": [window.after[0].start_line, window.after[-1].end_line],
             "tokens": sum(s.token_count() for s in window.after),
         }
