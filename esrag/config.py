@@ -522,6 +522,17 @@ class Settings(BaseSettings):
             self.corpora[name] = CorpusSettings(**source.model_dump(include=names))
         return self
 
+    @model_validator(mode="after")
+    def _key_sync_sources(self) -> Settings:
+        """``[serve.keys.NAME] sync`` names ``[sources.NAME]`` entries only: a typo would make a
+        key that may sync nothing, found out only when its webhook gets 404."""
+        for key, ks in self.serve.keys.items():
+            unknown = [s for s in ks.sync if s not in self.sources]
+            if unknown:
+                known = ", ".join(sorted(self.sources)) or "none"
+                raise ValueError(f"[serve.keys.{key}] sync: {unknown[0]!r} is not a [sources.NAME] (sources: {known})")
+        return self
+
     @field_validator("es_ssl_assert_fingerprint")
     @classmethod
     def _fingerprint(cls, v: str | None) -> str | None:

@@ -276,7 +276,7 @@ def validation_message(
         elif loc and loc[0] in overrides:
             said.append(f"setting {key}: {what}")
         elif file is not None and _holds(file_data, loc):
-            said.append(f"{file}: {key}: {what}")
+            said.append(f"{file}: {key}: {what}" if key else f"{file}: {what}")  # a whole-settings rule names its keys itself
         else:
             said.append(f"setting {key}: {what}")
     return "; ".join(dict.fromkeys(said))

@@ -30,6 +30,7 @@ from esrag import gitsync
 from esrag.app import open_store
 from esrag.cli import main
 from esrag.config import load_settings
+from esrag.errors import InvalidSettings
 from esrag.serve.sync import SyncRunner
 from esrag.service import SearchRequest, SearchService
 from paths import LARAVEL
@@ -282,7 +283,12 @@ def test_keys_add_sync_writes_the_sources_and_the_ring_grants_only_them(tmp_path
     from esrag.serve.security import KeyRing
 
     config = tmp_path / "esrag.toml"
+    config.write_text(f'[sources.big]\ngit = "{(tmp_path / "big.git").as_posix()}"\nrefs = ["main"]\n')
     monkeypatch.setenv("ESRAG_CONFIG", str(config))
+    before = config.read_text()
+    typo = CliRunner().invoke(main, ["keys", "add", "hook", "--corpus", "big", "--sync", "bgi"])
+    assert typo.exit_code != 0 and "--sync: 'bgi' is not a [sources.NAME]" in typo.stderr and "its sources: big" in typo.stderr
+    assert config.read_text() == before  # nothing written
     made = CliRunner().invoke(main, ["keys", "add", "hook", "--corpus", "big", "--sync", "big", "--json"], catch_exceptions=False)
     assert made.exit_code == 0, made.stderr
     out = json.loads(made.stdout)
@@ -293,3 +299,17 @@ def test_keys_add_sync_writes_the_sources_and_the_ring_grants_only_them(tmp_path
     access = ring.access(out["key"])
     assert access is not None and access.may_sync("big") and not access.may_sync("other") and access.allows("big")
     assert ring.access("wrong") is None
+
+
+def test_a_key_syncing_an_unknown_source_is_a_settings_error_naming_it(tmp_path, monkeypatch):
+    """A hand-written [serve.keys.NAME] sync with a name that is no [sources.NAME] is refused
+    at load, in one line naming the file, the key and the known sources."""
+    config = tmp_path / "esrag.toml"
+    config.write_text(
+        f'[sources.docs]\ngit = "{(tmp_path / "d.git").as_posix()}"\nrefs = ["main"]\n\n'
+        f'[serve.keys.hook]\nsha256 = "{"ab" * 32}"\ncorpora = ["docs"]\nsync = ["dcos"]\n'
+    )
+    monkeypatch.setenv("ESRAG_CONFIG", str(config))
+    with pytest.raises(InvalidSettings) as err:
+        load_settings()
+    assert str(err.value) == f"{config}: [serve.keys.hook] sync: 'dcos' is not a [sources.NAME] (sources: docs)"

@@ -288,7 +288,8 @@ def add_key(name: str, corpora: list[str], path: Path | None = None, sync: Colle
 
     Raises:
         ConfigError: ``name`` is not 1-64 letters, digits, ``_`` or ``-``; no corpus, or an
-            empty corpus name; a key ``name`` exists already; the file would not be valid TOML
+            empty corpus name; a ``sync`` name is not a ``[sources.NAME]`` of the file; a key
+            ``name`` exists already; the file would not be valid TOML
             with the entry added (e.g. ``[serve] keys`` written inline); the file cannot be written.
         InvalidSettings: the file is not valid settings now.
     """
@@ -300,6 +301,11 @@ def add_key(name: str, corpora: list[str], path: Path | None = None, sync: Colle
     if not corpora or not all(c.strip() for c in corpora):
         raise ConfigError("--corpus: give at least one corpus name the key may read")
     data = read_config_file(path) if path.is_file() else {}
+    sources = data.get("sources") or {}
+    unknown = [s for s in sync if s not in sources]
+    if unknown:
+        known = ", ".join(sorted(sources)) or "none"
+        raise ConfigError(f"--sync: {unknown[0]!r} is not a [sources.NAME] in {path} (its sources: {known})")
     if name in ((data.get("serve") or {}).get("keys") or {}):
         raise ConfigError(f"{path}: key {name!r} exists already in [serve.keys]; choose another name or remove it first")
     key = new_key()
