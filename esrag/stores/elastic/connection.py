@@ -528,6 +528,9 @@ _SHARD_NOT_READY = frozenset(
         "shard_not_found_exception",
         "node_not_connected_exception",
         "node_disconnected_exception",
+        # the shard is on its node again but still recovering ("CurrentState[RECOVERING]
+        # operations only allowed when shard state is one of [POST_RECOVERY, STARTED]")
+        "illegal_index_shard_state_exception",
     }
 )
 
