@@ -14,6 +14,7 @@ import os
 import re
 import tomllib
 import warnings
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -317,6 +318,19 @@ class KeySettings(BaseModel):
     sync: list[str] = Field(default_factory=list)
 
 
+def check_key_sync(sync: Iterable[str], sources: Collection[str]) -> None:
+    """A key's ``sync`` names ``[sources.NAME]`` entries only: a typo would make a key that may
+    sync nothing, found out only when its webhook gets 404 (``[serve.keys.NAME]`` as loaded, and
+    ``esrag keys add --sync`` before it writes).
+
+    Raises:
+        ValueError: ``'NAME' is not a [sources.NAME] (sources: A, B)`` for the first that is not
+            (the caller names the key or the flag)."""
+    unknown = [s for s in sync if s not in sources]
+    if unknown:
+        raise ValueError(f"{unknown[0]!r} is not a [sources.NAME] (sources: {', '.join(sorted(sources)) or 'none'})")
+
+
 #: the shortest ``[serve] sync_interval`` / ``--sync-interval`` (seconds) other than 0 (off): each
 #: round fetches every source, so a shorter one is a busy loop of git fetches, not freshness
 MIN_SYNC_INTERVAL = 10.0
@@ -524,13 +538,11 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _key_sync_sources(self) -> Settings:
-        """``[serve.keys.NAME] sync`` names ``[sources.NAME]`` entries only: a typo would make a
-        key that may sync nothing, found out only when its webhook gets 404."""
         for key, ks in self.serve.keys.items():
-            unknown = [s for s in ks.sync if s not in self.sources]
-            if unknown:
-                known = ", ".join(sorted(self.sources)) or "none"
-                raise ValueError(f"[serve.keys.{key}] sync: {unknown[0]!r} is not a [sources.NAME] (sources: {known})")
+            try:
+                check_key_sync(ks.sync, self.sources)
+            except ValueError as exc:
+                raise ValueError(f"[serve.keys.{key}] sync: {exc}") from None
         return self
 
     @field_validator("es_ssl_assert_fingerprint")

@@ -293,7 +293,7 @@ def add_key(name: str, corpora: list[str], path: Path | None = None, sync: Colle
             with the entry added (e.g. ``[serve] keys`` written inline); the file cannot be written.
         InvalidSettings: the file is not valid settings now.
     """
-    from esrag.config import config_path, read_config_file
+    from esrag.config import check_key_sync, config_path, read_config_file
 
     path = path or config_path()
     if not KEY_NAME.match(name):
@@ -301,11 +301,10 @@ def add_key(name: str, corpora: list[str], path: Path | None = None, sync: Colle
     if not corpora or not all(c.strip() for c in corpora):
         raise ConfigError("--corpus: give at least one corpus name the key may read")
     data = read_config_file(path) if path.is_file() else {}
-    sources = data.get("sources") or {}
-    unknown = [s for s in sync if s not in sources]
-    if unknown:
-        known = ", ".join(sorted(sources)) or "none"
-        raise ConfigError(f"--sync: {unknown[0]!r} is not a [sources.NAME] in {path} (its sources: {known})")
+    try:
+        check_key_sync(sync, data.get("sources") or {})
+    except ValueError as exc:
+        raise ConfigError(f"--sync: {exc} in {path}") from None
     if name in ((data.get("serve") or {}).get("keys") or {}):
         raise ConfigError(f"{path}: key {name!r} exists already in [serve.keys]; choose another name or remove it first")
     key = new_key()
