@@ -115,3 +115,73 @@ def test_one_store_shared_by_threads_reads_consistently_while_another_writes(tmp
         writer.result()
     assert s.stats()["corpora"]["other"]["chunks"] == 30
     s.close()
+
+
+def _paragraphs(limit: int) -> list[tuple[str, str]]:
+    """(file name, paragraph) of the Laravel docs in the shared data, in file order."""
+    from paths import DATA
+
+    out = []
+    for path in sorted((DATA / "corpora" / "laravel-docs").glob("*.md")):
+        for para in path.read_text(encoding="utf-8").split("\n\n"):
+            if len(para.split()) >= 8:
+                out.append((path.name, para))
+    return out[:limit]
+
+
+def test_bm25_scored_term_by_term_equals_the_one_statement_or_query(tmp_path):
+    """The BM25 leg sums each term's kept FTS5 scores (esrag.stores.sqlite_matrix); it must give
+    the ids and scores of the OR query in one statement, which runs inside this thread's own
+    write transaction — with and without filters, column weights, repeated and stemmed terms."""
+    import random
+
+    paras = _paragraphs(600)
+    s = SQLiteStore(tmp_path / "l.db")
+    s.ensure(meta())
+    chunks = [
+        make_chunk(i, text, corpus=("web" if i % 3 else "cli"), path=name, section=text.split("\n")[0][:60])
+        for i, (name, text) in enumerate(paras)
+    ]
+    s.write(chunks, np.stack([unit(i % 8) for i in range(len(chunks))]), ["m"] * len(chunks))
+    words = sorted({w.strip(".,:;()`'\"").lower() for _, t in paras for w in t.split() if w.isalpha()})
+    rng = random.Random(5)
+    queries = [" ".join(rng.sample(words, rng.randint(1, 5))) for _ in range(80)]
+    queries += ["how do I use the queue", "queue queues queued", "use"]
+    cases = [
+        (FIELDS, Filters()),
+        ({"text": 1.0, "section_path": 3.0}, Filters(corpora=["web"])),
+        (FIELDS, Filters(path_prefix="a", exclude_ids=[chunks[1].id])),
+    ]
+    compared = 0
+    for q in queries:
+        for fields, filters in cases:
+            kept = s.bm25(q, 20, filters, fields)
+            with s._db:  # this thread's transaction: the one-statement path
+                one = s.bm25(q, 20, filters, fields)
+            assert [round(x, 9) for _, x in kept] == [round(x, 9) for _, x in one], q
+            tie = min((x for _, x in one), default=None)
+            assert {i for i, x in kept if x != tie} == {i for i, x in one if x != tie}, q
+            compared += bool(one)
+    assert compared > 150  # most queries match something
+    s.close()
+
+
+def test_bm25_kept_term_scores_follow_another_connections_writes(tmp_path):
+    """A serving store keeps a term's scores; another connection (``esrag ingest``) adds and
+    deletes chunks holding it: the next search ranks the new rows and drops the deleted ones,
+    with IDF taken over the table as it is now."""
+    path = tmp_path / "shared.db"
+    server = SQLiteStore(path)
+    server.ensure(meta())
+    server.write([make_chunk(0, "queues run jobs"), make_chunk(1, "routing")], np.stack([unit(0), unit(1)]), ["m", "m"])
+    before = server.bm25("queues", 5, Filters(), FIELDS)
+    assert [i for i, _ in before] == ["docs-a.md-0"]
+    ingest = SQLiteStore(path)
+    ingest.write([make_chunk(2, "queues queues everywhere")], np.stack([unit(2)]), ["m"])
+    after = server.bm25("queues", 5, Filters(), FIELDS)
+    assert [i for i, _ in after] == ["docs-a.md-2", "docs-a.md-0"]
+    assert after[1][1] != before[0][1]  # one more row holding the term: its IDF moved
+    ingest.delete(["docs-a.md-2"])
+    assert [i for i, _ in server.bm25("queues", 5, Filters(), FIELDS)] == ["docs-a.md-0"]
+    ingest.close()
+    server.close()

@@ -32,6 +32,7 @@ from esrag.stores.base import TEXT_FIELDS, Filters, IndexMeta, PageRef, StoredEn
 from esrag.stores.records import LIST_FIELDS, chunk_from_record, chunk_record
 from esrag.stores.sqlite_conn import Connections
 from esrag.stores.sqlite_filters import filter_sql
+from esrag.stores.sqlite_matrix import ChunkMatrix
 
 if TYPE_CHECKING:
     from esrag.config import Settings
@@ -134,7 +135,7 @@ class SQLiteStore:
         self._analyzer: str | None = None
         self._conn: Connections | None = None
         self._open_lock = threading.Lock()
-        self._matrix: _VectorMatrix | None = None
+        self._matrix: ChunkMatrix | None = None
         self._matrix_version = -1  # PRAGMA data_version when the matrix was read
         self._batch_thread: int | None = None  # the thread inside transaction()
         self._matrix_lock = threading.Lock()
@@ -396,14 +397,26 @@ class SQLiteStore:
 
     def bm25(self, query: str, k: int, filters: Filters, fields: dict[str, float]) -> list[tuple[str, float]]:
         """See :class:`esrag.stores.base.Store`. Query words are OR-ed (as Elasticsearch's
-        ``multi_match`` does); only fields with a positive weight can match."""
+        ``multi_match`` does); only fields with a positive weight can match. Scored by FTS5's
+        ``bm25()`` term by term, each term's scores kept until the next committed change
+        (:class:`esrag.stores.sqlite_matrix.ChunkMatrix`: the same scores as the OR query in one
+        statement, which would score every row holding a common word again for each search);
+        inside this thread's own write transaction by that one statement."""
         self._require_schema()
         words = query_terms(query, self._index_analyzer())
         cols = [f for f in TEXT_FIELDS if fields.get(f, 0) > 0]
         if not words or not cols or k <= 0:
             return []
-        match = "{" + " ".join(cols) + "} : (" + " OR ".join(f'"{w}"' for w in words) + ")"
+        column_filter = "{" + " ".join(cols) + "} : "
         weights = ", ".join(str(float(fields.get(f, 0.0))) for f in TEXT_FIELDS)
+        if not self._db.in_transaction():  # a thread inside its own write transaction must see its rows: SQL below
+
+            def term_scores(word: str) -> list[tuple[int, float]]:
+                q = f"SELECT rowid, -bm25(chunks_fts, {weights}) FROM chunks_fts WHERE chunks_fts MATCH ?"
+                return self._db.read(q, (column_filter + f'"{word}"',)).fetchall()
+
+            return self._vectors().bm25(words, (column_filter, weights), term_scores, k, filters)
+        match = column_filter + "(" + " OR ".join(f'"{w}"' for w in words) + ")"
         where, params = filter_sql(filters, translations=self._holds_translations())
         if not where:  # rank inside FTS5 alone, then look up the k ids (the join before the sort costs ~2.5x)
             q = f"SELECT rowid, -bm25(chunks_fts, {weights}) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?"
@@ -529,7 +542,7 @@ class SQLiteStore:
         self._translations = (version, bool(row and row[0]))
         return self._translations[1]
 
-    def _vectors(self) -> _VectorMatrix:
+    def _vectors(self) -> ChunkMatrix:
         """The in-memory matrix of every chunk's vector, read again when the database changed:
         this store's own writes drop it, and :meth:`~esrag.stores.sqlite_conn.Connections.data_version`
         (which moves when any connection commits — this store's writer, or another process's
@@ -545,62 +558,12 @@ class SQLiteStore:
             if self._matrix is None or self._matrix_version != version:
                 self._analyzer = None  # the index may have been rebuilt
                 rows = self._db.read(
-                    "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by, doc_version, translation FROM chunks"
+                    "SELECT id, corpus, source_path, language, vector, effective_date, superseded_by, doc_version, translation, rowid FROM chunks"
                 ).fetchall()
                 meta = self.meta()
-                self._matrix = _VectorMatrix(rows, meta.dims if meta else 0)
+                self._matrix = ChunkMatrix(rows, meta.dims if meta else 0)
                 self._matrix_version = version
             return self._matrix
-
-
-class _VectorMatrix:
-    """All vectors in memory with the columns filters need, rebuilt after any write."""
-
-    def __init__(self, rows: list[tuple], dims: int) -> None:
-        self.ids = [r[0] for r in rows]
-        self.corpus = np.array([r[1] for r in rows], dtype=object)
-        self.source_path = np.array([r[2] for r in rows], dtype=object)
-        self.language = np.array([r[3] or "" for r in rows], dtype=object)
-        self.effective_day = np.array([(r[5] or "")[:10] for r in rows], dtype=object)
-        self.superseded = np.array([bool(r[6]) for r in rows], dtype=bool)
-        self.doc_version = np.array([r[7] or "" for r in rows], dtype=object)
-        self.translation = np.array([bool(r[8]) for r in rows], dtype=bool)
-        self.has_translations = bool(self.translation.any())
-        self.row = {cid: i for i, cid in enumerate(self.ids)}
-        if rows:
-            self.vectors = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-        else:
-            self.vectors = np.zeros((0, dims), dtype=np.float32)
-
-    def mask(self, filters: Filters) -> np.ndarray | None:
-        drop_translations = self.has_translations and filters.excludes_translations()
-        if filters.is_empty() and not drop_translations:
-            return None
-        mask = np.ones(len(self.ids), dtype=bool)
-        if drop_translations:
-            mask &= ~self.translation
-        if filters.corpora:
-            mask &= np.isin(self.corpus, filters.corpora)
-        if filters.path_prefix:
-            prefix = filters.path_prefix
-            mask &= np.fromiter((p.startswith(prefix) for p in self.source_path), dtype=bool, count=len(self.ids))
-        if filters.languages:
-            mask &= np.isin(self.language, filters.languages)
-        if filters.exclude_ids:
-            mask &= ~np.isin(np.array(self.ids, dtype=object), filters.exclude_ids)
-        if filters.effective_on:
-            day = filters.effective_on[:10]
-            mask &= np.fromiter((d == "" or d <= day for d in self.effective_day), dtype=bool, count=len(self.ids))
-        if filters.exclude_superseded:
-            mask &= ~self.superseded
-        if filters.doc_version is not None:
-            mask &= self.doc_version == filters.doc_version
-        if filters.versions:
-            keep = ~np.isin(self.corpus, list(filters.versions))
-            for corpus, version in filters.versions.items():
-                keep |= (self.corpus == corpus) & (self.doc_version == version)
-            mask &= keep
-        return mask
 
 
 def _now() -> str:

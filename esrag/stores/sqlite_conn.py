@@ -126,6 +126,11 @@ class Connections:
         cur = self._reader().execute(sql, params)
         return Rows(cur.fetchall(), cur.rowcount)
 
+    def in_transaction(self) -> bool:
+        """Whether the calling thread is inside a ``with connections:`` transaction (its reads
+        then run on the writer, see :meth:`read`)."""
+        return bool(self._local.depth)
+
     def data_version(self) -> int:
         """``PRAGMA data_version`` of a connection that never writes: it changes whenever any
         connection (this process's writer included, another process's ingest too) commits, so a
