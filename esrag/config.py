@@ -350,10 +350,14 @@ class ServeSettings(BaseModel):
     """``[serve]``: ``esrag serve`` and ``esrag mcp --http``. ``keys``: the keys per corpus by
     name; ``sync_interval``: seconds between syncs of every ``[sources.NAME]`` while serving
     (the first at start; 0 = never, else at least :data:`MIN_SYNC_INTERVAL`, 10 s;
-    :mod:`esrag.serve.sync`, docs/hub.md "Keep it fresh while serving")."""
+    :mod:`esrag.serve.sync`, docs/hub.md "Keep it fresh while serving"); ``search_concurrency``:
+    searches one process runs at once, the others wait their turn (0 = auto: the CPUs it may use
+    on the embedded store with a local embedder, else no limit;
+    :func:`esrag.service.search_concurrency`, docs/serving.md "Many clients at once")."""
 
     keys: dict[str, KeySettings] = Field(default_factory=dict)
     sync_interval: float = Field(default=0.0, ge=0)
+    search_concurrency: int = Field(default=0, ge=0)
 
     @field_validator("sync_interval")
     @classmethod

@@ -11,10 +11,11 @@ API and the MCP tools give the same hits for the same request.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,6 +127,9 @@ class SearchService:
         #: held shared by each search and page read, alone by a sync swapping a version in
         #: (:class:`esrag.stores.staged.SwapGate`; ``esrag serve``'s syncs, issue 39)
         self.swap_gate = SwapGate()
+        #: searches run at once, the others wait their turn (:func:`search_concurrency`; 0: no limit)
+        self.search_slots = search_concurrency(settings, store, embedder)
+        self._search_slots = threading.BoundedSemaphore(self.search_slots) if self.search_slots else None
 
     # -- parts ---------------------------------------------------------------------------------
     def pipeline(self, corpus: str | None = None, embedder: str | None = None) -> Pipeline:
@@ -244,6 +248,10 @@ class SearchService:
         if missing:
             raise UnknownCorpus(f"unknown corpus {missing[0]!r}; indexed: {', '.join(sorted(known)) or '(none)'}")
 
+    def _turn(self) -> Any:
+        """``with self._turn():`` one of the search slots (:func:`search_concurrency`), waited for."""
+        return self._search_slots if self._search_slots is not None else nullcontext()
+
     # -- use cases -----------------------------------------------------------------------------
     def search(self, req: SearchRequest, *, check_corpora: bool = False, within: Collection[str] | None = None) -> PipelineResult:
         """Run ``req`` through the pipeline (language filter resolved from the query, one corpus
@@ -266,7 +274,7 @@ class SearchService:
         languages = language_filter(list(req.languages) or s.language.filter, req.query, s.language.candidates)
         filters = self.search_filters(req, languages, sorted(within or ()) if scoped else None)
         pipeline = self.pipeline(req.corpora[0] if len(req.corpora) == 1 else None, req.embedder)
-        with self.swap_gate.reading():  # every leg sees one state of the store (a sync swaps a version in at once)
+        with self._turn(), self.swap_gate.reading():  # every leg sees one state of the store (a sync swaps a version in at once)
             result = pipeline.search(
                 req.query,
                 corpora=[] if scoped else None,
@@ -313,7 +321,7 @@ class SearchService:
         want = budget or self.settings.answer.budget
         fitted = answerer.fit_budget(want)
         scoped = within is not None and not corpora
-        with self.swap_gate.reading():
+        with self._turn(), self.swap_gate.reading():
             result = self.pipeline(None).search(
                 question,
                 filters=self.search_filters(
@@ -402,6 +410,34 @@ class SearchService:
     def close(self) -> None:
         """Close the store."""
         self.store.close()
+
+
+def search_concurrency(settings: Settings, store: Store, embedder: str | None = None) -> int:
+    """How many searches one process runs at once (0: no limit): ``[serve] search_concurrency``
+    when set, else the CPUs this process may use (``os.sched_getaffinity``) when ``store`` is the
+    embedded SQLite store and the query embedder (``embedder`` or ``settings.embedder``) runs
+    here (``st:``), else no limit.
+
+    Why: on the embedded store a search is CPU work in this process (the query embedding, the
+    two legs, fusion, sections), and searches beyond the cores only take turns at the
+    interpreter lock and the cores: with 8 concurrent HTTP clients on 2 cores (Laravel docs) the
+    server switched threads 166 times per search and ran 200 searches/s at p95 68 ms; at 2 at
+    once 31 times, 239/s at p95 40 ms (issue 39; benchmarks/README.md "Many clients at once").
+    A search on Elasticsearch, or one whose query a remote embedder embeds, mostly waits on the
+    network, so it is not limited.
+    """
+    from esrag.embedding import parse_spec
+
+    if settings.serve.search_concurrency:
+        return settings.serve.search_concurrency
+    if store.name != "sqlite":
+        return 0
+    if parse_spec(embedder or settings.embedder)[0] != "st":
+        return 0
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 @contextmanager
