@@ -86,7 +86,7 @@ def mirror_sources(mirrors: Path) -> dict[str, dict]:
 
 def toml(sources: dict[str, dict], db: Path, es_url: str | None) -> str:
     lines = [
-        f'es_url = "{es_url}"\nes_index = "esrag-bench-hub"' if es_url else f'db = "{db}"',
+        f'es_url = "{es_url}"\nindex = "esrag-bench-hub"' if es_url else f'db = "{db}"',
         "",
         "[ingest]",
         "max_delete_fraction = 0.5",
@@ -154,6 +154,8 @@ def main() -> None:
 
     first_s, first, rc1 = run(["sync", "--json"], env, run_dir)
     reports = {r["source"]: r for r in first.get("sources", [])}
+    if not reports:
+        sys.exit(f"the first sync reported no source (exit {rc1}); see the error above")
     again_s, again, rc2 = run(["sync", "--json"], env, run_dir)
     unchanged = sum(row["outcome"] == "unchanged" for r in again.get("sources", []) for row in r["versions"].values())
     versions = sum(len(r["versions"]) for r in again.get("sources", []))

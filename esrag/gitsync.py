@@ -188,8 +188,11 @@ class SyncState:
 
 
 def data_dir(settings: Settings) -> Path:
-    """Where mirrors, work trees and the sync state live: the embedded store's folder."""
-    return settings.db_path.parent
+    """Where mirrors, work trees and the sync state live: the embedded store's folder (also
+    with Elasticsearch: ``.esrag`` under the working directory unless ``ESRAG_DB`` says
+    otherwise), as an absolute path — git runs in other folders (``git -C``), where a relative
+    one would name nothing."""
+    return settings.db_path.absolute().parent
 
 
 def state_path(settings: Settings) -> Path:

@@ -469,3 +469,16 @@ def test_media_files_are_not_checked_out(hub, tmp_path):
     assert len(trees) == 1
     present = {p.name for p in (trees[0] / "docs").iterdir()}
     assert {"queues.md", "cache.md", "diagram.svg"} <= present and not present & {"shot.png", "demo.webm", "paper.pdf"}
+
+
+def test_sync_in_the_default_layout_without_esrag_db(hub, tmp_path):
+    """No ``ESRAG_DB``: mirrors, work trees and the state go to ``.esrag/`` under the working
+    directory (as the store does), and git, which runs in other folders, still finds them (a
+    relative path failed every source with "git -C failed: cannot change to '.esrag/sources/…'")."""
+    _, _, env = hub
+    env = {**env, "ESRAG_DB": None}
+    first = synced(env, tmp_path)
+    assert {v["outcome"] for v in first["versions"].values()} == {"indexed"}, first
+    assert (tmp_path / ".esrag" / "esrag.db").is_file() and (tmp_path / ".esrag" / "sources").is_dir()
+    again = synced(env, tmp_path)
+    assert {v["outcome"] for v in again["versions"].values()} == {"unchanged"}
