@@ -82,7 +82,7 @@ from esrag.gitsync import sync_status
 from esrag.llm.clients import LLMError
 from esrag.serve.responses import candidate_budget, pack_json, page_json
 from esrag.serve.security import ACCESS_SCOPE_KEY, LIMITS, BodyLimit, KeyRing, Limits, RequireKey, request_access
-from esrag.serve.sync import SyncRunner
+from esrag.serve.sync import SyncRunner, never_run
 from esrag.service import SearchRequest, SearchService, UnknownCorpus, result_json
 from esrag.urls import scrub_credentials
 
@@ -432,10 +432,9 @@ def create_app(
         access = request_access(request.scope)
         versions = sync_status(service.settings)
         names = sorted(n for n in set(service.settings.sources) | set(versions) if access.allows(n) or access.may_sync(n))
-        idle = {"state": "idle", "started_at": 0.0, "finished_at": 0.0, "error": ""}
         return {
             "interval": syncer.interval if syncer else 0.0,
-            "sources": {n: (syncer.state(n) if syncer else idle) | {"versions": versions.get(n, {})} for n in names},
+            "sources": {n: (syncer.state(n) if syncer else never_run()) | {"versions": versions.get(n, {})} for n in names},
         }
 
     @app.get("/health", summary="Store reachable, model loaded")

@@ -28,6 +28,13 @@ from esrag.stores.staged import SwapGate
 log = logging.getLogger("esrag.serve")
 
 
+def never_run(state: str = "idle") -> dict[str, Any]:
+    """A source's sync state in this process before any run (:meth:`SyncRunner.state`'s shape):
+    ``{"state", "started_at": 0.0, "finished_at": 0.0, "error": ""}``; also what ``GET /sync``
+    shows for every source of a server that does not sync."""
+    return {"state": state, "started_at": 0.0, "finished_at": 0.0, "error": ""}
+
+
 class SyncRunner:
     """The sync thread of a server over ``settings`` (its ``[sources]``).
 
@@ -86,7 +93,7 @@ class SyncRunner:
         last run in this process; 0 = none), "error" (its one-line error, '' = none)}``."""
         with self._cond:
             now = "running" if self._running == name else "queued" if name in self._queue else "idle"
-            return {"state": now, "started_at": 0.0, "finished_at": 0.0, "error": ""} | self._last.get(name, {})
+            return never_run(now) | self._last.get(name, {})
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until nothing runs or is queued (at most ``timeout`` seconds); whether it is so."""
