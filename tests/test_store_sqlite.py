@@ -185,3 +185,23 @@ def test_bm25_kept_term_scores_follow_another_connections_writes(tmp_path):
     assert [i for i, _ in server.bm25("queues", 5, Filters(), FIELDS)] == ["docs-a.md-0"]
     ingest.close()
     server.close()
+
+
+def test_bm25_term_cache_stays_within_its_postings_and_still_ranks_alike(tmp_path, monkeypatch):
+    """Past ``TERM_CACHE_POSTINGS`` the least recently used terms go; what is evicted is read
+    again, with the same ranking as the one-statement query."""
+    import esrag.stores.sqlite_matrix as sm
+
+    monkeypatch.setattr(sm, "TERM_CACHE_POSTINGS", 40)
+    s = SQLiteStore(tmp_path / "small.db")
+    s.ensure(meta())
+    texts = [f"queue worker {i} handles jobs and retries" if i % 2 else f"router {i} maps routes to controllers" for i in range(60)]
+    s.write([make_chunk(i, t) for i, t in enumerate(texts)], np.stack([unit(i % 8) for i in range(60)]), ["m"] * 60)
+    for q in ["queue jobs", "router routes", "controllers retries", "queue router", "jobs"] * 2:
+        kept = s.bm25(q, 10, Filters(), FIELDS)
+        with s._db:
+            one = s.bm25(q, 10, Filters(), FIELDS)
+        assert [round(x, 9) for _, x in kept] == [round(x, 9) for _, x in one], q
+        matrix = s._vectors()
+        assert matrix._postings <= 40 or len(matrix._terms) == 1
+    s.close()

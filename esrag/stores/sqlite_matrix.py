@@ -25,7 +25,8 @@ import numpy as np
 from esrag.stores.base import Filters
 
 #: postings (row, score) the BM25 term cache keeps per matrix, least recently used out first:
-#: at 12 bytes each ~48 MB; a term of the Laravel docs holds at most ~5,000 rows
+#: at 12 bytes each (int32 row, float64 score) ~48 MB; a term of the Laravel docs holds at most
+#: ~5,000 rows, so the cache keeps every term a search has asked there
 TERM_CACHE_POSTINGS = 4_000_000
 
 
@@ -105,7 +106,7 @@ class ChunkMatrix:
         rows = term_scores(term)
         pos, found = self.positions([r for r, _ in rows])
         vals = np.array([s for _, s in rows], dtype=np.float64)
-        entry = (pos[found], vals[found])
+        entry = (pos[found].astype(np.int32), vals[found])
         with self._terms_lock:
             if name not in self._terms:
                 self._terms[name] = entry
