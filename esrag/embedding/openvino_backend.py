@@ -316,8 +316,11 @@ class OpenVINOEncoder:
     def encode_ids(self, batch: list[list[int]]) -> np.ndarray:
         """Array [len(batch), dims] float32 for token-id lists (from :meth:`tokenize`), padded to
         the longest of the batch: one forward pass."""
-        result = self._request.infer(model_inputs(batch))
-        return np.asarray(result[self._compiled.output(0)], dtype=np.float32)
+        self._request.infer(model_inputs(batch))
+        # the output tensor read directly, a copy (the request reuses its buffer): indexing the
+        # OVDict ``infer`` returns goes through a singledispatch per call, ~10 % of the time a
+        # search holds the interpreter lock under 8 clients (py-spy --gil, issue 39)
+        return np.array(self._request.get_output_tensor(0).data, dtype=np.float32)
 
     def encode_batches(self, batches: list[list[list[int]]]) -> list[np.ndarray]:
         """:meth:`encode_ids` of each batch, with up to ``in_flight`` batches running at once

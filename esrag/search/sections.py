@@ -183,19 +183,23 @@ def _merge_adjacent(hits: list[Hit], max_tokens: int | None) -> list[Hit]:
     (:func:`members_of`) are read once and carried along as hits merge."""
     items = list(hits)
     members = [members_of(h) for h in items]
+    # per hit, kept in step with items: the page it is on, or None for a record (never merged)
+    pages: list[tuple[str, str, str] | None] = [None if is_record(h.chunk) else _key(h.chunk) for h in items]
     changed = True
     while changed:
         changed = False
         for i, a in enumerate(items):
-            if is_record(a.chunk):
+            if pages[i] is None:
                 continue
             alo, ahi = members[i][0].position, members[i][-1].position
             for j in range(i + 1, len(items)):
-                b = items[j]
-                if is_record(b.chunk) or _key(a.chunk) != _key(b.chunk) or not _one_section(a, b):
+                if pages[j] != pages[i]:
                     continue
                 blo, bhi = members[j][0].position, members[j][-1].position
                 if ahi + 1 != blo and bhi + 1 != alo:
+                    continue
+                b = items[j]
+                if not _one_section(a, b):
                     continue
                 joined = sorted(members[i] + members[j], key=lambda m: m.position)
                 if max_tokens is not None and joined_tokens(joined) > max_tokens:
@@ -204,7 +208,8 @@ def _merge_adjacent(hits: list[Hit], max_tokens: int | None) -> list[Hit]:
                 merged = _joined(a, joined, covered, "merge")
                 merged.chunk.section_path = common_path([a.chunk.section_path, b.chunk.section_path])
                 items[i], members[i] = merged, joined
-                del items[j], members[j]
+                pages[i] = None if is_record(merged.chunk) else _key(merged.chunk)
+                del items[j], members[j], pages[j]
                 changed = True
                 break
             if changed:
