@@ -22,8 +22,9 @@ per-thread read connections) exports that commit's ``esrag`` with ``git archive`
 temporary folder (the repository is not touched) and serves the same index from it beside this
 checkout's server (each process imports its own code through ``PYTHONPATH``); ``--rounds``
 rounds alternate the two (which one goes first too), each round on queries neither server has
-seen, then prints baseline vs new: 1 client and N clients, searches/s, p50, p95, failures and
-the ratio. Target (issue 39): N = 8 clients at >= 200 searches/s with p95 <= 50 ms, no failure.
+seen, then prints baseline vs new: 1 client and N clients, searches/s, p50, p95, failures, the
+server process's CPU per search (user + system, every thread, from ``/proc/PID/stat``) and the
+ratio. Target (issue 39): N = 8 clients at >= 200 searches/s with p95 <= 50 ms, no failure.
 ``--baseline none`` skips it.
 
     .venv/bin/python benchmarks/bench_serve.py [--queries 100] [--clients 8] [--stores sqlite,elastic] [--fresh]
@@ -67,6 +68,12 @@ def queries(n: int, seed: int = 2027) -> list[str]:
     for path in sorted(LARAVEL.glob("*.md")):
         titles += re.findall(r"^#{2,3} (.+)$", path.read_text(encoding="utf-8"), re.MULTILINE)
     return [f"how do I use {t.strip().lower()}" for t in random.Random(seed).sample(titles, n)]
+
+
+def process_cpu(pid: int) -> float:
+    """Seconds of CPU (user + system, every thread) process ``pid`` has used (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pct(values: list[float], p: float) -> float:
@@ -169,14 +176,16 @@ def compare(env: dict[str, str], ref: str, clients: int, rounds: int, n: int) ->
                 chunk = pool[r * 3 * n : (r + 1) * 3 * n]
                 seq, conc = chunk[:n], chunk[n:]
                 for name in ("baseline", "new") if r % 2 == 0 else ("new", "baseline"):
-                    url = servers[name].url
-                    t0 = time.perf_counter()
+                    url, pid = servers[name].url, servers[name].proc.pid
+                    t0, c0 = time.perf_counter(), process_cpu(pid)
                     walls, _ = sequential(url, seq)
                     raw[name]["seq"] += walls
                     raw[name].setdefault("seq_t", []).append(time.perf_counter() - t0)
-                    t0 = time.perf_counter()
+                    raw[name].setdefault("seq_cpu", []).append(process_cpu(pid) - c0)
+                    t0, c0 = time.perf_counter(), process_cpu(pid)
                     _, lat, failed = concurrent_counted(url, conc, clients)
                     raw[name]["conc_t"].append(time.perf_counter() - t0)
+                    raw[name].setdefault("conc_cpu", []).append(process_cpu(pid) - c0)
                     raw[name]["conc"] += lat
                     raw[name]["fail"].append(failed)
                     console.print(
@@ -195,6 +204,7 @@ def compare(env: dict[str, str], ref: str, clients: int, rounds: int, n: int) ->
                 "p50": pct(d["seq"], 50),
                 "p95": pct(d["seq"], 95),
                 "failures": 0,
+                "cpu_ms": 1000 * sum(d["seq_cpu"]) / len(d["seq"]),
             },
             f"{clients} clients": {
                 "searches": 2 * n * rounds,
@@ -202,6 +212,7 @@ def compare(env: dict[str, str], ref: str, clients: int, rounds: int, n: int) ->
                 "p50": pct(d["conc"], 50),
                 "p95": pct(d["conc"], 95),
                 "failures": sum(d["fail"]),
+                "cpu_ms": 1000 * sum(d["conc_cpu"]) / (2 * n * rounds),
             },
         }
     return out
@@ -209,7 +220,18 @@ def compare(env: dict[str, str], ref: str, clients: int, rounds: int, n: int) ->
 
 def print_compare(cmp: dict, ref: str, clients: int, rounds: int) -> None:
     t = Table(title=f"esrag serve on SQLite (Laravel docs, hybrid k=10): baseline {ref} vs this checkout, {rounds} interleaved rounds")
-    for col in ("phase", "code", "searches", "searches/s", "p50 ms", "p95 ms", "failures", "new / baseline (searches/s)", "target"):
+    for col in (
+        "phase",
+        "code",
+        "searches",
+        "searches/s",
+        "p50 ms",
+        "p95 ms",
+        "failures",
+        "server CPU ms/search",
+        "new / baseline (searches/s)",
+        "target",
+    ):
         t.add_column(col, justify="right")
     for phase in cmp["new"]:
         for name in ("baseline", "new"):
@@ -221,7 +243,16 @@ def print_compare(cmp: dict, ref: str, clients: int, rounds: int) -> None:
                     "met" if r["rate"] >= 200 and r["p95"] <= 50 and not r["failures"] else "NOT met (>= 200/s, p95 <= 50 ms, 0 failed)"
                 )
             t.add_row(
-                phase, name, str(r["searches"]), f"{r['rate']:.1f}", f"{r['p50']:.1f}", f"{r['p95']:.1f}", str(r["failures"]), ratio, target
+                phase,
+                name,
+                str(r["searches"]),
+                f"{r['rate']:.1f}",
+                f"{r['p50']:.1f}",
+                f"{r['p95']:.1f}",
+                str(r["failures"]),
+                f"{r['cpu_ms']:.1f}",
+                ratio,
+                target,
             )
     console.print(t)
 
