@@ -416,7 +416,8 @@ def search_concurrency(settings: Settings, store: Store, embedder: str | None = 
     """How many searches one process runs at once (0: no limit): ``[serve] search_concurrency``
     when set, else the CPUs this process may use (``os.sched_getaffinity``) when ``store`` is the
     embedded SQLite store and the query embedder (``embedder`` or ``settings.embedder``) runs
-    here (``st:``), else no limit.
+    here (``st:``) and no search waits on a server ([search] ``reformulate`` asks an LLM;
+    a ``rerank`` other than ``cross-encoder:…``), else no limit.
 
     Why: on the embedded store a search is CPU work in this process (the query embedding, the
     two legs, fusion, sections), and searches beyond the cores only take turns at the
@@ -427,6 +428,7 @@ def search_concurrency(settings: Settings, store: Store, embedder: str | None = 
     network, so it is not limited.
     """
     from esrag.embedding import parse_spec
+    from esrag.search.rerank import parse_spec as rerank_spec
 
     if settings.serve.search_concurrency:
         return settings.serve.search_concurrency
@@ -434,6 +436,14 @@ def search_concurrency(settings: Settings, store: Store, embedder: str | None = 
         return 0
     if parse_spec(embedder or settings.embedder)[0] != "st":
         return 0
+    if settings.search.reformulate:  # each search asks an LLM
+        return 0
+    if settings.search.rerank:
+        try:
+            if rerank_spec(settings.search.rerank)[0] != "cross-encoder":  # a reranker server
+                return 0
+        except ConfigError:  # a bad spec: each search reports it
+            return 0
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

@@ -41,6 +41,10 @@ def test_auto_is_the_cpus_on_the_embedded_store_with_a_local_embedder(store):
     assert search_concurrency(Settings(db=None, es_url=None, serve={"search_concurrency": 3}), store) == 3
     # a remote embedder: each search mostly waits on the network, so no limit
     assert search_concurrency(Settings(db=None, es_url=None, embedder="openai:text-embedding-3-small"), store) == 0
+    # a search that waits on an LLM or a reranker server: no limit either; a local cross-encoder is CPU work here
+    assert search_concurrency(Settings(db=None, es_url=None, search={"reformulate": 2}), store) == 0
+    assert search_concurrency(Settings(db=None, es_url=None, search={"rerank": "http://127.0.0.1:9/rerank"}), store) == 0
+    assert search_concurrency(Settings(db=None, es_url=None, search={"rerank": "cross-encoder:some-model"}), store) == cpus
     assert SearchService(Settings(db=None, es_url=None), store).search_slots == cpus
 
 
