@@ -352,7 +352,8 @@ class ServeSettings(BaseModel):
     (the first at start; 0 = never, else at least :data:`MIN_SYNC_INTERVAL`, 10 s;
     :mod:`esrag.serve.sync`, docs/hub.md "Keep it fresh while serving"); ``search_concurrency``:
     searches one process runs at once, the others wait their turn (0 = auto: the CPUs it may use
-    on the embedded store with a local embedder, else no limit;
+    on the embedded store with a local embedder and no LLM or reranker server per search, else
+    no limit;
     :func:`esrag.service.search_concurrency`, docs/serving.md "Many clients at once")."""
 
     keys: dict[str, KeySettings] = Field(default_factory=dict)
