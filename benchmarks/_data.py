@@ -35,6 +35,14 @@ def default_ingester(store, embedder, cache_path: Path):
 
     t = Settings(db=None, es_url=None).index_text
     cache = EmbeddingCache(cache_path)
-    return Ingester(store, embedder.spec, lambda: CachedEmbedder(embedder, cache), default_chunker(), t.embed_fields,
-                    t.bm25_fields, analyzer=t.analyzer, section_context=t.section_context,
-                    section_context_depth=t.section_context_depth)
+    return Ingester(
+        store,
+        embedder.spec,
+        lambda: CachedEmbedder(embedder, cache),
+        default_chunker(),
+        t.embed_fields,
+        t.bm25_fields,
+        analyzer=t.analyzer,
+        section_context=t.section_context,
+        section_context_depth=t.section_context_depth,
+    )

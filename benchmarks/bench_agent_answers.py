@@ -47,31 +47,56 @@ SITE = "https://fastapi.tiangolo.com/"
 
 # (question, answering page (source path suffix), answering section anchors, a line of its example code)
 QUESTIONS = [
-    ("How do I set a cookie in the response?", "advanced/response-cookies.md",
-     {"use-a-response-parameter", "return-a-response-directly", "response-cookies"}, "response.set_cookie("),
-    ("How do I allow CORS requests from my frontend?", "tutorial/cors.md",
-     {"use-corsmiddleware", "cors-cross-origin-resource-sharing"}, "allow_origins=origins"),
-    ("How do I receive an uploaded file?", "tutorial/request-files.md",
-     {"define-file-parameters", "file-parameters-with-uploadfile", "request-files"}, "def create_upload_file("),
-    ("How do I run a task in the background after returning the response?", "tutorial/background-tasks.md",
-     {"add-the-background-task", "using-backgroundtasks", "background-tasks"}, "background_tasks.add_task("),
-    ("How do I change the status code of a created item response to 201?", "tutorial/response-status-code.md",
-     {"response-status-code", "shortcut-to-remember-the-names"}, "status_code=201"),
-    ("How do I return a 404 error when an item is not found?", "tutorial/handling-errors.md",
-     {"raise-an-httpexception-in-your-code", "use-httpexception", "handling-errors"}, "if item_id not in items:"),
-    ("How do I open a database session per request and close it afterwards?",
-     "tutorial/dependencies/dependencies-with-yield.md",
-     {"a-database-dependency-with-yield", "dependencies-with-yield"}, "db = DBSession()"),
-    ("How do I write tests for my FastAPI app?", "tutorial/testing.md",
-     {"using-testclient", "testing"}, "client = TestClient(app)"),
+    (
+        "How do I set a cookie in the response?",
+        "advanced/response-cookies.md",
+        {"use-a-response-parameter", "return-a-response-directly", "response-cookies"},
+        "response.set_cookie(",
+    ),
+    (
+        "How do I allow CORS requests from my frontend?",
+        "tutorial/cors.md",
+        {"use-corsmiddleware", "cors-cross-origin-resource-sharing"},
+        "allow_origins=origins",
+    ),
+    (
+        "How do I receive an uploaded file?",
+        "tutorial/request-files.md",
+        {"define-file-parameters", "file-parameters-with-uploadfile", "request-files"},
+        "def create_upload_file(",
+    ),
+    (
+        "How do I run a task in the background after returning the response?",
+        "tutorial/background-tasks.md",
+        {"add-the-background-task", "using-backgroundtasks", "background-tasks"},
+        "background_tasks.add_task(",
+    ),
+    (
+        "How do I change the status code of a created item response to 201?",
+        "tutorial/response-status-code.md",
+        {"response-status-code", "shortcut-to-remember-the-names"},
+        "status_code=201",
+    ),
+    (
+        "How do I return a 404 error when an item is not found?",
+        "tutorial/handling-errors.md",
+        {"raise-an-httpexception-in-your-code", "use-httpexception", "handling-errors"},
+        "if item_id not in items:",
+    ),
+    (
+        "How do I open a database session per request and close it afterwards?",
+        "tutorial/dependencies/dependencies-with-yield.md",
+        {"a-database-dependency-with-yield", "dependencies-with-yield"},
+        "db = DBSession()",
+    ),
+    ("How do I write tests for my FastAPI app?", "tutorial/testing.md", {"using-testclient", "testing"}, "client = TestClient(app)"),
 ]
 PAGES = ["docs/release-notes.md", "advanced/response-cookies.md"]
 
 
 def ingest(esrag: str, db: Path) -> None:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("ESRAG_")}, "ESRAG_DB": str(db)}
-    subprocess.run([esrag, "ingest", str(FASTAPI), "--corpus", "fastapi", "--json"], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([esrag, "ingest", str(FASTAPI), "--corpus", "fastapi", "--json"], env=env, check=True, stdout=subprocess.DEVNULL)
 
 
 def hits_of(text: str) -> list[dict[str, str]]:
@@ -79,8 +104,9 @@ def hits_of(text: str) -> list[dict[str, str]]:
     by the URL or ``source_path (lines a-b)`` line."""
     try:
         body = json.loads(text)
-        return [{"where": h.get("url") or h.get("source_path") or "", "section_path": h.get("section_path") or ""}
-                for h in body.get("hits", [])]
+        return [
+            {"where": h.get("url") or h.get("source_path") or "", "section_path": h.get("section_path") or ""} for h in body.get("hits", [])
+        ]
     except ValueError:
         found = re.findall(r"(?m)^## (.+)\n(https?://\S+|\S+ \(lines \d+-\d+\))", text)
         return [{"where": where.split(" ", 1)[0], "section_path": head} for head, where in found]
@@ -115,12 +141,18 @@ async def session_run(esrag: str, db: Path) -> dict[str, Any]:
             text = r.content[0].text if r.content else ""
             structured = json.dumps(r.structured_content) if r.structured_content else ""
             hits = hits_of(text)
-            out["questions"].append({
-                "question": question, "error": bool(r.is_error), "tokens": count_tokens(text),
-                "structured_tokens": count_tokens(structured) if structured else 0, "hits": len(hits),
-                "code_in_response": code in text, "answer_rank": rank(hits, page, anchors),
-                "pages": len({h["where"].split("#")[0] for h in hits}),
-            })
+            out["questions"].append(
+                {
+                    "question": question,
+                    "error": bool(r.is_error),
+                    "tokens": count_tokens(text),
+                    "structured_tokens": count_tokens(structured) if structured else 0,
+                    "hits": len(hits),
+                    "code_in_response": code in text,
+                    "answer_rank": rank(hits, page, anchors),
+                    "pages": len({h["where"].split("#")[0] for h in hits}),
+                }
+            )
         for path in PAGES:
             short = path.removeprefix("docs/")
             for asked in dict.fromkeys([path, "docs/" + short, "docs/en/docs/" + short]):  # as given, then as indexed
@@ -128,8 +160,15 @@ async def session_run(esrag: str, db: Path) -> dict[str, Any]:
                 if not r.is_error:
                     break
             text = r.content[0].text if r.content else ""
-            out["pages"].append({"path": path, "asked": asked, "error": bool(r.is_error), "tokens": count_tokens(text),
-                                 "first_line": text.split("\n", 1)[0][:120]})
+            out["pages"].append(
+                {
+                    "path": path,
+                    "asked": asked,
+                    "error": bool(r.is_error),
+                    "tokens": count_tokens(text),
+                    "first_line": text.split("\n", 1)[0][:120],
+                }
+            )
     return out
 
 
@@ -151,8 +190,15 @@ def main() -> None:
     for run in runs:
         table = Table("question", "tokens", "struct.", "hits", "pages", "code", "rank", title=run["esrag"])
         for q in run["questions"]:
-            table.add_row(q["question"][:60], str(q["tokens"]), str(q["structured_tokens"]), str(q["hits"]), str(q["pages"]),
-                          "yes" if q["code_in_response"] else "no", str(q["answer_rank"] or "-"))
+            table.add_row(
+                q["question"][:60],
+                str(q["tokens"]),
+                str(q["structured_tokens"]),
+                str(q["hits"]),
+                str(q["pages"]),
+                "yes" if q["code_in_response"] else "no",
+                str(q["answer_rank"] or "-"),
+            )
         for p in run["pages"]:
             table.add_row(f"get_page {p['path']}", str(p["tokens"]), "", "", "", "", "error" if p["error"] else "")
         console.print(table)
@@ -166,12 +212,14 @@ def summary(runs: list[dict[str, Any]]) -> str:
     head += "|---|" + "---|" * len(runs) + "\n"
     rows = []
     for i, (question, *_rest) in enumerate(QUESTIONS):
-        cells = [f"{r['questions'][i]['tokens']}, {'yes' if r['questions'][i]['code_in_response'] else 'no'}, "
-                 f"{r['questions'][i]['answer_rank'] or '-'}" for r in runs]
+        cells = [
+            f"{r['questions'][i]['tokens']}, {'yes' if r['questions'][i]['code_in_response'] else 'no'}, "
+            f"{r['questions'][i]['answer_rank'] or '-'}"
+            for r in runs
+        ]
         rows.append(f"| {question} | " + " | ".join(cells) + " |")
     for j, path in enumerate(PAGES):
-        cells = [f"{r['pages'][j]['tokens']}" + (" (error)" if r["pages"][j]["error"] else f" (as {r['pages'][j]['asked']})")
-                 for r in runs]
+        cells = [f"{r['pages'][j]['tokens']}" + (" (error)" if r["pages"][j]["error"] else f" (as {r['pages'][j]['asked']})") for r in runs]
         rows.append(f"| get_page {path} | " + " | ".join(cells) + " |")
     return head + "\n".join(rows) + "\n"
 

@@ -43,8 +43,10 @@ def load(work: Path, cache: Path) -> tuple:
     store = SQLiteStore(work / "esrag.db")
     t0 = time.perf_counter()
     summary = ingest_tree(settings, store, LARAVEL, corpus="laravel").summary
-    print(f"prepared: {summary.chunks_new} new chunks, {summary.embeddings_computed} embeddings computed "
-          f"(the rest from the cache), {time.perf_counter() - t0:.1f} s, load {os.getloadavg()[0]:.2f}")
+    print(
+        f"prepared: {summary.chunks_new} new chunks, {summary.embeddings_computed} embeddings computed "
+        f"(the rest from the cache), {time.perf_counter() - t0:.1f} s, load {os.getloadavg()[0]:.2f}"
+    )
     manifest = store.manifest("laravel")
     entries = {i: e for per_file in manifest.values() for i, e in per_file.items()}
     ids = sorted(entries)
@@ -66,7 +68,7 @@ def run(url: str, opts: ClusterOptions, chunks, vectors, hashes, meta) -> dict:
             t0 = time.perf_counter()
             s.ensure(meta)
             for start in range(0, len(chunks), WINDOW):
-                report = s.write(chunks[start:start + WINDOW], vectors[start:start + WINDOW], hashes[start:start + WINDOW])
+                report = s.write(chunks[start : start + WINDOW], vectors[start : start + WINDOW], hashes[start : start + WINDOW])
                 assert not report.failed, list(report.failed.items())[:3]
             t1 = time.perf_counter()
             s.refresh()
@@ -78,8 +80,15 @@ def run(url: str, opts: ClusterOptions, chunks, vectors, hashes, meta) -> dict:
     finally:
         s.drop()
         s.close()
-    return {"write_s": round(t1 - t0, 3), "end_s": round(t2 - t1, 3), "total_s": round(t2 - t0, 3), "health": health,
-            "chunks": count, "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
+    return {
+        "write_s": round(t1 - t0, 3),
+        "end_s": round(t2 - t1, 3),
+        "total_s": round(t2 - t0, 3),
+        "health": health,
+        "chunks": count,
+        "load_before": round(load_before, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+    }
 
 
 def main() -> None:
@@ -89,8 +98,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--work", type=Path, default=Path("/tmp/esrag-bench-bulk-load"))
     ap.add_argument("--cache", type=Path, default=None, help="embedding cache (default: WORK/embedding_cache.db)")
-    ap.add_argument("--copies", type=int, default=1,
-                    help="index the chunks this many times (copy k: ids and paths prefixed copy-k/), for a larger load")
+    ap.add_argument(
+        "--copies", type=int, default=1, help="index the chunks this many times (copy k: ids and paths prefixed copy-k/), for a larger load"
+    )
     ap.add_argument("--out", type=Path, default=None, help="default benchmarks/results/bench_bulk_load[-xN].json")
     args = ap.parse_args()
     suffix = f"-x{args.copies}" if args.copies > 1 else ""
@@ -103,8 +113,11 @@ def main() -> None:
 
         import numpy as np
 
-        chunks = [dataclasses.replace(c, id=f"copy-{k}/{c.id}", source_path=f"copy-{k}/{c.source_path}")
-                  for k in range(args.copies) for c in chunks]
+        chunks = [
+            dataclasses.replace(c, id=f"copy-{k}/{c.id}", source_path=f"copy-{k}/{c.source_path}")
+            for k in range(args.copies)
+            for c in chunks
+        ]
         vectors, hashes = np.concatenate([vectors] * args.copies), hashes * args.copies
     setups = {
         "cluster-3-nodes (3 shards, 1 replica)": (args.cluster, {"shards": 3, "replicas": 1}),
@@ -115,20 +128,36 @@ def main() -> None:
         results[name] = {"on": [], "off": []}
         run(url, ClusterOptions(**base, bulk_load=False), chunks, vectors, hashes, meta)  # warm-up (JIT, caches)
         for rep in range(args.repeats):
-            for profile in (("on", "off") if rep % 2 == 0 else ("off", "on")):
+            for profile in ("on", "off") if rep % 2 == 0 else ("off", "on"):
                 got = run(url, ClusterOptions(**base, bulk_load=profile == "on"), chunks, vectors, hashes, meta)
                 results[name][profile].append(got)
-                print(f"{name:42s} profile {profile:3s}: write {got['write_s']:6.2f} s + end {got['end_s']:5.2f} s = "
-                      f"{got['total_s']:6.2f} s ({len(chunks)} chunks, {got['health']}), load {got['load_before']:.2f}->{got['load_after']:.2f}")
+                print(
+                    f"{name:42s} profile {profile:3s}: write {got['write_s']:6.2f} s + end {got['end_s']:5.2f} s = "
+                    f"{got['total_s']:6.2f} s ({len(chunks)} chunks, {got['health']}), load {got['load_before']:.2f}->{got['load_after']:.2f}"
+                )
     summary = {}
     for name, arms in results.items():
         med = {p: statistics.median(r["total_s"] for r in runs) for p, runs in arms.items()}
-        summary[name] = {"median_total_s": med, "gain": round(1 - med["on"] / med["off"], 3),
-                         "chunks_per_s": {p: round(len(chunks) / v, 1) for p, v in med.items()}}
-        print(f"{name}: median on {med['on']:.2f} s vs off {med['off']:.2f} s -> {summary[name]['gain']:+.1%} "
-              f"({summary[name]['chunks_per_s']['on']:.0f} vs {summary[name]['chunks_per_s']['off']:.0f} chunks/s)")
-    out = {"chunks": len(chunks), "copies": args.copies, "dims": int(vectors.shape[1]), "window": WINDOW, "repeats": args.repeats,
-           "cpu": "2 cores, avx512_bf16", "loadavg_end": os.getloadavg(), "summary": summary, "runs": results}
+        summary[name] = {
+            "median_total_s": med,
+            "gain": round(1 - med["on"] / med["off"], 3),
+            "chunks_per_s": {p: round(len(chunks) / v, 1) for p, v in med.items()},
+        }
+        print(
+            f"{name}: median on {med['on']:.2f} s vs off {med['off']:.2f} s -> {summary[name]['gain']:+.1%} "
+            f"({summary[name]['chunks_per_s']['on']:.0f} vs {summary[name]['chunks_per_s']['off']:.0f} chunks/s)"
+        )
+    out = {
+        "chunks": len(chunks),
+        "copies": args.copies,
+        "dims": int(vectors.shape[1]),
+        "window": WINDOW,
+        "repeats": args.repeats,
+        "cpu": "2 cores, avx512_bf16",
+        "loadavg_end": os.getloadavg(),
+        "summary": summary,
+        "runs": results,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {args.out}")

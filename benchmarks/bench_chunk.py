@@ -63,7 +63,7 @@ def main() -> None:
     fast = _valid_count()  # the chunker's counter (every Laravel file encodes to UTF-8)
     chunker.chunk(Document(*files[0]))
     splitter.split_text(files[0][1])
-    slices = [files[i:i + args.slice] for i in range(0, len(files), args.slice)]
+    slices = [files[i : i + args.slice] for i in range(0, len(files), args.slice)]
 
     def esrag(part) -> int:
         return sum(len(chunker.chunk(Document(name, text))) for name, text in part)
@@ -72,17 +72,25 @@ def main() -> None:
         return sum(len(splitter.split_text(text)) for _, text in part)
 
     ratios, load, rounds = [], [], []
-    best = {"esrag": float("inf"), "langchain": float("inf"), "parse": float("inf"), "scan": float("inf"),
-            "encode": float("inf"), "fast": float("inf")}
+    best = {
+        "esrag": float("inf"),
+        "langchain": float("inf"),
+        "parse": float("inf"),
+        "scan": float("inf"),
+        "encode": float("inf"),
+        "fast": float("inf"),
+    }
     n = m = 0
-    print(f"{mb:.1f} MB ({len(files)} files), {args.rounds} rounds of {len(slices)} slices; per round: "
-          "esrag MB/s, LangChain MB/s, ratio, load")
+    print(
+        f"{mb:.1f} MB ({len(files)} files), {args.rounds} rounds of {len(slices)} slices; per round: "
+        "esrag MB/s, LangChain MB/s, ratio, load"
+    )
     for r in range(args.rounds):
         load.append(os.getloadavg()[0])
         spent = {"esrag": 0.0, "langchain": 0.0}
         n = m = 0
         for k, part in enumerate(slices):
-            for side in (("esrag", "langchain") if (k + r) % 2 == 0 else ("langchain", "esrag")):
+            for side in ("esrag", "langchain") if (k + r) % 2 == 0 else ("langchain", "esrag"):
                 t0 = time.perf_counter()
                 got = esrag(part) if side == "esrag" else langchain(part)
                 spent[side] += time.perf_counter() - t0
@@ -93,33 +101,53 @@ def main() -> None:
         for side, t in spent.items():
             best[side] = min(best[side], t)
         ratios.append(spent["langchain"] / spent["esrag"])
-        rounds.append({"esrag_mb_s": mb / spent["esrag"], "langchain_mb_s": mb / spent["langchain"], "ratio": ratios[-1],
-                       "load_1min": load[-1]})
-        print(f"  round {r + 1}: {mb / spent['esrag']:.2f}  {mb / spent['langchain']:.2f}  {ratios[-1]:.3f}x  "
-              f"load {load[-1]:.1f}", flush=True)
+        rounds.append(
+            {"esrag_mb_s": mb / spent["esrag"], "langchain_mb_s": mb / spent["langchain"], "ratio": ratios[-1], "load_1min": load[-1]}
+        )
+        print(
+            f"  round {r + 1}: {mb / spent['esrag']:.2f}  {mb / spent['langchain']:.2f}  {ratios[-1]:.3f}x  load {load[-1]:.1f}", flush=True
+        )
         if args.parts:
-            for key, step in (("parse", lambda t: md.parse(normalize(t))),
-                              ("scan", lambda t: top_level_blocks(md, normalize(t), {}, region_md)),
-                              ("encode", lambda t: encode(normalize(t))), ("fast", lambda t: fast(normalize(t)))):
+            for key, step in (
+                ("parse", lambda t: md.parse(normalize(t))),
+                ("scan", lambda t: top_level_blocks(md, normalize(t), {}, region_md)),
+                ("encode", lambda t: encode(normalize(t))),
+                ("fast", lambda t: fast(normalize(t))),
+            ):
                 t0 = time.perf_counter()
                 for _, text in files:
                     step(text)
                 best[key] = min(best[key], time.perf_counter() - t0)
     rate = {k: mb / v for k, v in best.items()}
     lc = rate["langchain"]
-    print(f"esrag chunker {rate['esrag']:.2f} MB/s ({n} chunks), LangChain MarkdownHeaderTextSplitter {lc:.2f} MB/s "
-          f"({m} sections), each in its best round; ratio per round: median {statistics.median(ratios):.3f}x, "
-          f"min {min(ratios):.3f}x, max {max(ratios):.3f}x (target >= 0.5x)")
+    print(
+        f"esrag chunker {rate['esrag']:.2f} MB/s ({n} chunks), LangChain MarkdownHeaderTextSplitter {lc:.2f} MB/s "
+        f"({m} sections), each in its best round; ratio per round: median {statistics.median(ratios):.3f}x, "
+        f"min {min(ratios):.3f}x, max {max(ratios):.3f}x (target >= 0.5x)"
+    )
     if args.parts:
-        print(f"parts alone (best round): markdown-it block parse {rate['parse']:.2f} MB/s ({rate['parse'] / lc:.2f}x), "
-              f"esrag block scanner {rate['scan']:.2f} MB/s ({rate['scan'] / lc:.2f}x), one cl100k encoding per file "
-              f"{rate['encode']:.2f} MB/s ({rate['encode'] / lc:.2f}x), one count per file by the chunker's counter "
-              f"({fast_backend()}) {rate['fast']:.2f} MB/s ({rate['fast'] / lc:.2f}x)")
+        print(
+            f"parts alone (best round): markdown-it block parse {rate['parse']:.2f} MB/s ({rate['parse'] / lc:.2f}x), "
+            f"esrag block scanner {rate['scan']:.2f} MB/s ({rate['scan'] / lc:.2f}x), one cl100k encoding per file "
+            f"{rate['encode']:.2f} MB/s ({rate['encode'] / lc:.2f}x), one count per file by the chunker's counter "
+            f"({fast_backend()}) {rate['fast']:.2f} MB/s ({rate['fast'] / lc:.2f}x)"
+        )
     print(f"load average (1 min) per round: {', '.join(f'{x:.1f}' for x in load)}; CPU: {' '.join(cpu_features())}")
-    result = {"mb": mb, "files": len(files), "chunks": n, "sections": m, "slice": args.slice, "counter": fast_backend(),
-              "cpu": platform.processor() or platform.machine(), "cpu_features": cpu_features(), "rounds": rounds,
-              "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
-              "best_mb_s": {k: v for k, v in rate.items() if k in ("esrag", "langchain") or args.parts}}
+    result = {
+        "mb": mb,
+        "files": len(files),
+        "chunks": n,
+        "sections": m,
+        "slice": args.slice,
+        "counter": fast_backend(),
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_features": cpu_features(),
+        "rounds": rounds,
+        "ratio_median": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+        "best_mb_s": {k: v for k, v in rate.items() if k in ("esrag", "langchain") or args.parts},
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")

@@ -70,8 +70,12 @@ def ranks(q: dict[str, Any], hits: list[Hit], store: Any) -> tuple[int | None, i
 
 def metrics(rs: list[int | None]) -> dict[str, float]:
     n = len(rs)
-    return {"r@1": sum(r is not None and r <= 1 for r in rs) / n, "r@5": sum(r is not None and r <= 5 for r in rs) / n,
-            "r@10": sum(r is not None and r <= 10 for r in rs) / n, "mrr@10": sum(1 / r for r in rs if r) / n}
+    return {
+        "r@1": sum(r is not None and r <= 1 for r in rs) / n,
+        "r@5": sum(r is not None and r <= 5 for r in rs) / n,
+        "r@10": sum(r is not None and r <= 10 for r in rs) / n,
+        "mrr@10": sum(1 / r for r in rs if r) / n,
+    }
 
 
 def main() -> None:
@@ -92,8 +96,7 @@ def main() -> None:
         per_q: dict[str, dict[str, Any]] = {}
         for arm in ARMS:
             weight = 1.0 if arm == "off" else 0.5
-            settings = base.model_copy(update={
-                "corpora": {c: CorpusSettings(demote=DemoteSettings(weight=weight)) for c in corpora}})
+            settings = base.model_copy(update={"corpora": {c: CorpusSettings(demote=DemoteSettings(weight=weight)) for c in corpora}})
             pipeline = app.make_pipeline(settings, store)
             secs, pages, demoted, tokens, n_hits = [], [], 0, 0, 0
             for q in questions:
@@ -105,11 +108,15 @@ def main() -> None:
                 tokens += sum(h.chunk.tokens for h in r.hits)
                 n_hits += len(r.hits)
                 per_q.setdefault(q["id"], {})[arm] = s
-            results[arm] = {"section": metrics(secs), "page": metrics(pages), "demoted_in_top_k": demoted,
-                            "hits_per_question": round(n_hits / max(len(questions), 1), 1), "tokens_per_question": round(tokens / max(len(questions), 1), 1)}
+            results[arm] = {
+                "section": metrics(secs),
+                "page": metrics(pages),
+                "demoted_in_top_k": demoted,
+                "hits_per_question": round(n_hits / max(len(questions), 1), 1),
+                "tokens_per_question": round(tokens / max(len(questions), 1), 1),
+            }
     changed = {qid: v for qid, v in per_q.items() if len(set(v.values())) > 1}
-    report = {"questions": len(questions), "corpora": corpora, "mode": a.mode, "k": a.k, "arms": results,
-              "changed": changed}
+    report = {"questions": len(questions), "corpora": corpora, "mode": a.mode, "k": a.k, "arms": results, "changed": changed}
     text = json.dumps(report, indent=2)
     print(text)
     if a.out:

@@ -101,6 +101,7 @@ def fidelity_texts(files: list[tuple[str, str]], step: int) -> list[str]:
 
 # ---- arms, each run in a child process (``--arm``) -------------------------------------------
 
+
 def arm_baseline(docs: Path) -> dict:
     from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
     from sentence_transformers import SentenceTransformer
@@ -119,8 +120,14 @@ def arm_baseline(docs: Path) -> dict:
     t0 = time.perf_counter()
     model.encode(texts)  # the peer's defaults: fp32, batch_size 32
     embed_s = time.perf_counter() - t0
-    return {"chunks": len(texts), "split_seconds": split_s, "load_seconds": load_s, "embed_seconds": embed_s,
-            "seconds": split_s + load_s + embed_s, "peak_rss_mb": peak_rss_mb()}
+    return {
+        "chunks": len(texts),
+        "split_seconds": split_s,
+        "load_seconds": load_s,
+        "embed_seconds": embed_s,
+        "seconds": split_s + load_s + embed_s,
+        "peak_rss_mb": peak_rss_mb(),
+    }
 
 
 def arm_esrag(docs: Path, backend: str, precision: str, sample: list[str], vectors_out: Path) -> dict:
@@ -139,12 +146,21 @@ def arm_esrag(docs: Path, backend: str, precision: str, sample: list[str], vecto
         store.close()
     np.save(vectors_out, embedder.embed_documents(sample))
     return {
-        "backend": embedder.backend, "precision": embedder.precision, "bf16": embedder.bf16,
-        "asked": f"{backend}:{precision}", "cpu_fast_bf16": cpu_has_fast_bf16(), "cpu_vnni": cpu_has_vnni(),
+        "backend": embedder.backend,
+        "precision": embedder.precision,
+        "bf16": embedder.bf16,
+        "asked": f"{backend}:{precision}",
+        "cpu_fast_bf16": cpu_has_fast_bf16(),
+        "cpu_vnni": cpu_has_vnni(),
         "embed_batch_size": embedder.batch_size,
-        "model_load_seconds": load_s, "seconds": first.seconds + load_s, "embed_seconds": first.embed_seconds,
-        "chunks": first.chunks, "embeddings": first.embeddings_computed, "peak_rss_mb": rss_mb,
-        "reingest_seconds": again.seconds, "reingest_embeddings": again.embeddings_computed,
+        "model_load_seconds": load_s,
+        "seconds": first.seconds + load_s,
+        "embed_seconds": first.embed_seconds,
+        "chunks": first.chunks,
+        "embeddings": first.embeddings_computed,
+        "peak_rss_mb": rss_mb,
+        "reingest_seconds": again.seconds,
+        "reingest_embeddings": again.embeddings_computed,
     }
 
 
@@ -187,8 +203,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=Path, default=DEFAULT_DOCS)
     ap.add_argument("--classes", default="bf16,no-bf16", help="CPU classes to measure (bf16, no-bf16)")
-    ap.add_argument("--backends", default=",".join(BACKENDS),
-                    help="BACKEND[:PRECISION] arms, comma-separated; CLASS/BACKEND[:PRECISION] runs in that class only")
+    ap.add_argument(
+        "--backends",
+        default=",".join(BACKENDS),
+        help="BACKEND[:PRECISION] arms, comma-separated; CLASS/BACKEND[:PRECISION] runs in that class only",
+    )
     ap.add_argument("--skip-baseline", action="store_true", help="skip the LangChain + sentence-transformers baseline")
     ap.add_argument("--fidelity-step", type=int, default=4, help="cosine over every N-th chunk (1 = all)")
     ap.add_argument("--model", default=None, help="esrag's embedding model (default: esrag's default); the baseline keeps all-MiniLM-L6-v2")
@@ -201,9 +220,13 @@ def main() -> None:
     MODEL = args.model or MODEL
     if args.arm:  # a child: one measurement, JSON on the last line of stdout
         sample = json.loads(args.sample.read_text()) if args.sample else []
-        result = (arm_baseline(args.docs) if args.arm == "baseline" else
-                  arm_reference(sample, args.vectors) if args.arm == "reference" else
-                  arm_esrag(args.docs, *(args.backend.split(":") + ["auto"])[:2], sample, args.vectors))
+        result = (
+            arm_baseline(args.docs)
+            if args.arm == "baseline"
+            else arm_reference(sample, args.vectors)
+            if args.arm == "reference"
+            else arm_esrag(args.docs, *(args.backend.split(":") + ["auto"])[:2], sample, args.vectors)
+        )
         print(json.dumps(result))
         return
     from esrag.embedding import cpu_features, cpu_has_fast_bf16, quantize, resolve_model_path
@@ -251,38 +274,80 @@ def main() -> None:
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     name = "ingest.json" if MODEL == DEFAULT_MODEL else f"ingest-{MODEL.rsplit('/', 1)[-1]}.json"  # another model: its own file
-    (out / name).write_text(json.dumps({
-        "cpu_features": cpu_features(), "cpu_fast_bf16": cpu_has_fast_bf16(), "classes": CLASSES, "backends": args.backends, "chunking": chunking,
-        "model": MODEL, "export_seconds": export_s, "quantize_seconds": quantize_s, "fidelity_sample": len(reference), "results": results}, indent=2))
+    (out / name).write_text(
+        json.dumps(
+            {
+                "cpu_features": cpu_features(),
+                "cpu_fast_bf16": cpu_has_fast_bf16(),
+                "classes": CLASSES,
+                "backends": args.backends,
+                "chunking": chunking,
+                "model": MODEL,
+                "export_seconds": export_s,
+                "quantize_seconds": quantize_s,
+                "fidelity_sample": len(reference),
+                "results": results,
+            },
+            indent=2,
+        )
+    )
 
 
 def report(args, files, chunking, export_s, quantize_s, results, features, bf16, n_sample) -> None:
     from esrag.embedding import cpu_has_vnni
 
-    console.print(f"CPU features detected: {' '.join(features) or '(none read)'}; native bf16: {bf16}; "
-                  f"int8 dot products (VNNI): {cpu_has_vnni()}; load average at the end {os.getloadavg()}")
-    console.print(f"markdown-it block parse {chunking['parse_mb_s']:.2f} MB/s; header-led chunking {chunking['chunk_mb_s']:.2f} MB/s "
-                  f"({chunking['chunks']} chunks)" + (f"; one-time OpenVINO export {export_s:.1f} s" if export_s else "")
-                  + (f"; one-time int8 quantization {quantize_s:.1f} s" if quantize_s else ""))
-    table = Table(title=f"first ingest of {args.docs.name} ({chunking['mb']:.2f} MB, {len(files)} files), embedded store; esrag embeds with {MODEL}")
+    console.print(
+        f"CPU features detected: {' '.join(features) or '(none read)'}; native bf16: {bf16}; "
+        f"int8 dot products (VNNI): {cpu_has_vnni()}; load average at the end {os.getloadavg()}"
+    )
+    console.print(
+        f"markdown-it block parse {chunking['parse_mb_s']:.2f} MB/s; header-led chunking {chunking['chunk_mb_s']:.2f} MB/s "
+        f"({chunking['chunks']} chunks)"
+        + (f"; one-time OpenVINO export {export_s:.1f} s" if export_s else "")
+        + (f"; one-time int8 quantization {quantize_s:.1f} s" if quantize_s else "")
+    )
+    table = Table(
+        title=f"first ingest of {args.docs.name} ({chunking['mb']:.2f} MB, {len(files)} files), embedded store; esrag embeds with {MODEL}"
+    )
     for col in ("CPU class", "arm", "seconds", "chunks", "chunks/s", "speed-up", "peak RSS", "cos mean / min", "re-ingest", "load avg"):
         table.add_column(col, justify="left" if col in ("CPU class", "arm") else "right")
     for cls, res in results.items():
         base = res.get("baseline")
         if base:
-            table.add_row(cls, "baseline (LangChain + ST fp32)", f"{base['seconds']:.1f}", str(base["chunks"]),
-                          f"{base['chunks'] / base['seconds']:.1f}", "1.00x", f"{base['peak_rss_mb']:.0f} MB", "", "", _load(base))
+            table.add_row(
+                cls,
+                "baseline (LangChain + ST fp32)",
+                f"{base['seconds']:.1f}",
+                str(base["chunks"]),
+                f"{base['chunks'] / base['seconds']:.1f}",
+                "1.00x",
+                f"{base['peak_rss_mb']:.0f} MB",
+                "",
+                "",
+                _load(base),
+            )
         for name, r in res.items():
             if name == "baseline":
                 continue
             precision = r.get("precision") or ("bf16" if r["bf16"] else "fp32")
             ratio = f"{base['seconds'] / r['seconds']:.2f}x" if base else "-"
-            table.add_row(cls, f"esrag {r['backend']} {precision}" + (" (auto)" if r.get("asked", "").endswith(":auto") else ""), f"{r['seconds']:.1f}", str(r["chunks"]),
-                          f"{r['chunks'] / r['seconds']:.1f}", ratio, f"{r['peak_rss_mb']:.0f} MB",
-                          f"{r['cosine_mean']:.5f} / {r['cosine_min']:.5f}", f"{r['reingest_seconds']:.2f} s", _load(r))
+            table.add_row(
+                cls,
+                f"esrag {r['backend']} {precision}" + (" (auto)" if r.get("asked", "").endswith(":auto") else ""),
+                f"{r['seconds']:.1f}",
+                str(r["chunks"]),
+                f"{r['chunks'] / r['seconds']:.1f}",
+                ratio,
+                f"{r['peak_rss_mb']:.0f} MB",
+                f"{r['cosine_mean']:.5f} / {r['cosine_min']:.5f}",
+                f"{r['reingest_seconds']:.2f} s",
+                _load(r),
+            )
     console.print(table)
-    console.print(f"cosine: to torch fp32 vectors of the same texts, {n_sample} Laravel chunks (every {args.fidelity_step}th); "
-                  "no-bf16 is forced here: " + " ".join(f"{k}={v}" for k, v in CLASSES["no-bf16"].items()))
+    console.print(
+        f"cosine: to torch fp32 vectors of the same texts, {n_sample} Laravel chunks (every {args.fidelity_step}th); "
+        "no-bf16 is forced here: " + " ".join(f"{k}={v}" for k, v in CLASSES["no-bf16"].items())
+    )
 
 
 def _load(r: dict) -> str:

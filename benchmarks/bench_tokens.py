@@ -44,20 +44,29 @@ def main() -> None:
     tok = Tokenizer.from_file(str(model / "tokenizer.json"))
     tok.no_truncation()
     chunker = default_chunker()
-    texts = [embed_text(c, ["section_path", "text"]) for p in sorted(args.docs.rglob("*.md"))
-             for c in chunker.chunk(Document(p.name, p.read_text(encoding="utf-8")))]
+    texts = [
+        embed_text(c, ["section_path", "text"])
+        for p in sorted(args.docs.rglob("*.md"))
+        for c in chunker.chunk(Document(p.name, p.read_text(encoding="utf-8")))
+    ]
     n = [len(e.ids) for e in tok.encode_batch(texts)]
     a = np.asarray(n)
     over = a > window
-    print(f"{args.docs.name}: {len(a)} embedded texts; wordpieces per text: "
-          f"p50 {np.percentile(a, 50):.0f}, p90 {np.percentile(a, 90):.0f}, p99 {np.percentile(a, 99):.0f}, max {a.max()}")
-    print(f"over the {window}-wordpiece window: {over.sum()} texts ({100 * over.mean():.1f} %); "
-          f"wordpieces past the window: {int((a[over] - window).sum())} of {int(a.sum())} ({100 * (a[over] - window).sum() / a.sum():.1f} %)")
+    print(
+        f"{args.docs.name}: {len(a)} embedded texts; wordpieces per text: "
+        f"p50 {np.percentile(a, 50):.0f}, p90 {np.percentile(a, 90):.0f}, p99 {np.percentile(a, 99):.0f}, max {a.max()}"
+    )
+    print(
+        f"over the {window}-wordpiece window: {over.sum()} texts ({100 * over.mean():.1f} %); "
+        f"wordpieces past the window: {int((a[over] - window).sum())} of {int(a.sum())} ({100 * (a[over] - window).sum() / a.sum():.1f} %)"
+    )
     by_chars = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     by_pieces = sorted(range(len(texts)), key=lambda i: n[i])
-    print(f"padding at batch {args.batch_size}: sorted by characters {100 * padding_share(n, by_chars, args.batch_size, window):.1f} %, "
-          f"by wordpieces {100 * padding_share(n, by_pieces, args.batch_size, window):.1f} %, "
-          f"unsorted {100 * padding_share(n, list(range(len(n))), args.batch_size, window):.1f} % of the real positions")
+    print(
+        f"padding at batch {args.batch_size}: sorted by characters {100 * padding_share(n, by_chars, args.batch_size, window):.1f} %, "
+        f"by wordpieces {100 * padding_share(n, by_pieces, args.batch_size, window):.1f} %, "
+        f"unsorted {100 * padding_share(n, list(range(len(n))), args.batch_size, window):.1f} % of the real positions"
+    )
 
 
 if __name__ == "__main__":

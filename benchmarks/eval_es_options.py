@@ -54,12 +54,18 @@ def open_es(url: str, option: str):
     kind, _, over = option.partition("+")
 
     def _open(run, path, arm, chunks, vectors, embedder) -> Any:
-        store = _PoolStore(url, f"bench-qasper-{uuid.uuid4().hex[:10]}", index_options=kind,
-                           rescore_oversample=float(over) if over else None, request_timeout=120)
+        store = _PoolStore(
+            url,
+            f"bench-qasper-{uuid.uuid4().hex[:10]}",
+            index_options=kind,
+            rescore_oversample=float(over) if over else None,
+            request_timeout=120,
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClusterWarning)
-            store.ensure(IndexMeta(embedder.spec, embedder.dims, list(arm.embed_fields), dict(arm.bm25_fields), __version__,
-                                   analyzer=arm.analyzer))
+            store.ensure(
+                IndexMeta(embedder.spec, embedder.dims, list(arm.embed_fields), dict(arm.bm25_fields), __version__, analyzer=arm.analyzer)
+            )
             if chunks:
                 store.write(chunks, vectors, [meta_hash(c) for c in chunks])
             store.refresh()
@@ -75,8 +81,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     args = ap.parse_args()
     cfg = harness.load_config(HERE.parent / "eval" / "qasper.toml")
-    cfg = harness.apply_overrides(cfg, parse_dataset_arg(f"qasper:{cfg.path}"), ["default"], ["dense", "hybrid"], [512],
-                                  None, args.limit)
+    cfg = harness.apply_overrides(cfg, parse_dataset_arg(f"qasper:{cfg.path}"), ["default"], ["dense", "hybrid"], [512], None, args.limit)
     results: dict[str, Any] = {"url": args.url, "arm": "default", "budget": 512, "options": {}}
     for option in args.options.split(","):
         harness._open_store = open_es(args.url, option)  # type: ignore[assignment]  # the benchmark's one seam: ES pools
@@ -92,8 +97,14 @@ def main() -> None:
     for col in ("index_options", "dense", "hybrid", "questions", "seconds", "load"):
         t.add_column(col)
     for option, row in results["options"].items():
-        t.add_row(option, f"{row['dense']['rec@512t']:.1f}", f"{row['hybrid']['rec@512t']:.1f}", str(row["dense"]["questions"]),
-                  str(row["seconds"]), str(row["loadavg"]))
+        t.add_row(
+            option,
+            f"{row['dense']['rec@512t']:.1f}",
+            f"{row['hybrid']['rec@512t']:.1f}",
+            str(row["dense"]["questions"]),
+            str(row["seconds"]),
+            str(row["loadavg"]),
+        )
     console.print(t)
     out = HERE / "results" / "qasper_es_options.json"
     out.parent.mkdir(exist_ok=True)
