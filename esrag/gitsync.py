@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esrag.config import Settings
+from esrag.config import Settings, SourceSettings
 from esrag.errors import ConfigError, EsragError
 from esrag.ingest import DeletionGuard
 from esrag.stores.base import Store
@@ -89,6 +89,20 @@ def select_refs(patterns: list[str], last: int | None, available: dict[str, str]
         else:
             missing.append(pattern)
     return chosen, missing
+
+
+def unmatched_patterns(patterns: list[str], available: dict[str, str]) -> list[str]:
+    """The patterns of ``patterns`` (``*``, ``?``, ``[``) that match none of ``available``'s
+    names: most often a typo, so ``esrag sync`` names them instead of indexing nothing quietly."""
+    return [p for p in patterns if any(c in p for c in "*?[") and not any(fnmatch.fnmatchcase(n, p) for n in available)]
+
+
+def settings_digest(source: SourceSettings) -> str:
+    """SHA-256 (16 hex digits) of what a source's settings make of its files: everything but
+    where and which refs to fetch (``git``, ``refs``, ``last``, ``allow_force_push``), i.e.
+    ``path`` and the corpus settings (site, base_url…)."""
+    shaping = source.model_dump(mode="json", exclude={"git", "refs", "last", "allow_force_push"})
+    return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def is_remote(url: str) -> bool:
@@ -152,7 +166,9 @@ class VersionState:
     version was last found to hold its ref's commit: indexed or unchanged; what ``esrag status``
     ages), ``checked_at`` (of the last attempt, whatever its outcome),
     ``outcome`` of the last attempt (``indexed``, ``unchanged``, ``error``, ``refused``,
-    ``removed``) and its one-line ``error`` ('' when none)."""
+    ``removed``), its one-line ``error`` ('' when none) and ``settings``, the digest of the
+    source's settings the commit was indexed with (:func:`settings_digest`; '' = not recorded):
+    a version whose commit did not move but whose settings did is indexed again."""
 
     ref: str
     commit: str = ""
@@ -161,6 +177,7 @@ class VersionState:
     checked_at: float = 0.0
     outcome: str = ""
     error: str = ""
+    settings: str = ""
 
 
 class SyncState:
@@ -212,19 +229,33 @@ def _slug(version: str) -> str:
 class SourceReport:
     """What ``esrag sync`` did to one source (``--json``: :meth:`to_dict`): ``versions``
     ``{version: VersionState as a dict, plus "summary" (the ingest's counts) when indexed}``,
-    ``removed`` (versions deleted, with their chunk counts) and a source-wide ``error``."""
+    ``removed`` (versions deleted, with their chunk counts), a source-wide ``error`` and
+    ``ref_warnings``: one line per ``refs`` pattern that matches no branch or tag (most often a
+    typo, but ``v6.*`` before v6 exists, or after its tags were deleted, is not one: a warning,
+    not a failure)."""
 
     name: str
     versions: dict[str, dict[str, Any]] = field(default_factory=dict)
     removed: dict[str, int] = field(default_factory=dict)
     error: str = ""
+    ref_warnings: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
         return bool(self.error) or any(v["outcome"] in ("error", "refused") for v in self.versions.values())
 
+    def errors(self) -> list[str]:
+        """Every one-line error of the report: the source's, then its versions'."""
+        return [e for e in (self.error, *(row.get("error", "") for row in self.versions.values())) if e]
+
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.name, "versions": self.versions, "removed": self.removed, "error": self.error}
+        return {
+            "source": self.name,
+            "versions": self.versions,
+            "removed": self.removed,
+            "error": self.error,
+            "ref_warnings": self.ref_warnings,
+        }
 
 
 def check_sources(settings: Settings, names: list[str]) -> list[str]:
@@ -378,6 +409,9 @@ def sync_source(
         report.error = str(exc)
         return report
     chosen, missing = select_refs(source.refs, source.last, available)
+    digest = settings_digest(source)
+    for pattern in unmatched_patterns(source.refs, available):
+        report.ref_warnings.append(git.scrub(f"[sources.{name}] refs: pattern {pattern!r} matches no branch or tag in {source.git}"))
     stored = store.stats().get("corpora", {}).get(name, {}).get("versions", {})
     now = time.time()
     for ref in missing:
@@ -392,7 +426,8 @@ def sync_source(
         entry: dict[str, Any] = {}
         tree = base / name / _slug(version)
         try:
-            if row.commit == commit and row.outcome in ("indexed", "unchanged") and version in stored and (tree / ".git").exists():
+            fresh = row.commit == commit and row.settings == digest
+            if fresh and row.outcome in ("indexed", "unchanged") and version in stored and (tree / ".git").exists():
                 row.outcome, row.synced_at = "unchanged", row.checked_at
             else:
                 if row.commit and not source.allow_force_push and not _descends(git, mirror, row.commit, commit):
@@ -419,7 +454,7 @@ def sync_source(
                     if refused:
                         cid, why = next(iter(refused.items()))
                         raise SyncError(f"[sources.{name}] {version}: {len(refused)} chunks not written (first: {cid}: {why})")
-                    row.commit, row.outcome = commit, "indexed"
+                    row.commit, row.outcome, row.settings = commit, "indexed", digest
                     row.synced_at = row.indexed_at = time.time()
                     if summary.failures:  # the other files are indexed, as `esrag ingest` does; the
                         # version stays "error" (retried, incrementally, on every sync) until the file is fixed

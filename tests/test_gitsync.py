@@ -482,3 +482,35 @@ def test_sync_in_the_default_layout_without_esrag_db(hub, tmp_path):
     assert (tmp_path / ".esrag" / "esrag.db").is_file() and (tmp_path / ".esrag" / "sources").is_dir()
     again = synced(env, tmp_path)
     assert {v["outcome"] for v in again["versions"].values()} == {"unchanged"}
+
+
+def test_a_refs_pattern_matching_nothing_is_named_and_the_others_are_indexed(hub, tmp_path):
+    """A pattern that matches no branch or tag (a typo, or a series not tagged yet) is a warning
+    line naming it, not a silent no-op and not a failure."""
+    repo, config, env = hub
+    config.write_text(config.read_text().replace('refs = ["v1.*", "main"]', 'refs = ["v1.*", "release-*"]'))
+    code, stdout, stderr = cli(["sync", "--json"], env, tmp_path)
+    assert code == 0, stdout + stderr
+    report = json.loads(stdout)["sources"][0]
+    assert set(report["versions"]) == {"v1.0", "v1.1"} and {v["outcome"] for v in report["versions"].values()} == {"indexed"}
+    assert report["ref_warnings"] == [f"[sources.laravel] refs: pattern 'release-*' matches no branch or tag in {repo.url}"]
+    assert "warning: [sources.laravel] refs: pattern 'release-*' matches no branch or tag" in " ".join(stderr.split())
+
+
+def test_a_changed_path_indexes_the_version_again_though_its_commit_did_not_move(hub, tmp_path):
+    """The commit alone does not decide 'unchanged': the settings it was indexed with do too
+    (a new path that does not exist is an error, as on a first sync; back to the old one, the
+    version is indexed again and its chunks kept)."""
+    _, config, env = hub
+    first = synced(env, tmp_path)
+    assert {v["outcome"] for v in first["versions"].values()} == {"indexed"}
+    config.write_text(config.read_text().replace('path = "docs"', 'path = "nodocs"'))
+    code, stdout, _ = cli(["sync", "--json"], env, tmp_path)
+    moved = json.loads(stdout)["sources"][0]["versions"]
+    assert code == 1 and {v["outcome"] for v in moved.values()} == {"error"}
+    assert "path 'nodocs': no such folder in 'main'" in moved["main"]["error"]
+    config.write_text(config.read_text().replace('path = "nodocs"', 'path = "docs"'))
+    back = synced(env, tmp_path)["versions"]
+    assert {v["outcome"] for v in back.values()} == {"indexed"}
+    assert all(v["summary"]["chunks_new"] == 0 and v["summary"]["embeddings_computed"] == 0 for v in back.values())
+    assert {v["outcome"] for v in synced(env, tmp_path)["versions"].values()} == {"unchanged"}

@@ -112,9 +112,10 @@ def sync(names: tuple[str, ...], allow_delete: bool, as_json: bool) -> None:
                 table.add_row(escape(r.name), escape(version), "-", "removed", f"{chunks} chunks deleted")
         err.print(table)
     for r in reports:
-        for line in [r.error, *(row["error"] for row in r.versions.values() if row.get("error"))]:
-            if line:
-                err.print(f"[red]error[/red]: {escape(line)}", soft_wrap=True)
+        for line in r.ref_warnings:
+            err.print(f"[yellow]warning[/yellow]: {escape(line)}", soft_wrap=True)
+        for line in r.errors():
+            err.print(f"[red]error[/red]: {escape(line)}", soft_wrap=True)
     if any(r.failed for r in reports):
         sys.exit(1)
 

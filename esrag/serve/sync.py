@@ -147,6 +147,8 @@ class SyncRunner:
             if report.error:
                 errors.append(report.error)
                 log.warning("sync %s: %s", name, report.error)
+            for line in report.ref_warnings:
+                log.warning("sync %s: %s", name, line)
             for version, row in report.versions.items():
                 if row["error"]:
                     errors.append(row["error"])
