@@ -262,8 +262,8 @@ def validation_message(
 ) -> str:
     """One line for a failed validation: each error as ``WHERE: KEY: expected …, got …``, where
     WHERE is the ``ESRAG_*`` variable that set the value (named instead of the key), the settings
-    ``file`` that holds it, or ``setting`` for a value passed in code (a CLI flag); several
-    errors are joined by ``;``."""
+    ``file`` that holds it (or the table a missing key belongs in), or ``setting`` for a value
+    passed in code (a CLI flag); several errors are joined by ``;``."""
     upper_env = {k.upper(): k for k in environ}
     said = []
     for error in exc.errors():
@@ -275,7 +275,7 @@ def validation_message(
             said.append(f"{var}: {what}")
         elif loc and loc[0] in overrides:
             said.append(f"setting {key}: {what}")
-        elif file is not None and _holds(file_data, loc):
+        elif file is not None and (_holds(file_data, loc) or (error.get("type") == "missing" and _holds(file_data, loc[:-1]))):
             said.append(f"{file}: {key}: {what}" if key else f"{file}: {what}")  # a whole-settings rule names its keys itself
         else:
             said.append(f"setting {key}: {what}")

@@ -47,6 +47,16 @@ def test_bad_mode_names_valid_ones(tmp_path, monkeypatch):
         load_settings()
 
 
+def test_a_missing_key_names_the_file_and_the_table(tmp_path, monkeypatch):
+    """A required key left out of a table of the settings file is reported against that file
+    (it was ``setting sources.docs.git: …``, as if a flag had set it)."""
+    config = tmp_path / "esrag.toml"
+    config.write_text('[sources.docs]\nrefs = ["main"]\n', encoding="utf-8")
+    monkeypatch.setenv("ESRAG_CONFIG", str(config))
+    with pytest.raises(ValueError, match=r"^" + str(config).replace(".", r"\.") + r": sources\.docs\.git: field required"):
+        load_settings()
+
+
 def make_tree(root: Path) -> None:
     for rel in ["a.md", "docs/b.md", "docs/c.markdown", "docs/d.txt", "node_modules/x.md", "drafts/e.md", ".esrag/f.md"]:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
