@@ -288,7 +288,25 @@ class SearchService:
                 reformulate=req.reformulate,
             )
         result.versions = dict(filters.versions)
+        if not result.hits and req.doc_version and req.doc_version != ALL_VERSIONS:
+            note = self._missing_version(req.doc_version, req.corpora, within)
+            if note:
+                result.notes.append(note)
         return result
+
+    def _missing_version(self, version: str, names: list[str], within: Collection[str] | None) -> str:
+        """For a search that found nothing in ``version``: a note naming the versions the
+        searched corpora (``names``, else all those ``within``) do hold, when none holds
+        ``version`` ('' when one does: the search simply matched nothing). Read fresh: it runs
+        only for empty results, and a version ingested a moment ago must not be called missing."""
+        known = self.corpora(fresh=True, within=within)
+        rows = {n: known[n] for n in (names or known) if n in known}
+        if not rows or any(version in row.get("versions", {}) for row in rows.values()):
+            return ""
+        held = "; ".join(
+            f"{n}: {', '.join(sorted(v for v in row.get('versions', {}) if v)) or '(unversioned)'}" for n, row in sorted(rows.items())
+        )
+        return f"no corpus searched holds version {version!r} ({held})"
 
     def ask(
         self,

@@ -514,3 +514,13 @@ def test_a_changed_path_indexes_the_version_again_though_its_commit_did_not_move
     assert {v["outcome"] for v in back.values()} == {"indexed"}
     assert all(v["summary"]["chunks_new"] == 0 and v["summary"]["embeddings_computed"] == 0 for v in back.values())
     assert {v["outcome"] for v in synced(env, tmp_path)["versions"].values()} == {"unchanged"}
+
+
+def test_a_search_of_a_version_no_corpus_holds_says_which_versions_there_are(hub, tmp_path):
+    _, _, env = hub
+    synced(env, tmp_path)
+    code, stdout, stderr = cli(["search", "schedule a task", "--doc-version", "v9.9", "--json"], env, tmp_path)
+    assert code == 0 and json.loads(stdout) == []  # the --json shape is kept
+    assert "no corpus searched holds version 'v9.9' (laravel: main, v1.0, v1.1)" in " ".join(stderr.split())
+    code, stdout, stderr = cli(["search", "zzqxv unmatched words", "--doc-version", "v1.0", "--json"], env, tmp_path)
+    assert "holds version" not in stderr  # the version exists: nothing matched, no note
