@@ -3,7 +3,7 @@
 and a cache of BM25 per query term.
 
 Why a BM25 term cache (issue 39): FTS5 ranks an OR query by scoring every row that holds any of
-its terms, so a query holding a common word ("use", "how") scores thousands of rows each time:
+its terms, so a query holding a common word ("use", "run") scores thousands of rows each time:
 ~2.6 ms of a ~8 ms hybrid search's CPU on the Laravel docs (5,363 chunks). FTS5's ``bm25()`` is a
 sum over the query's phrases (``fts5_aux.c`` ``fts5Bm25Function``: per phrase IDF x the
 column-weighted frequency's saturation, with IDF, the row count and the mean row length taken
