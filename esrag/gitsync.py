@@ -80,7 +80,7 @@ def select_refs(patterns: list[str], last: int | None, available: dict[str, str]
     chosen: dict[str, str] = {}
     missing = []
     for pattern in patterns:
-        if any(c in pattern for c in "*?["):
+        if is_pattern(pattern):
             names = sorted((n for n in available if fnmatch.fnmatchcase(n, pattern)), key=version_key, reverse=True)
             for n in names[:last] if last else names:
                 chosen[n] = available[n]
@@ -91,10 +91,15 @@ def select_refs(patterns: list[str], last: int | None, available: dict[str, str]
     return chosen, missing
 
 
+def is_pattern(ref: str) -> bool:
+    """Whether a ``refs`` entry is a shell-style pattern (holds ``*``, ``?`` or ``[``), not a name."""
+    return any(c in ref for c in "*?[")
+
+
 def unmatched_patterns(patterns: list[str], available: dict[str, str]) -> list[str]:
-    """The patterns of ``patterns`` (``*``, ``?``, ``[``) that match none of ``available``'s
+    """The patterns of ``patterns`` (:func:`is_pattern`) that match none of ``available``'s
     names: most often a typo, so ``esrag sync`` names them instead of indexing nothing quietly."""
-    return [p for p in patterns if any(c in p for c in "*?[") and not any(fnmatch.fnmatchcase(n, p) for n in available)]
+    return [p for p in patterns if is_pattern(p) and not any(fnmatch.fnmatchcase(n, p) for n in available)]
 
 
 def settings_digest(source: SourceSettings) -> str:

@@ -183,8 +183,11 @@ def _merge_adjacent(hits: list[Hit], max_tokens: int | None) -> list[Hit]:
     (:func:`members_of`) are read once and carried along as hits merge."""
     items = list(hits)
     members = [members_of(h) for h in items]
-    # per hit, kept in step with items: the page it is on, or None for a record (never merged)
-    pages: list[tuple[str, str, str] | None] = [None if is_record(h.chunk) else _key(h.chunk) for h in items]
+
+    def page_of(h: Hit) -> tuple[str, str, str] | None:
+        return None if is_record(h.chunk) else _key(h.chunk)  # a record is never merged
+
+    pages = [page_of(h) for h in items]  # kept in step with items
     changed = True
     while changed:
         changed = False
@@ -208,7 +211,7 @@ def _merge_adjacent(hits: list[Hit], max_tokens: int | None) -> list[Hit]:
                 merged = _joined(a, joined, covered, "merge")
                 merged.chunk.section_path = common_path([a.chunk.section_path, b.chunk.section_path])
                 items[i], members[i] = merged, joined
-                pages[i] = None if is_record(merged.chunk) else _key(merged.chunk)
+                pages[i] = page_of(merged)
                 del items[j], members[j], pages[j]
                 changed = True
                 break
