@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -248,9 +248,44 @@ class SearchService:
         if missing:
             raise UnknownCorpus(f"unknown corpus {missing[0]!r}; indexed: {', '.join(sorted(known)) or '(none)'}")
 
-    def _turn(self) -> Any:
-        """``with self._turn():`` one of the search slots (:func:`search_concurrency`), waited for."""
-        return self._search_slots if self._search_slots is not None else nullcontext()
+    @contextmanager
+    def _turn(self, while_waiting: Callable[[], object] | None = None) -> Iterator[None]:
+        """``with self._turn():`` one of the search slots (:func:`search_concurrency`), waited
+        for; when every slot is taken, ``while_waiting()`` runs before the wait (a search that
+        finds a free slot never calls it)."""
+        slots = self._search_slots
+        if slots is None:
+            yield
+            return
+        if not slots.acquire(blocking=False):
+            if while_waiting is not None:
+                while_waiting()
+            slots.acquire()
+        try:
+            yield
+        finally:
+            slots.release()
+
+    def embed_ahead(self, req: SearchRequest, within: Collection[str] | None = None) -> None:
+        """Embed ``req``'s query now, so that its search finds the vector kept: what a search
+        does while it waits for a slot (:meth:`_turn`; ``esrag serve`` before its limiter), so
+        that the searches waiting together embed their queries in one forward pass
+        (:meth:`esrag.search.searcher.Searcher.embed_query`). Does nothing for a BM25 search,
+        before the model is loaded (a first search times its load apart), or for a request its
+        search will refuse (an unknown corpus, or one outside ``within``: the search says so).
+
+        Raises:
+            whatever the embedder raises (the search would raise it too).
+        """
+        if (req.mode or self.settings.search.mode) == "bm25" or not req.query.strip():
+            return
+        try:
+            self.check_corpora(req.corpora, within)
+        except EsragError:
+            return
+        searcher = self.pipeline(req.corpora[0] if len(req.corpora) == 1 else None, req.embedder).searcher
+        if searcher.embedder_loaded:
+            searcher.embed_query(req.query)
 
     # -- use cases -----------------------------------------------------------------------------
     def search(self, req: SearchRequest, *, check_corpora: bool = False, within: Collection[str] | None = None) -> PipelineResult:
@@ -274,7 +309,10 @@ class SearchService:
         languages = language_filter(list(req.languages) or s.language.filter, req.query, s.language.candidates)
         filters = self.search_filters(req, languages, sorted(within or ()) if scoped else None)
         pipeline = self.pipeline(req.corpora[0] if len(req.corpora) == 1 else None, req.embedder)
-        with self._turn(), self.swap_gate.reading():  # every leg sees one state of the store (a sync swaps a version in at once)
+        with (
+            self._turn(lambda: self.embed_ahead(req, within)),
+            self.swap_gate.reading(),
+        ):  # every leg sees one state of the store (a sync swaps a version in at once)
             result = pipeline.search(
                 req.query,
                 corpora=[] if scoped else None,

@@ -100,3 +100,63 @@ def test_serve_with_one_slot_answers_every_concurrent_client(tmp_path):
         assert codes == [200] * 40
     finally:
         assert server.stop(timeout=60) == 0
+
+
+class UnitQueries:
+    """A query embedder for the fixture's 8-dimension index (its vectors are one-hot), recording
+    each forward pass's queries; the first pass waits for ``gate``."""
+
+    spec, dims = "test:unit-vectors", 8
+
+    def __init__(self):
+        self.batches: list[list[str]] = []
+        self.gate = threading.Event()
+
+    def embed_documents(self, texts, progress=None):
+        return np.stack([unit(len(t) % 8) for t in texts])
+
+    def embed_query(self, text):
+        return self.embed_query_batch([text])[0]
+
+    def embed_query_batch(self, texts):
+        self.batches.append(list(texts))
+        if len(self.batches) == 1:
+            assert self.gate.wait(60)
+        return np.stack([unit(len(t) % 8) for t in texts])
+
+
+def test_searches_waiting_for_a_slot_embed_their_queries_together(store):
+    """Issue 39: with every slot taken, a search embeds its query while it waits, in one pass
+    with the other waiting searches' queries; in its slot it finds the vector kept (``embed``
+    0 ms) and searches as usual. A search finding a slot free embeds in it."""
+    service = SearchService(Settings(db=None, es_url=None, serve={"search_concurrency": 1}), store)
+    pipeline = service.pipeline(None)
+    model = UnitQueries()
+    pipeline.searcher._embedder = model
+    real, held, holding = pipeline.search, threading.Event(), threading.Event()
+
+    def hold_the_slot(*args, **kwargs):
+        if args[0] == "queue worker hold":
+            holding.set()
+            assert held.wait(60)
+        return real(*args, **kwargs)
+
+    pipeline.search = hold_the_slot
+    with ThreadPoolExecutor(6) as pool:
+        holder = pool.submit(service.search, SearchRequest("queue worker hold", k=3, mode="bm25"))
+        assert holding.wait(60)
+        queries = [f"queue worker {i}" for i in range(5)]
+        waiting = [pool.submit(service.search, SearchRequest(q, k=3, mode="hybrid")) for q in queries]
+        deadline = time.monotonic() + 60
+        while len(pipeline.searcher._waiting) < 4 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        model.gate.set()  # the first waiting search's pass ends: the other four go in one
+        while sum(len(b) for b in model.batches) < 5 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        held.set()
+        results = [f.result() for f in waiting]
+        assert holder.result().hits
+    assert [len(b) for b in model.batches] == [1, 4] and sorted(q for b in model.batches for q in b) == queries
+    assert all(r.hits and r.mode == "hybrid" and r.timings_ms["embed"] == 0.0 for r in results)
+    alone = service.search(SearchRequest("queue worker alone", k=3, mode="hybrid"))  # a free slot: embedded in it
+    assert model.batches[-1] == ["queue worker alone"] and alone.timings_ms["embed"] > 0.0

@@ -16,12 +16,14 @@ from esrag.embedding.base import (
     Embedder,
     Progress,
     Prompts,
+    QueryBatch,
     ReportsRuntime,
     l2_normalise,
     normalize_spec,
     parse_spec,
     prompt_flags,
     prompts_for,
+    query_batch,
 )
 from esrag.embedding.cache import CachedEmbedder, EmbeddingCache
 from esrag.embedding.local import (
@@ -47,6 +49,7 @@ __all__ = [
     "EmbeddingCache",
     "Progress",
     "Prompts",
+    "QueryBatch",
     "ReportsRuntime",
     "SentenceTransformerEmbedder",
     "choose_backend",
@@ -56,6 +59,7 @@ __all__ = [
     "cpu_has_vnni",
     "hub_reachable",
     "l2_normalise",
+    "query_batch",
     "embedder_factory",
     "make_embedder",
     "normalize_spec",

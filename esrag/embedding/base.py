@@ -53,6 +53,28 @@ class BatchQueries(Protocol):
 
 
 @runtime_checkable
+class QueryBatch(Protocol):
+    """An embedder that gives several queries the vectors :meth:`Embedder.embed_query` gives
+    them, in one forward pass (what a server's concurrent searches share: :meth:`esrag.search.
+    searcher.Searcher.embed_query`). Unlike :class:`BatchQueries`, which may embed with the
+    passage model's settings for throughput (evaluation), this is the query path itself."""
+
+    def embed_query_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Array [len(texts), dims] float32, L2-normalised, query prefix applied; row i is
+        ``embed_query(texts[i])`` (bitwise on OpenVINO, whose padding is masked; within float
+        rounding on torch)."""
+        ...
+
+
+def query_batch(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """``embed_query`` of each of ``texts`` as one array [len(texts), dims]: in one pass when
+    ``embedder`` is a :class:`QueryBatch`, else one call per text."""
+    if isinstance(embedder, QueryBatch):
+        return embedder.embed_query_batch(texts)
+    return np.stack([embedder.embed_query(t) for t in texts]) if texts else np.zeros((0, embedder.dims), dtype=np.float32)
+
+
+@runtime_checkable
 class ReportsRuntime(Protocol):
     """An embedder that names the runtime computing its vectors (``torch fp32``, ``openvino
     int8``…), for the ingest summary's ``embedder_runtime``."""

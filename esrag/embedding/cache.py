@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from esrag.embedding.base import CacheTagged, Embedder, Progress, ReportsRuntime
+from esrag.embedding.base import CacheTagged, Embedder, Progress, ReportsRuntime, query_batch
 
 
 class EmbeddingCache:
@@ -96,3 +96,8 @@ class CachedEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.inner.embed_query(text)
+
+    def embed_query_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """The inner embedder's query vectors (:func:`esrag.embedding.base.query_batch`): queries
+        are not cached here (the searcher keeps recent ones)."""
+        return query_batch(self.inner, texts)

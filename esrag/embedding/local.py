@@ -195,13 +195,23 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """See :class:`Embedder`. On ``query_threads`` CPU threads; on torch always fp32, on
         OpenVINO bf16 where ``bf16`` is in force, else fp32 (see the class docstring)."""
+        return self.embed_query_batch([text])[0]
+
+    def embed_query_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """See :class:`esrag.embedding.base.QueryBatch`: :meth:`embed_query`'s model, precision
+        and threads, one padded forward pass. On OpenVINO a query's vector is the same bitwise
+        whatever it is batched with (400 Laravel queries in batches of 4 against one by one:
+        max difference 0.0, issue 39), and a batch of 4 costs 1.3 ms of CPU a query against
+        2.5 ms alone (AMD EPYC, avx512_bf16)."""
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
         if self._ov is not None:
             with self._lock:
                 if self._ov_query is None:
                     self._ov_query = _load_openvino(self.model_name, self.query_precision, self.query_threads)
-                return l2_normalise(self._ov_query.encode([self.prompts.query + text]))[0]
+                return l2_normalise(self._ov_query.encode([self.prompts.query + t for t in texts]))
         with _torch_threads(self.query_threads if self.device == "cpu" else None):
-            return self._encode([self.prompts.query + text], None, autocast=False)[0]
+            return self._encode([self.prompts.query + t for t in texts], None, autocast=False)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Array [len(texts), dims]: many queries in batches (evaluation, diagnostics)."""

@@ -27,11 +27,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from esrag.config import SEARCH_MODES, SearchSettings, Settings
-from esrag.embedding import Embedder, embedder_factory
+from esrag.embedding import Embedder, embedder_factory, query_batch
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Hit, LegResult
 from esrag.search.feedback import parent_boost, rm3_terms, rocchio
@@ -45,6 +46,10 @@ if TYPE_CHECKING:
 #: distinct query texts whose vectors a :class:`Searcher` keeps (384 float32 each with the
 #: default model: 1.5 KiB; 1,024 of them 1.5 MiB)
 QUERY_VECTORS = 1024
+
+#: the most queries :meth:`Searcher.embed_query` embeds in one forward pass (queries waiting
+#: for the model at once: a server's concurrent searches)
+QUERY_BATCH = 32
 
 
 @dataclass
@@ -93,8 +98,10 @@ class Searcher:
         self.store = store
         self._embedder_factory = embedder_factory
         self._embedder: Embedder | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the embedder: built once, then one batch at a time
+        self._state = threading.Lock()  # _vectors and _waiting
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._waiting: dict[str, Future[np.ndarray]] = {}
         self.settings = settings
         self.bm25_fields = bm25_fields
 
@@ -126,23 +133,64 @@ class Searcher:
         return elapsed_ms(t0)
 
     def embed_query(self, query: str) -> np.ndarray:
-        """``query``'s vector [dims] (float32, read-only), one thread at a time: a
-        sentence-transformers model and its fast tokenizer are not safe for concurrent calls
-        (the Rust tokenizer raises "Already borrowed"), and on a few cores parallel forward
-        passes only contend. The last :data:`QUERY_VECTORS` distinct queries' vectors are kept
-        (least recently used out): a query asked again — an agent's retry, a page's refresh, the
-        same question from many users — costs no forward pass."""
+        """``query``'s vector [dims] (float32, read-only).
+
+        The model runs one batch at a time: a sentence-transformers model and its fast
+        tokenizer are not safe for concurrent calls (the Rust tokenizer raises "Already
+        borrowed"), and on a few cores parallel forward passes only contend. Queries that
+        arrive while a batch runs wait together, and the first of them to get the model embeds
+        them all in one pass (at most :data:`QUERY_BATCH`;
+        :func:`esrag.embedding.base.query_batch`, each vector as it would be alone): under 8
+        concurrent searches a batch of 4 costs about half the CPU a query of 4 passes does
+        (issue 39). The last :data:`QUERY_VECTORS` distinct queries' vectors are kept (least
+        recently used out): a query asked again — an agent's retry, a page's refresh, the same
+        question from many users — costs no forward pass, and two threads asking the same
+        query at once share one.
+
+        Raises:
+            whatever the embedder raises (every query of the failed batch gets the error).
+        """
         emb = self.embedder
-        with self._lock:
+        with self._state:
             vector = self._vectors.get(query)
             if vector is not None:
                 self._vectors.move_to_end(query)
                 return vector
-            vector = emb.embed_query(query)
-            vector.flags.writeable = False
-            self._vectors[query] = vector
-            if len(self._vectors) > QUERY_VECTORS:
+            waiting = self._waiting.get(query)
+            if waiting is None:
+                waiting = self._waiting[query] = Future()
+        with self._lock:
+            if not waiting.done():  # not embedded by the batch before: this thread leads the next one
+                with self._state:
+                    texts = [query] + [t for t in self._waiting if t != query][: QUERY_BATCH - 1]
+                    batch = {t: self._waiting.pop(t) for t in texts}
+                self._embed_batch(emb, batch)
+        return waiting.result()
+
+    def _embed_batch(self, emb: Embedder, batch: dict[str, Future[np.ndarray]]) -> None:
+        """Embed ``batch``'s queries in one pass, keep their vectors and resolve their futures
+        (with the error when the pass fails, so no waiting thread is left behind)."""
+        try:
+            vectors = query_batch(emb, list(batch))
+        except BaseException as exc:
+            for future in batch.values():
+                future.set_exception(exc)
+            return
+        with self._state:
+            for (text, future), vector in zip(batch.items(), vectors):
+                vector = vector.copy()
+                vector.flags.writeable = False
+                self._vectors[text] = vector
+                future.set_result(vector)
+            while len(self._vectors) > QUERY_VECTORS:
                 self._vectors.popitem(last=False)
+
+    def cached_vector(self, query: str) -> np.ndarray | None:
+        """``query``'s vector when :meth:`embed_query` keeps it (no forward pass), else None."""
+        with self._state:
+            vector = self._vectors.get(query)
+            if vector is not None:
+                self._vectors.move_to_end(query)
             return vector
 
     def search(
@@ -256,6 +304,10 @@ class Searcher:
         the store fused them natively) and the query vector (None in BM25 mode; ``given`` when
         the caller had it)."""
         s = self.settings
+        if given is None and mode != "bm25":
+            given = self.cached_vector(query)  # asked before, or embedded while the search waited for a slot
+            if given is not None:
+                timings["embed"] = 0.0
         load = (lambda: self.embedder) if self._embedder is None and given is None else None  # timed apart as model_load
         if mode == "hybrid" and one_round_trip(self.store):
             qvec = given if given is not None else embed_timed(lambda: self.embed_query(query), load, timings)

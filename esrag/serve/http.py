@@ -252,9 +252,9 @@ def create_app(
     def within(request: Request) -> frozenset[str] | None:
         return request_access(request.scope).corpora
 
-    def run_search(p: SearchParams, request: Request) -> Response:
+    def search_request(p: SearchParams) -> SearchRequest:
         budget = p.budget if p.budget is not None or p.token_budget is None else candidate_budget(p.token_budget)
-        req = SearchRequest(
+        return SearchRequest(
             p.q,
             k=p.k,
             mode=p.mode,
@@ -264,6 +264,9 @@ def create_app(
             expand=p.expand,
             languages=list(p.lang),
         )
+
+    def run_search(p: SearchParams, request: Request) -> Response:
+        req = search_request(p)
         body = result_json(service.search(req, check_corpora=True, within=within(request)), explain=p.explain)
         if p.token_budget is None:
             return FastJSON(body)
@@ -285,12 +288,18 @@ def create_app(
         every worker thread when there is no limit. Why a limiter in front of the worker
         threads rather than behind them: waiting here costs nothing, while 8 threads taking
         turns inside a search (at the service's own slots) ran 215 searches/s at p95 56 ms
-        against 239/s at p95 40 ms (8 clients, 2 cores, Laravel docs; issue 39)."""
+        against 239/s at p95 40 ms (8 clients, 2 cores, Laravel docs; issue 39). A search that
+        will wait embeds its query first, in a worker thread outside the limiter
+        (:meth:`esrag.service.SearchService.embed_ahead`): the waiting searches' queries go
+        through the model together, in one forward pass."""
         if not service.search_slots:
             return await run_in_threadpool(run_search, p, request)
         if "search" not in turns:
             turns["search"] = anyio.CapacityLimiter(service.search_slots)
-        return await anyio.to_thread.run_sync(functools.partial(run_search, p, request), limiter=turns["search"])
+        limiter = turns["search"]
+        if limiter.available_tokens < 1:  # it will wait: embed its query meanwhile, with the others waiting
+            await run_in_threadpool(service.embed_ahead, search_request(p), within(request))
+        return await anyio.to_thread.run_sync(functools.partial(run_search, p, request), limiter=limiter)
 
     @app.get("/search", summary="Search (query string)", response_class=FastJSON)
     async def search_get(params: Annotated[SearchParams, Query()], request: Request) -> Response:
