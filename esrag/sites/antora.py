@@ -6,7 +6,8 @@ Rules and their sources (antora/antora, ``packages/content-aggregator/lib/aggreg
 ``packages/playbook-builder/lib/config/schema.js``; docs.antora.org "Component version
 descriptor", "Pages", "Hidden files", "URLs"):
 
-* ``antora.yml``: ``name`` (required), ``version`` (required key; ``~``/``null``/``false``: an
+* ``antora.yml``: ``name`` (required), ``title`` (the component's title, taken as the site's; a
+  descriptor has no description key), ``version`` (required key; ``~``/``null``/``false``: an
   unversioned component, no version segment), ``prerelease``, ``start_page``, ``nav``,
   ``asciidoc.attributes`` (a trailing ``@`` only marks the value soft-set; ``false``/``null``
   unsets) passed to every page;
@@ -41,7 +42,7 @@ from typing import Any
 import yaml
 
 from esrag.errors import ConfigError
-from esrag.sites.generator import Detected, Generator
+from esrag.sites.generator import Detected, Generator, config_text
 from esrag.sites.layout import Placement, up_to_repository_root
 
 DESCRIPTOR = "antora.yml"
@@ -287,6 +288,7 @@ def detect(folder: Path) -> Detected | None:
         include=("*.adoc",),
         format_options={"asciidoc_attributes": page_attrs | layout.attributes},
         notes=notes,
+        title=config_text(desc.get("title")),
     )
 
 

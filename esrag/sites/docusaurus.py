@@ -6,7 +6,8 @@ Read from the site's own configuration and files, following Docusaurus 3's
 ``@docusaurus/utils`` (``normalizeUrl``, ``applyTrailingSlash``):
 
 * ``docusaurus.config.{js,mjs,cjs,ts,mts}`` read as code (:mod:`esrag.sites.jsconfig`, comments
-  and template literals understood): ``url``, ``baseUrl``, ``trailingSlash``, ``i18n``
+  and template literals understood): ``title``, ``tagline`` (the site's title and description),
+  ``url``, ``baseUrl``, ``trailingSlash``, ``i18n``
   (``defaultLocale``, ``locales``, ``path``), and every docs plugin instance — the preset's
   ``docs`` options (``classic``, ``@docusaurus/preset-classic``) and each
   ``@docusaurus/plugin-content-docs`` / ``content-docs`` plugin — with ``id``, ``path``,
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esrag.sites.generator import Detected, Generator
+from esrag.sites.generator import Detected, Generator, config_text
 from esrag.sites.jsconfig import UNKNOWN, read_config
 from esrag.sites.layout import OUTSIDE, Placement
 from esrag.sites.slugs import github_page_anchors
@@ -173,6 +174,7 @@ class DocusaurusLayout:
 
     Attributes:
         config: the configuration file read. site_dir: its folder.
+        title, tagline: ``title`` and ``tagline`` ('' when absent or not a literal string).
         base_url: ``url`` + ``baseUrl`` ('' when ``url`` is not a literal).
         plugins: the docs plugin instances. locales / default_locale: from ``i18n``.
         trailing_slash: ``trailingSlash`` (None = unset).
@@ -185,6 +187,7 @@ class DocusaurusLayout:
         self.config = config
         self.site_dir = config.parent
         self.notes: list[str] = []
+        self.title, self.tagline = config_text(cfg.get("title")), config_text(cfg.get("tagline"))
         url, base = cfg.get("url"), cfg.get("baseUrl", "/")
         base = base if isinstance(base, str) else "/"
         self.base_path = "/" + base.strip("/") + "/" if base.strip("/") else "/"
@@ -422,7 +425,16 @@ def detect(folder: Path) -> Detected | None:
     if layout is None:
         return None
     first = next((v.content_dir for p in layout.plugins for v in p.versions), folder / "docs")
-    return Detected("docusaurus", first, layout.base_url, config=layout.config, layout=layout, notes=list(layout.notes))
+    return Detected(
+        "docusaurus",
+        first,
+        layout.base_url,
+        config=layout.config,
+        layout=layout,
+        notes=list(layout.notes),
+        title=layout.title,
+        description=layout.tagline,
+    )
 
 
 def page_path(rel: str, front: dict[str, Any], site: Any = None) -> str:

@@ -74,6 +74,15 @@ class Detected:
         found_below: the configuration lies below the ingested folder (a repository ingested
             from its root): files outside the site's pages are not its pages and are skipped,
             named in the summary.
+        title: the site's title from its configuration (MkDocs/Zensical ``site_name``, mdBook
+            ``[book] title``, Sphinx ``project``, Docusaurus / VitePress / Starlight / Hugo /
+            Antora / Jupyter Book ``title``, Mintlify ``name``; GitBook's ``.gitbook.yaml`` and
+            Nextra's configuration have none); '' = none, or not a plain string
+            (:func:`config_text`).
+        description: the site's one-line description from its configuration (MkDocs/Zensical
+            ``site_description``, mdBook ``[book] description``, Docusaurus ``tagline``,
+            VitePress / Starlight / Mintlify / mystmd ``description``, Hugo
+            ``params.description``); '' = none, or not a plain string.
     """
 
     site: str
@@ -91,6 +100,15 @@ class Detected:
     notes: list[str] = field(default_factory=list)
     confidence: float = 1.0
     found_below: bool = False
+    title: str = ""
+    description: str = ""
+
+
+def config_text(value: Any) -> str:
+    """A title or description as a configuration states it: a plain string, stripped, on one line
+    (runs of whitespace as one space); '' for anything else (a key not set, a number, a value
+    computed at build time, JSX), never a guess."""
+    return " ".join(value.split()) if isinstance(value, str) else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,9 @@ Read from the project's own configuration, following Hugo (0.123+, ``config/allc
   ``X.toml`` there is the key ``X``); keys are case-insensitive. Read: ``baseURL``,
   ``contentDir``, ``defaultContentLanguage``, ``defaultContentLanguageInSubdir``,
   ``languages`` (per-language ``contentDir``, ``disabled``), ``disableLanguages``,
-  ``disablePathToLower``, ``uglyURLs``, ``buildDrafts``/``buildFuture``/``buildExpired``;
+  ``disablePathToLower``, ``uglyURLs``, ``buildDrafts``/``buildFuture``/``buildExpired``,
+  ``title`` and ``params.description`` (the site's title and description; the default
+  language's own ``languages.LANG.title`` / ``languages.LANG.params.description`` win);
 * the content tree: ``[[module.mounts]]`` with target ``content`` or ``content/…`` (``source``,
   ``lang`` or ``sites.matrix.languages``, ``includeFiles``, ``excludeFiles``); when the project
   mounts no content, ``contentDir`` and each language's ``contentDir`` are mounted, as Hugo
@@ -47,7 +49,7 @@ import yaml
 
 from esrag.errors import ConfigError
 from esrag.sites.frontmatter import parse_front_matter
-from esrag.sites.generator import Detected, Generator
+from esrag.sites.generator import Detected, Generator, config_text
 from esrag.sites.layout import EXCLUDED, NOT_BUILT, OUTSIDE, Placement, up_to_repository_root
 from esrag.sites.slugs import blackfriday_slug, hugo_ascii_slug, hugo_page_anchors, hugo_slug
 
@@ -204,6 +206,7 @@ class HugoLayout:
         config: the main configuration file (or the first of ``config/_default/``).
         base_url: ``baseURL`` ('' when not absolute).
         languages: enabled language codes, default first. mounts: content mounts.
+        title, description: the site's (module docstring; '' when absent or not a string).
     """
 
     generator = "hugo"
@@ -226,6 +229,9 @@ class HugoLayout:
         disabled |= {k for k, v in langs.items() if isinstance(v, dict) and v.get("disabled") is True}
         self.all_languages = [self.default_lang] + sorted(k for k in langs if k != self.default_lang)
         self.languages = [k for k in self.all_languages if k not in disabled]
+        own = _dict(langs.get(self.default_lang))
+        self.title = config_text(own.get("title", cfg.get("title")))
+        self.description = config_text(_dict(own.get("params")).get("description", _dict(cfg.get("params")).get("description")))
         self.mounts = self._mounts(cfg, langs)
         self.cascades = _config_cascades(cfg)
         parser = _dict(_dict(_dict(cfg.get("markup")).get("goldmark")).get("parser"))
@@ -578,7 +584,16 @@ def detect(folder: Path) -> Detected | None:
     if layout is None:
         return None
     anchors = functools.partial(hugo_page_anchors, slug=layout.heading_slug)
-    return Detected("hugo", layout.mounts[0].source, layout.base_url, config=layout.config, layout=layout, anchors=anchors)
+    return Detected(
+        "hugo",
+        layout.mounts[0].source,
+        layout.base_url,
+        config=layout.config,
+        layout=layout,
+        anchors=anchors,
+        title=layout.title,
+        description=layout.description,
+    )
 
 
 def _default_path(folder: str, stem: str, slug: str, ugly: bool = False, lower: bool = True) -> str:

@@ -26,6 +26,10 @@ Rules, read from mystmd 1.8 (``packages/myst-cli/src/project/fromTOC.ts`` ``proj
 * the page title is front matter ``title``, else the first h1, lifted out of the body as the
   title (no id; its section URL is the page URL).
 
+Site title and description (mystmd ``myst-frontmatter``, mystmd.org/guide/frontmatter):
+``site.title``, else ``project.title``; ``project.description``. Jupyter Book 1: ``_config.yml``
+``title`` (it has no description key).
+
 ``myst.yml`` holds no published URL (the site's ``BASE_URL`` is set at build time): give it
 with ``--base-url``. Markdown is MyST (directives and roles read as their text).
 """
@@ -41,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from esrag.errors import ConfigError
-from esrag.sites.generator import Detected, Generator
+from esrag.sites.generator import Detected, Generator, config_text
 from esrag.sites.slugs import sphinx_page_anchors
 from esrag.sites.sphinx import matches
 
@@ -312,6 +316,7 @@ def detect_jb1(folder: Path) -> Detected | None:
         include=("*.ipynb",),
         anchors=smartquote_anchors if isinstance(extensions, list) and "smartquotes" in extensions else sphinx_page_anchors,
         format_options={"myst": True, "object_types": {}, "crossref_types": []},
+        title=config_text(cfg.get("title")),
     )
 
 
@@ -327,7 +332,8 @@ def detect(folder: Path) -> Detected | None:
         head = {"project": {}}  # read_project names the error
     if not isinstance(head, dict) or "project" not in head:
         return None  # a site-only myst.yml (several projects): not read
-    project, _ = read_project(config)
+    project, site = read_project(config)
+    table = head["project"] if isinstance(head["project"], dict) else {}
     return Detected(
         "jupyterbook",
         folder,
@@ -335,6 +341,8 @@ def detect(folder: Path) -> Detected | None:
         skip=project,
         formats={".md": "markdown", ".ipynb": "notebook"},
         format_options={"myst": True, "myst_targets": True},
+        title=config_text(site.get("title")) or config_text(table.get("title")),
+        description=config_text(table.get("description")),
     )
 
 

@@ -1,7 +1,7 @@
 """mdBook (0.4/0.5): ``book.toml`` read as mdBook reads it, the chapters ``SUMMARY.md`` links to,
 and its page and anchor rules.
 
-* ``[book] src`` (default ``src``), ``[output.html] site-url``; a path-only ``site-url`` with a
+* ``[book] src`` (default ``src``), ``title``, ``description``, ``[output.html] site-url``; a path-only ``site-url`` with a
   GitHub ``git-repository-url`` gives the GitHub Pages URL (``https://OWNER.github.io`` +
   ``site-url``) (``src/config.rs``);
 * mdBook builds the chapters ``SUMMARY.md`` links to, nothing else (``src/book/book.rs``
@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from esrag.sites.generator import Detected, Generator
+from esrag.sites.generator import Detected, Generator, config_text
 from esrag.sites.slugs import counter_page_anchors, mdbook_slug
 
 if TYPE_CHECKING:
@@ -84,7 +84,16 @@ def detect(folder: Path) -> Detected | None:
     if not base and site_url.startswith("/") and repo:
         base = f"https://{repo.group(1).lower()}.github.io{site_url}"
     src = folder / str(book.get("src") or "src")
-    return Detected("mdbook", src, base, config=path, skip=SummaryChapters(src / "SUMMARY.md"), notes=notes)
+    return Detected(
+        "mdbook",
+        src,
+        base,
+        config=path,
+        skip=SummaryChapters(src / "SUMMARY.md"),
+        notes=notes,
+        title=config_text(book.get("title")),
+        description=config_text(book.get("description")),
+    )
 
 
 def _table(cfg: dict[str, Any], key: str) -> dict[str, Any]:

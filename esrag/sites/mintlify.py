@@ -17,6 +17,7 @@ imported into another is a snippet, not a page; absolute imports start at the do
 ``create/text.mdx`` (heading ids: :func:`mintlify_slug`, duplicates ``-2``, ``-3``; ``{#id}``
 wins) and ``components/*.mdx`` (what each component shows: :data:`COMPONENTS`).
 
+Site title and description: ``name`` and ``description`` (``organize/settings-reference.mdx``).
 Page title: front matter ``title`` is the page's h1 (``title_from_front``). Base URL: the
 ``seo.metatags.canonical`` URL when it is absolute (else pass ``--base-url``).
 """
@@ -35,7 +36,7 @@ import pathspec
 
 from esrag.errors import ConfigError
 from esrag.formats.mdx import Shown, imported_files
-from esrag.sites.generator import Detected, Generator
+from esrag.sites.generator import Detected, Generator, config_text
 from esrag.sites.layout import OUTSIDE, Placement
 
 CONFIG_NAMES = ("docs.json", "mint.json")
@@ -213,6 +214,7 @@ class MintlifyLayout:
         nav: the navigation's pages by path (first listing wins).
         default_version, default_language: the defaults ('' when unversioned / one language).
         languages: the language codes the navigation lists.
+        title, description: ``name`` and ``description`` ('' when absent or not a string).
         notes: what could not be read, for the report.
     """
 
@@ -222,6 +224,8 @@ class MintlifyLayout:
     default_version: str = ""
     default_language: str = ""
     languages: tuple[str, ...] = ()
+    title: str = ""
+    description: str = ""
     notes: list[str] = field(default_factory=list)
     generator: str = "mintlify"
     _ignore: pathspec.PathSpec | None = None
@@ -362,6 +366,8 @@ def _layout(path: Path, data: dict[str, Any]) -> MintlifyLayout:
         default_version=_default(versions[0], "version") if versions else "",
         default_language=_default(langs[0], "language") if langs else "",
         languages=languages,
+        title=config_text(data.get("name")),
+        description=config_text(data.get("description")),
     )
     if not nav:
         layout.notes.append(f"{path}: no pages in the navigation; every page indexed as a hidden page")
@@ -401,6 +407,8 @@ def detect(folder: Path) -> Detected | None:
         formats={s: "markdown" for s in SUFFIXES},
         format_options={"mdx_components": COMPONENTS, "mdx_root": str(layout.site_dir)},
         notes=list(layout.notes),
+        title=layout.title,
+        description=layout.description,
     )
 
 

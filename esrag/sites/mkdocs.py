@@ -2,7 +2,8 @@
 ``mkdocs/structure/files.py``), never importing what it names:
 
 * ``INHERIT`` (a parent config merged under this one), ``docs_dir`` (default ``docs``),
-  ``site_url``, ``use_directory_urls``;
+  ``site_url``, ``use_directory_urls``, ``site_name`` and ``site_description`` (the site's title
+  and description, ``mkdocs/config/defaults.py``);
 * which pages are built: ``exclude_docs`` (gitignore patterns, plus MkDocs' own ``.*`` and
   ``/templates/``) and ``draft_docs`` leave a page out; ``not_in_nav`` pages are built (only
   left out of the navigation), so they are indexed; a ``README.md`` beside an ``index.md`` is
@@ -35,7 +36,7 @@ from urllib.parse import quote
 import pathspec
 import yaml
 
-from esrag.sites.generator import Detected, Generator
+from esrag.sites.generator import Detected, Generator, config_text
 from esrag.sites.slugs import mkdocs_page_anchors
 
 if TYPE_CHECKING:
@@ -186,7 +187,8 @@ def _toc_config(extensions: Any) -> dict[str, Any] | None:
 @dataclass(slots=True)
 class MkDocsConf:
     """What a ``mkdocs.yml`` says (see the module docstring). ``slugify(title)`` is the header
-    slug rule (separator bound), None for Python-Markdown's default."""
+    slug rule (separator bound), None for Python-Markdown's default; ``site_name`` /
+    ``site_description`` as :func:`esrag.sites.generator.config_text` reads them."""
 
     path: Path
     docs_dir: Path
@@ -198,6 +200,8 @@ class MkDocsConf:
     slugify: Callable[[str], str] | None = None
     slugify_unknown: str = ""
     jupyter: dict[str, Any] | None = None
+    site_name: str = ""
+    site_description: str = ""
 
     def excluded(self, rel: str) -> str:
         """Why MkDocs does not build ``rel`` (relative to ``docs_dir``), or '' (built)."""
@@ -265,6 +269,8 @@ def conf_from(path: Path, cfg: dict[str, Any]) -> MkDocsConf:
         _spec(cfg.get("draft_docs")),
         _spec(cfg.get("not_in_nav")),
         jupyter=_jupyter(cfg.get("plugins")),
+        site_name=config_text(cfg.get("site_name")),
+        site_description=config_text(cfg.get("site_description")),
     )
     toc = _toc_config(cfg.get("markdown_extensions")) or {}
     separator = str(toc.get("separator") or "-")
@@ -297,6 +303,8 @@ def detect(folder: Path) -> Detected | None:
                 skip=cfg.excluded,
                 anchors=functools.partial(mkdocs_page_anchors, slug=cfg.slugify) if cfg.slugify is not None else None,
                 notes=notes if cfg.slugify_unknown else [],
+                title=cfg.site_name,
+                description=cfg.site_description,
                 **_notebook_reading(cfg),
             )
     return None

@@ -6,7 +6,9 @@ What is read (Sphinx 8/9, ``sphinx/config.py`` and ``sphinx/project.py``):
   is ``{".rst": "restructuredtext"}``; a string or list maps each suffix to
   ``restructuredtext``, as ``Config.convert_source_suffix`` does);
 * ``root_doc`` / ``master_doc`` (default ``index``), ``exclude_patterns``, ``templates_path``,
-  ``html_extra_path``, ``html_baseurl``, ``html_file_suffix``, ``extensions``;
+  ``html_extra_path``, ``html_baseurl``, ``html_file_suffix``, ``extensions``, ``project`` (the
+  site's title; Sphinx has no description setting, and ``html_title`` is a page-title template,
+  "<project> <release> documentation" by default, not read);
 * object types an extension registers in its ``setup(app)`` with literal arguments:
   ``app.add_object_type(directivename, rolename, …)`` and ``app.add_crossref_type(…)``, from
   ``conf.py``'s own ``setup`` and from local extensions (``extensions`` entries found as
@@ -32,7 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from esrag.sites.generator import Detected, Generator
+from esrag.sites.generator import Detected, Generator, config_text
 from esrag.sites.slugs import sphinx_page_anchors
 
 if TYPE_CHECKING:
@@ -69,6 +71,7 @@ class SphinxConf:
             ``templates_path``, ``html_extra_path``, :data:`ALWAYS_EXCLUDED`).
         base_url, file_suffix: ``html_baseurl`` ('' = none), ``html_file_suffix``.
         extensions: the ``extensions`` list.
+        project: ``project`` as :func:`esrag.sites.generator.config_text` reads it ('' = none).
         object_types: directive name -> id prefix of every ``add_object_type`` /
             ``add_crossref_type`` registration found (the prefix is the directive name, as
             ``GenericObject`` / ``Target`` make ids ``<directive>-<name>``; '' when a
@@ -87,6 +90,7 @@ class SphinxConf:
     extensions: tuple[str, ...] = ()
     object_types: dict[str, str] = field(default_factory=dict)
     crossref_types: tuple[str, ...] = ()
+    project: str = ""
     skipped: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -270,6 +274,7 @@ def read_conf(path: Path) -> SphinxConf:
     conf.base_url = base if isinstance(base, str) else ""
     suffix = values.get("html_file_suffix")
     conf.file_suffix = suffix if isinstance(suffix, str) and suffix else ".html"
+    conf.project = config_text(values.get("project"))
     added, computed = extension_changes(tree)
     conf.extensions = tuple(dict.fromkeys((*_strings(values.get("extensions")), *added)))
     conf.suffixes, conf.notes = _with_extension_suffixes(conf.suffixes, conf.extensions, "extensions" in other or computed)
@@ -407,6 +412,7 @@ def detect(folder: Path) -> Detected | None:
             format_options=options,
             notes=list(cfg.notes),
             confidence=0.5 if sub else 0.6,
+            title=cfg.project,
         )
     return None
 

@@ -7,7 +7,9 @@ withastro/starlight) on Astro 5 (``packages/astro/`` in withastro/astro):
 * ``astro.config.{mjs,js,ts,mts,cjs,cts}`` (Astro ``core/config/config.ts`` ``configPaths``) is
   read as code (:mod:`esrag.sites.jsconfig`): ``site``, ``base``, ``srcDir``, ``build.format``,
   ``trailingSlash``, and the options of the ``starlight({...})`` call in ``integrations``
-  (``locales``, ``defaultLocale``);
+  (``locales``, ``defaultLocale``, and ``title`` / ``description``, the site's title and
+  description: ``title`` is a string or an object of titles by BCP-47 tag, of which the default
+  locale's language is taken — else ``en``, else the first);
 * pages (``loaders.ts`` ``docsLoader``): files under ``<srcDir>/content/docs/`` matching
   ``**/[^_]*.{markdown,mdown,mkdn,mkd,mdwn,md,mdx}`` (``.mdoc`` too when ``@astrojs/markdoc`` is
   an integration); a file *name* starting with ``_`` is skipped (folders starting with ``_`` are
@@ -43,7 +45,7 @@ from typing import Any
 
 from esrag.errors import ConfigError, SourceError
 from esrag.sites.frontmatter import lift_front_matter, parse_front_matter
-from esrag.sites.generator import Detected, Generator
+from esrag.sites.generator import Detected, Generator, config_text
 from esrag.sites.jsconfig import UNKNOWN, JsSyntaxError, call_arguments, evaluate
 from esrag.sites.layout import OUTSIDE, Placement
 from esrag.sites.slugs import github_slug, github_unique
@@ -200,6 +202,7 @@ class StarlightLayout:
         build_format: ``directory`` | ``file`` | ``preserve``; trailing_slash: ``ignore`` |
             ``always`` | ``never``.
         locales: the resolved :class:`Locales`. suffixes: the page suffixes read.
+        title, description: the ``starlight()`` options' (module docstring; '' when not literal).
         notes: what could not be read (values computed at build time), for the report.
     """
 
@@ -227,6 +230,8 @@ class StarlightLayout:
         if astro.get("i18n") not in (None, UNKNOWN) and not options.get("locales"):
             self.notes.append("Astro's i18n option (instead of Starlight's locales) is not read; one language assumed")
         self.locales = read_locales(options, self.notes)
+        self.title = _localized_title(options.get("title"), self.locales.default_lang)
+        self.description = config_text(options.get("description"))
         self.suffixes = DOCS_SUFFIXES + ((".mdoc",) if markdoc else ())
         self._pages: dict[str, _Page] | None = None
         self._built: set[str] | None = None
@@ -345,6 +350,18 @@ def _choice(value: Any, allowed: tuple[str, ...], key: str, notes: list[str]) ->
     return allowed[0]
 
 
+def _localized_title(value: Any, lang: str) -> str:
+    """``title`` as one string: a plain string as it is; of an object of titles by language tag,
+    the default locale's language's (``lang``), else ``en``'s, else the first plain one; ''
+    when there is none."""
+    if not isinstance(value, dict):
+        return config_text(value)
+    for key in (lang, "en", *value):
+        if config_text(value.get(key)):
+            return config_text(value[key])
+    return ""
+
+
 def _front(path: Path) -> dict[str, Any]:
     try:
         return parse_front_matter(lift_front_matter(path.read_text(encoding="utf-8", errors="replace")), str(path))
@@ -404,6 +421,8 @@ def detect(folder: Path) -> Detected | None:
         include=extra,
         notes=list(layout.notes),
         confidence=1.0 if sure else 0.6,
+        title=layout.title,
+        description=layout.description,
     )
 
 

@@ -19,6 +19,9 @@ its header anchors — read from the site's ``.vitepress/config.*`` without runn
   ``getDocId``; ``src/node/build/generateSitemap.ts``). ``base`` is part of the base URL:
   ``sitemap.hostname`` (when absolute) + ``base``; a ``--base-url`` given by the user must
   include ``base`` too;
+* the site's title and description: ``title`` / ``description``, the root locale's own when
+  ``locales.root`` sets them (``src/shared/shared.ts`` ``resolveSiteDataByRoute``:
+  ``locales[index]?.title ?? title``); ``themeConfig.siteTitle`` (the navbar's text) is not read;
 * language: the ``locales`` key other than ``root`` whose ``/key/`` starts the rewritten path
   (``src/shared/shared.ts`` ``getLocaleForPath``), its ``lang``, else the top-level ``lang``;
   the root locale's ``lang``, else the top-level ``lang``, else ``en-US``
@@ -42,7 +45,7 @@ from urllib.parse import urlsplit
 
 from esrag.errors import ConfigError
 from esrag.sites import path_to_regexp
-from esrag.sites.generator import Detected, Generator
+from esrag.sites.generator import Detected, Generator, config_text
 from esrag.sites.jsconfig import UNKNOWN, JsSyntaxError, arguments_of, read_config
 from esrag.sites.layout import EXCLUDED, OUTSIDE, Placement
 from esrag.sites.slugs import counter_page_anchors
@@ -163,6 +166,7 @@ class VitePressLayout:
         base: ``base`` (``/`` or ``/x/``). base_url: see :func:`_base_url`.
         clean_urls: ``cleanUrls``. rewrites: the object form's entries, in order.
         locales: the ``locales`` entries (``root`` last); lang: the top-level ``lang``.
+        title, description: the site's (module docstring; '' when not a literal string).
         notes: what could not be read (computed at build time), for the report.
     """
 
@@ -189,6 +193,10 @@ class VitePressLayout:
         self.lang = _str(cfg.get("lang"), "")
         locales = cfg["locales"] if isinstance(cfg.get("locales"), dict) else {}
         self.locales = [Locale(str(k), _str(v.get("lang") if isinstance(v, dict) else None, "")) for k, v in locales.items()]
+        root = locales["root"] if isinstance(locales.get("root"), dict) else {}
+        self.title, self.description = (
+            config_text(root[key]) if root.get(key) is not None else config_text(cfg.get(key)) for key in ("title", "description")
+        )
 
     # -- rules ------------------------------------------------------------------------------------
     def _rel(self, file: Path) -> str | None:
@@ -362,7 +370,16 @@ def detect(folder: Path) -> Detected | None:
     layout = read_vitepress(folder)
     if layout is None:
         return None
-    return Detected("vitepress", layout.src_dir, layout.base_url, config=layout.config, layout=layout, notes=list(layout.notes))
+    return Detected(
+        "vitepress",
+        layout.src_dir,
+        layout.base_url,
+        config=layout.config,
+        layout=layout,
+        notes=list(layout.notes),
+        title=layout.title,
+        description=layout.description,
+    )
 
 
 GENERATOR = Generator(

@@ -7,7 +7,7 @@ Sources: zensical 0.0.73 ``zensical/main.py`` (``execute_build``: the configurat
 whole file; ``_apply_defaults``: ``docs_dir`` default ``docs``, ``site_url``, ``use_directory_urls``
 default true, ``exclude_docs`` / ``draft_docs`` / ``not_in_nav`` as MkDocs' multi-line gitignore
 patterns; ``_convert_markdown_extensions``: ``markdown_extensions`` as a table or a list, the
-``toc`` extension always on; ``_resolve_toc``: a ``toc`` ``slugify`` table ``{object, kwds}`` is
+``toc`` extension always on; ``site_name`` / ``site_description``: the title and description; ``_resolve_toc``: a ``toc`` ``slugify`` table ``{object, kwds}`` is
 ``object(**kwds)``, ``object`` defaulting to ``pymdownx.slugs.slugify``; ``_apply_offline_plugin``:
 the ``offline`` plugin, enabled when listed, turns ``use_directory_urls`` off); the Rust
 ``crates/zensical/src/structure/page.rs`` (``Page::new``: ``a/b.md`` -> ``a/b/`` or ``a/b.html``,
@@ -121,6 +121,8 @@ def detect(folder: Path) -> Detected | None:
         skip=conf.excluded,
         anchors=functools.partial(mkdocs_page_anchors, slug=conf.slugify) if conf.slugify is not None else None,
         notes=notes,
+        title=conf.site_name,
+        description=conf.site_description,
     )
 
 
