@@ -505,17 +505,23 @@ def default_versions(settings: Settings, store: Store) -> dict[str, str]:
 def llms_site(settings: Settings, store: Store, corpus: str, doc_version: str | None = None, defaults: dict[str, str] | None = None) -> Any:
     """``corpus`` as ``llms.txt`` describes it (:func:`esrag.llms_txt.read_site`): the pages of
     ``doc_version``, else of the corpus's default version (``defaults``, else
-    :func:`default_versions`), summarised by ``[corpora.NAME] intent`` when set — what
-    ``esrag export llms-txt`` writes and ``esrag serve`` serves.
+    :func:`default_versions`), summarised by ``[corpora.NAME] intent`` when set, else by the
+    site's own description; headed by the site's own title when its configuration gives one
+    (a synced source: :func:`esrag.sync_state.site_titles`) — what ``esrag export llms-txt``
+    writes and ``esrag serve`` serves.
 
     Raises:
         PageNotFound: unknown corpus or version (names the indexed ones). StoreError: store unreachable.
     """
     from esrag.llms_txt import read_site
+    from esrag.sync_state import site_titles
 
     cs = settings.corpora.get(corpus)
     defaults = defaults if defaults is not None else default_versions(settings, store)
-    return read_site(store, corpus, doc_version=doc_version, default_versions=defaults, summary=cs.intent if cs else "")
+    wanted = {corpus: doc_version} if doc_version is not None else defaults
+    said = site_titles(settings, wanted).get(corpus, {})
+    summary = (cs.intent if cs else "") or said.get("description", "")
+    return read_site(store, corpus, doc_version=doc_version, default_versions=defaults, summary=summary, title=said.get("title", ""))
 
 
 def _removable(store: Store) -> Removable:

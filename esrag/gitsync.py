@@ -24,7 +24,7 @@ Rules (docs/hub.md "Host a docs hub"):
   message is scrubbed of it and of URL userinfo (:func:`esrag.urls.scrub_credentials`).
 
 What each run did is kept per source and version in ``sync-state*.json`` beside the store
-(:class:`SyncState`): the commit indexed, when, and the outcome of the last attempt.
+(:class:`esrag.sync_state.SyncState`): the commit indexed, when, and the outcome of the last attempt.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from esrag.errors import ConfigError, EsragError
 from esrag.ingest import DeletionGuard
 from esrag.stores.base import Store
 from esrag.stores.staged import StagedStore, SwapGate
+from esrag.sync_state import SyncState, VersionState, data_dir, state_path
 from esrag.urls import scrub_credentials
 
 #: seconds one git command may take (a first mirror of a large repository included)
@@ -161,68 +162,6 @@ class Git:
                 self.scrub(f"[sources.{self.source}]: git {args[0]} failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
             )
         return proc.stdout
-
-
-@dataclass
-class VersionState:
-    """What esrag knows of one version of a source (a ``--json`` contract of ``esrag sync`` and
-    ``esrag status``): ``ref`` (the branch or tag), ``commit`` indexed last ('' = none yet),
-    ``indexed_at`` (Unix seconds of that commit's ingest; 0 = never), ``synced_at`` (when the
-    version was last found to hold its ref's commit: indexed or unchanged; what ``esrag status``
-    ages), ``checked_at`` (of the last attempt, whatever its outcome),
-    ``outcome`` of the last attempt (``indexed``, ``unchanged``, ``error``, ``refused``,
-    ``removed``), its one-line ``error`` ('' when none) and ``settings``, the digest of the
-    source's settings the commit was indexed with (:func:`settings_digest`; '' = not recorded):
-    a version whose commit did not move but whose settings did is indexed again."""
-
-    ref: str
-    commit: str = ""
-    synced_at: float = 0.0
-    indexed_at: float = 0.0
-    checked_at: float = 0.0
-    outcome: str = ""
-    error: str = ""
-    settings: str = ""
-
-
-class SyncState:
-    """The sync record beside the store: ``{"sources": {NAME: {VERSION: VersionState}}}`` as JSON
-    in :func:`state_path`, written whole (to a temporary file, then renamed)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.sources: dict[str, dict[str, VersionState]] = {}
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                self.sources = {
-                    name: {v: VersionState(**row) for v, row in versions.items()} for name, versions in data.get("sources", {}).items()
-                }
-            except (ValueError, TypeError, OSError) as exc:
-                raise ConfigError(f"{path}: unreadable sync state ({exc}); delete it and run esrag sync again") from None
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        data = {"sources": {n: {v: asdict(s) for v, s in vs.items()} for n, vs in self.sources.items()}}
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-        tmp.replace(self.path)
-
-
-def data_dir(settings: Settings) -> Path:
-    """Where mirrors, work trees and the sync state live: the embedded store's folder (also
-    with Elasticsearch: ``.esrag`` under the working directory unless ``ESRAG_DB`` says
-    otherwise), as an absolute path — git runs in other folders (``git -C``), where a relative
-    one would name nothing."""
-    return settings.db_path.absolute().parent
-
-
-def state_path(settings: Settings) -> Path:
-    """The sync state of the configured store, in :func:`data_dir`: ``sync-state-sqlite-<file
-    stem>.json`` for the SQLite file, ``sync-state-es-<alias>.json`` for an Elasticsearch alias."""
-    if settings.store_name == "sqlite":
-        return data_dir(settings) / f"sync-state-sqlite-{settings.db_path.stem}.json"
-    return data_dir(settings) / f"sync-state-es-{re.sub(r'[^A-Za-z0-9._-]', '_', settings.index)}.json"
 
 
 def _slug(version: str) -> str:
@@ -460,6 +399,7 @@ def sync_source(
                         cid, why = next(iter(refused.items()))
                         raise SyncError(f"[sources.{name}] {version}: {len(refused)} chunks not written (first: {cid}: {why})")
                     row.commit, row.outcome, row.settings = commit, "indexed", digest
+                    row.title, row.description = site.title, site.description
                     row.synced_at = row.indexed_at = time.time()
                     if summary.failures:  # the other files are indexed, as `esrag ingest` does; the
                         # version stays "error" (retried, incrementally, on every sync) until the file is fixed

@@ -11,6 +11,11 @@ words (case, punctuation and ``@`` ignored) and its version words (``5``, ``v6``
 * the ``description``, by the share ``s`` of the name's words it holds: 0.6 s when no name
   matches (every word in it: 0.6, returned), else a tie-breaker of 0.05 s.
 
+A synced source's site says more of itself (:func:`esrag.sync_state.site_titles`): its title
+(MkDocs ``site_name``, Docusaurus ``title``, mdBook ``book.title``, Sphinx ``project``…) counts
+as one more name, and its description (``site_description``, ``tagline``…) as the
+``description`` when the configuration sets none.
+
 Corpora scoring at least :data:`MIN_SCORE` are returned best first; a version in the name picks
 the corpus's versions equal to it or under it (``5`` -> ``5.0``, ``5.1``; ``v6`` -> ``6.x``),
 newest first, and a corpus holding such a version ranks 0.05 higher.
@@ -78,7 +83,13 @@ def _name_score(words: list[str], candidate: str) -> float:
     return max(dice, contained, fuzzy if fuzzy >= 0.8 else 0.0)
 
 
-def resolve_library(settings: Settings, corpora: Mapping[str, Mapping[str, Any]], name: str, limit: int = 10) -> list[dict[str, Any]]:
+def resolve_library(
+    settings: Settings,
+    corpora: Mapping[str, Mapping[str, Any]],
+    name: str,
+    limit: int = 10,
+    sites: Mapping[str, Mapping[str, str]] | None = None,
+) -> list[dict[str, Any]]:
     """The corpora ``name`` may mean, best first (at most ``limit``).
 
     Args:
@@ -86,12 +97,15 @@ def resolve_library(settings: Settings, corpora: Mapping[str, Mapping[str, Any]]
         corpora: ``{corpus: {"versions": {version: ...}, "default_version", ...}}`` as
             :meth:`esrag.service.SearchService.corpora` gives them (only those the caller may read).
         name: the library as the user wrote it.
+        sites: ``{corpus: {"title", "description"}}``, what each corpus's site configuration
+            says of itself (:func:`esrag.sync_state.site_titles`).
 
     Returns:
         ``[{"corpus", "score", "matched", "versions", "default_version", "version"?,
-        "description"?, "aliases"?}]``: ``matched`` is the name or alias that matched (or
-        ``"description"``); ``versions`` the corpus's versions, newest first, those matching a
-        version in ``name`` first; ``version`` the best of those ('' = unversioned corpus).
+        "description"?, "aliases"?, "title"?}]``: ``matched`` is the name, alias or site title
+        that matched (or ``"description"``); ``versions`` the corpus's versions, newest first,
+        those matching a version in ``name`` first; ``version`` the best of those ('' =
+        unversioned corpus); ``title`` the site's own title.
     """
     words, wanted = split_name(name)
     if not words:
@@ -99,9 +113,13 @@ def resolve_library(settings: Settings, corpora: Mapping[str, Mapping[str, Any]]
     out = []
     for corpus, row in corpora.items():
         cs = settings.corpora.get(corpus) or CorpusSettings()
-        score, matched = max(((_name_score(words, n), n) for n in [corpus, *cs.aliases]), key=lambda t: t[0])
-        if cs.description:
-            described = set(split_name(cs.description)[0])
+        site = (sites or {}).get(corpus, {})
+        title = site.get("title", "")
+        description = cs.description or site.get("description", "")
+        names = [corpus, *cs.aliases, *([title] if title else [])]
+        score, matched = max(((_name_score(words, n), n) for n in names), key=lambda t: t[0])
+        if description:
+            described = set(split_name(description)[0])
             share = sum(w in described for w in words) / len(words)
             if score >= MIN_SCORE:
                 score += 0.05 * share  # a tie-breaker between names that match alike
@@ -122,10 +140,12 @@ def resolve_library(settings: Settings, corpora: Mapping[str, Mapping[str, Any]]
         }
         if picked:
             hit["version"] = picked[0]
-        if cs.description:
-            hit["description"] = cs.description
+        if description:
+            hit["description"] = description
         if cs.aliases:
             hit["aliases"] = list(cs.aliases)
+        if title:
+            hit["title"] = title
         out.append(hit)
     out.sort(key=lambda h: (-h["score"], h["corpus"]))
     return out[:limit]

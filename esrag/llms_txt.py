@@ -95,6 +95,7 @@ def read_site(
     doc_version: str | None = None,
     default_versions: Mapping[str, str] | None = None,
     summary: str = "",
+    title: str = "",
 ) -> LlmsSite:
     """Every page of ``corpus`` of one version, grouped into sections (see the module text).
 
@@ -105,6 +106,7 @@ def read_site(
             else each page's most recent copy (:func:`esrag.pages.pick_version`).
         default_versions: ``{corpus: version}`` (:func:`esrag.app.default_versions`).
         summary: the blockquote (``[corpora.NAME] intent``); '' = a line made here.
+        title: the H1 (the site's own title); '' = the corpus name.
 
     Raises:
         PageNotFound: the store does not list pages, holds no page of ``corpus`` (the message
@@ -140,7 +142,7 @@ def read_site(
             + (f", published at {where}" if where else "")
             + ", as indexed by esrag."
         )
-    return LlmsSite(corpus, corpus, " ".join(summary.split()), used, pages, sections, paths)
+    return LlmsSite(corpus, " ".join(title.split()) or corpus, " ".join(summary.split()), used, pages, sections, paths)
 
 
 def arrange(pages: Sequence[Page]) -> tuple[list[Page], list[tuple[str, list[int]]], list[str]]:

@@ -174,8 +174,10 @@ class SearchService:
             StoreError: the store is unreachable.
         """
         from esrag.libraries import resolve_library
+        from esrag.sync_state import site_titles
 
-        return resolve_library(self.settings, self.corpora(fresh=True, within=within), name)
+        # a site's title names the library in any of its versions: the most recent one that says something
+        return resolve_library(self.settings, self.corpora(fresh=True, within=within), name, sites=site_titles(self.settings))
 
     def recent_corpora(self) -> dict[str, Any]:
         """:meth:`corpora`, read again when older than :data:`CORPORA_TTL_S` seconds (so a

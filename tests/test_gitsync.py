@@ -18,8 +18,9 @@ from click.testing import CliRunner
 
 from conftest import es_test_urls
 from esrag.cli import main
-from esrag.config import Settings, SourceSettings
+from esrag.config import Settings, SourceSettings, load_settings
 from esrag.gitsync import SyncState, VersionState, age, select_refs, state_path, sync_status, token_variable, version_key
+from esrag.service import open_service
 from paths import LARAVEL
 
 # needs a model and git subprocesses (see tests/conftest.py)
@@ -524,3 +525,38 @@ def test_a_search_of_a_version_no_corpus_holds_says_which_versions_there_are(hub
     assert "no corpus searched holds version 'v9.9' (laravel: main, v1.0, v1.1)" in " ".join(stderr.split())
     code, stdout, stderr = cli(["search", "zzqxv unmatched words", "--doc-version", "v1.0", "--json"], env, tmp_path)
     assert "holds version" not in stderr  # the version exists: nothing matched, no note
+
+
+def test_a_sources_site_title_finds_it_and_heads_its_llms_txt(hub, tmp_path, monkeypatch):
+    """A synced version records what its site configuration says of itself (VitePress
+    ``title`` / ``description`` here); ``resolve_library`` finds the corpus by that title, shows
+    it and its description, and ``llms.txt`` is headed by it; a version whose site says nothing
+    keeps the corpus name."""
+    repo, _, env = hub
+    (repo.work / "docs" / ".vitepress").mkdir()
+    (repo.work / "docs" / ".vitepress" / "config.mjs").write_text(
+        'export default {\n  title: "Artisan Handbook",\n  description: "Queues, caches and scheduled tasks for PHP apps",\n}\n'
+    )
+    repo.commit("a VitePress site")
+    repo.push("main")
+    synced(env, tmp_path)
+    sync_rows = versions(env, tmp_path)["sync"]["laravel"]
+    assert (sync_rows["main"]["title"], sync_rows["v1.0"]["title"]) == ("Artisan Handbook", "")
+    assert sync_rows["main"]["description"] == "Queues, caches and scheduled tasks for PHP apps"
+
+    for key, value in env.items():
+        if value is None:
+            monkeypatch.delenv(key, raising=False)
+        else:
+            monkeypatch.setenv(key, value)
+    with open_service(load_settings()) as service:
+        found = service.libraries("artisan handbook")
+        assert found and found[0]["corpus"] == "laravel" and found[0]["matched"] == "Artisan Handbook"
+        assert found[0]["title"] == "Artisan Handbook" and found[0]["description"].startswith("Queues, caches")
+        assert service.libraries("scheduled tasks")[0]["matched"] == "description"
+
+    for version, heading in (("main", "# Artisan Handbook"), ("v1.0", "# laravel")):
+        out = tmp_path / f"llms-{version}"
+        code, _, stderr = cli(["export", "llms-txt", "--corpus", "laravel", "--doc-version", version, "--out", str(out)], env, tmp_path)
+        assert code == 0, stderr
+        assert (out / "llms.txt").read_text().splitlines()[0] == heading

@@ -71,3 +71,19 @@ def test_ranking_versions_description_and_nothing():
     assert resolve_library(SETTINGS, {k: CORPORA[k] for k in ("vue",)}, "django") == []  # only the corpora given
     assert split_name("react-router@6.4") == (["react", "router"], "6.4")
     assert matching_versions(["5", "50", "5.1", "v5.2", "6"], "5") == ["v5.2", "5.1", "5"]
+
+
+def test_a_sites_own_title_and_description_are_signals():
+    """What a synced source's site configuration says of itself (``sites``): its title is one
+    more name, its description stands in when the settings give none and never replaces one."""
+    corpora = {**CORPORA, "hb": versions("")}
+    sites = {"hb": {"title": "Hummingbird", "description": "Swift server framework"}, "fastapi": {"title": "", "description": "ignored"}}
+    assert not resolve_library(SETTINGS, corpora, "hummingbird")  # without the site's word: nothing names it
+    found = resolve_library(SETTINGS, corpora, "Hummingbird 2", sites=sites)
+    assert found[0]["corpus"] == "hb" and found[0]["matched"] == "Hummingbird" and found[0]["title"] == "Hummingbird"
+    assert resolve_library(SETTINGS, corpora, "swift server", sites=sites)[0] | {"score": 0} == found[0] | {
+        "score": 0,
+        "matched": "description",
+    }
+    fastapi = resolve_library(SETTINGS, corpora, "fastapi", sites=sites)[0]
+    assert fastapi["description"] == SETTINGS.corpora["fastapi"].description and "title" not in fastapi

@@ -95,6 +95,9 @@ class Site:
         ref: the git ref of ``github`` URLs.
         layout: the generator's :class:`esrag.sites.layout.Layout` (Docusaurus, Hugo), or None.
         config: the generator's configuration file that was read (None: none).
+        title, description: what that configuration says of the site (MkDocs ``site_name`` /
+            ``site_description``, Docusaurus ``title`` / ``tagline``…; '' = nothing): a synced
+            source's signals for ``resolve_library`` and its ``llms.txt`` H1.
         formats, include, skip, format_options, anchors, notes: how the generator reads its
             pages and makes header ids (:class:`esrag.sites.generator.Detected`).
         include_root: the folder include directives may read from (``--root``, else the
@@ -119,6 +122,8 @@ class Site:
     ref: str = "HEAD"
     layout: Layout | None = None
     config: Path | None = None
+    title: str = ""
+    description: str = ""
     formats: dict[str, str] = field(default_factory=dict)
     include: tuple[str, ...] = ()
     skip: Callable[[str], str] | None = None
@@ -567,6 +572,7 @@ def _take(site: Site, found: Detected) -> None:
     """Copy what the detected configuration says into ``site``."""
     site.pages_dir, site.directory_urls, site.suffix = found.pages_dir, found.directory_urls, found.suffix
     site.layout, site.config = found.layout, found.config
+    site.title, site.description = found.title, found.description
     site.formats, site.include, site.skip, site.format_options = found.formats, found.include, found.skip, found.format_options
     site.anchors, site.notes = found.anchors, list(found.notes)
     site.pages_only = found.found_below
