@@ -25,7 +25,7 @@ class VersionState:
     ages), ``checked_at`` (of the last attempt, whatever its outcome),
     ``outcome`` of the last attempt (``indexed``, ``unchanged``, ``error``, ``refused``,
     ``removed``), its one-line ``error`` ('' when none) and ``settings``, the digest of the
-    source's settings the commit was indexed with (:func:`settings_digest`; '' = not recorded):
+    source's settings the commit was indexed with (:func:`esrag.gitsync.settings_digest`; '' = not recorded):
     a version whose commit did not move but whose settings did is indexed again. ``title`` and
     ``description``: what the version's site configuration says of itself
     (:attr:`esrag.sites.Site.title`; '' = nothing), for ``resolve_library`` and ``llms.txt``
