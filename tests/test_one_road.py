@@ -142,18 +142,22 @@ def test_searcher_hybrid_equals_the_legs_fused_by_hand_with_and_without_the_over
     store.bm25_threads.clear()
 
     first = searcher.search(query, k=k, mode="hybrid")  # loads the embedder: legs in turn
-    again = searcher.search(query, k=k, mode="hybrid")  # loaded: BM25 runs while the query embeds
-    for result in (first, again):
+    again = searcher.search(query, k=k, mode="hybrid")  # its vector kept: no forward pass, legs in turn
+    fresh = Searcher(store, lambda: emb, settings, {"text": 1.0})
+    fresh.load_embedder()
+    parallel = fresh.search(query, k=k, mode="hybrid")  # loaded, not kept: BM25 runs while the query embeds
+    for result in (first, again, parallel):
         assert [(h.chunk.id, h.score) for h in result.hits] == [(f.id, pytest.approx(f.score)) for f in by_hand]
         assert [set(h.legs) for h in result.hits] == [set(f.legs) for f in by_hand]
         assert result.fusion == "rrf (client-side)"
-    assert store.calls[:2] == ["bm25", "knn"] and sorted(store.calls[2:]) == ["bm25", "knn"]  # one call per leg and search
-    assert store.bm25_threads[0] == threading.current_thread().name
-    # the second search takes the parallel road (BM25 on a leg thread while the query embeds) and
-    # its query's vector is the one the first search kept (Searcher.embed_query): one forward pass
-    assert store.bm25_threads[1].startswith("esrag-leg") and emb.threads == [threading.current_thread().name]
+    assert store.calls[:4] == ["bm25", "knn", "bm25", "knn"] and sorted(store.calls[4:]) == ["bm25", "knn"]  # one call per leg and search
+    assert store.bm25_threads[:2] == [threading.current_thread().name] * 2
+    # the third search takes the parallel road (BM25 on a leg thread while the query embeds); the
+    # second found the vector the first kept (Searcher.embed_query): one forward pass for both
+    assert store.bm25_threads[2].startswith("esrag-leg") and emb.threads == [threading.current_thread().name] * 2
     assert list(first.timings_ms) == ["model_load", "embed", "bm25", "knn", "fuse", "fetch", "total"]
-    assert set(again.timings_ms) == {"embed", "bm25", "knn", "fuse", "fetch", "total"}
+    assert again.timings_ms["embed"] == 0.0 and set(again.timings_ms) == {"embed", "bm25", "knn", "fuse", "fetch", "total"}
+    assert set(parallel.timings_ms) == {"embed", "bm25", "knn", "fuse", "fetch", "total"}
 
 
 def test_single_leg_modes_take_k_hits_and_feedback_legs_go_through_the_store_once_each(store):
