@@ -41,7 +41,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esrag.config import Settings, SourceSettings
 from esrag.errors import ConfigError, EsragError
@@ -50,6 +50,9 @@ from esrag.stores.base import Store
 from esrag.stores.staged import StagedStore, SwapGate
 from esrag.sync_state import SyncState, VersionState, data_dir, state_path
 from esrag.urls import scrub_credentials
+
+if TYPE_CHECKING:
+    from esrag.sites import Site
 
 #: seconds one git command may take (a first mirror of a large repository included)
 GIT_TIMEOUT = 1800
@@ -369,10 +372,18 @@ def sync_source(
         row.checked_at, row.error = time.time(), ""
         entry: dict[str, Any] = {}
         tree = base / name / _slug(version)
+        root = tree / source.path if source.path else tree
+
+        def version_site(root: Path = root, tree: Path = tree, version: str = version) -> Site:
+            return app.make_site(settings, root, name, doc_version=version, include_root=tree)
+
         try:
             fresh = row.commit == commit and row.settings == digest
             if fresh and row.outcome in ("indexed", "unchanged") and version in stored and (tree / ".git").exists():
                 row.outcome, row.synced_at = "unchanged", row.checked_at
+                if not (row.title or row.description):  # synced before titles were kept, or its site says none: read again (cheap)
+                    site = version_site()
+                    row.title, row.description = site.title, site.description
             else:
                 if row.commit and not source.allow_force_push and not _descends(git, mirror, row.commit, commit):
                     raise SyncError(
@@ -380,10 +391,9 @@ def sync_source(
                         f"from it (force-push or moved tag); set [sources.{name}] allow_force_push = true to index it"
                     )
                 _checkout(git, mirror, tree, commit, source.path)
-                root = tree / source.path if source.path else tree
                 if not root.is_dir():
                     raise SyncError(f"[sources.{name}] path {source.path!r}: no such folder in {version!r} ({commit[:12]})")
-                site = app.make_site(settings, root, name, doc_version=version, include_root=tree)
+                site = version_site()
                 staged = StagedStore(store)
                 summary = app.ingest_tree(settings, staged, root, corpus=name, site=site, allow_delete=allow_delete).summary
                 entry["summary"] = {

@@ -56,7 +56,7 @@ class SyncState:
                 self.sources = {
                     name: {v: VersionState(**row) for v, row in versions.items()} for name, versions in data.get("sources", {}).items()
                 }
-            except (ValueError, TypeError, OSError) as exc:
+            except (ValueError, TypeError, AttributeError, OSError) as exc:  # not JSON, or not its shape
                 raise ConfigError(f"{path}: unreadable sync state ({exc}); delete it and run esrag sync again") from None
 
     def save(self) -> None:
@@ -88,7 +88,8 @@ def site_titles(settings: Settings, versions: Mapping[str, str] | None = None) -
     says of itself (MkDocs ``site_name``, Docusaurus ``title``/``tagline``… :class:`esrag.sites.
     generator.Detected`), of its version in ``versions`` (``{corpus: version}``, e.g. the
     default ones) when it has that version, else of its most recently indexed version whose
-    site says something; sources (or wanted versions) whose site says nothing are left out.
+    site says something; sources (or wanted versions) whose site says nothing, and sources no
+    longer in ``[sources]``, are left out.
     Read from the sync state (:func:`state_path`); an unreadable state gives ``{}`` (a search
     must not fail for it: ``esrag sync`` and ``esrag status`` report it)."""
     try:
@@ -97,6 +98,8 @@ def site_titles(settings: Settings, versions: Mapping[str, str] | None = None) -
         return {}
     out: dict[str, dict[str, str]] = {}
     for name, rows in sources.items():
+        if name not in settings.sources:  # a source taken out of the configuration: a corpus by that name is another's
+            continue
         said = [r for r in rows.values() if r.title or r.description]
         wanted = (versions or {}).get(name)
         row = rows[wanted] if wanted in rows else max(said, key=lambda r: r.indexed_at) if said else None

@@ -19,8 +19,10 @@ from click.testing import CliRunner
 from conftest import es_test_urls
 from esrag.cli import main
 from esrag.config import Settings, SourceSettings, load_settings
+from esrag.errors import ConfigError
 from esrag.gitsync import SyncState, VersionState, age, select_refs, state_path, sync_status, token_variable, version_key
 from esrag.service import open_service
+from esrag.sync_state import site_titles
 from paths import LARAVEL
 
 # needs a model and git subprocesses (see tests/conftest.py)
@@ -543,6 +545,13 @@ def test_a_sources_site_title_finds_it_and_heads_its_llms_txt(hub, tmp_path, mon
     sync_rows = versions(env, tmp_path)["sync"]["laravel"]
     assert (sync_rows["main"]["title"], sync_rows["v1.0"]["title"]) == ("Artisan Handbook", "")
     assert sync_rows["main"]["description"] == "Queues, caches and scheduled tasks for PHP apps"
+    # a version synced before titles were kept gets its title at the next sync, though unchanged
+    path = state_path(Settings(db=Path(env["ESRAG_DB"])))
+    state = json.loads(path.read_text())
+    state["sources"]["laravel"]["main"].update(title="", description="")
+    path.write_text(json.dumps(state))
+    again = synced(env, tmp_path)["versions"]["main"]
+    assert again["outcome"] == "unchanged" and again["title"] == "Artisan Handbook"
 
     for key, value in env.items():
         if value is None:
@@ -560,3 +569,28 @@ def test_a_sources_site_title_finds_it_and_heads_its_llms_txt(hub, tmp_path, mon
         code, _, stderr = cli(["export", "llms-txt", "--corpus", "laravel", "--doc-version", version, "--out", str(out)], env, tmp_path)
         assert code == 0, stderr
         assert (out / "llms.txt").read_text().splitlines()[0] == heading
+
+
+def test_site_titles_come_from_configured_sources_and_a_bad_state_is_one_line(tmp_path):
+    """``site_titles``: the wanted version's record when there is one (even when its site says
+    nothing), else the latest that says something; a source no longer configured gives none (a
+    corpus by that name is someone else's); a state file of the wrong shape is a one-line error
+    for ``esrag sync`` / ``status`` and no titles for a search."""
+    sources = {"docs": SourceSettings(git="x", refs=["v*"])}
+    settings = Settings(db=tmp_path / "data" / "esrag.db", sources=sources)
+    state = SyncState(state_path(settings))
+    state.sources["docs"] = {
+        "v1": VersionState("v1", indexed_at=1.0, title="Docs One"),
+        "v2": VersionState("v2", indexed_at=2.0, title="Docs Two", description="The second"),
+        "v3": VersionState("v3", indexed_at=3.0),
+    }
+    state.sources["gone"] = {"v1": VersionState("v1", indexed_at=1.0, title="Gone")}
+    state.save()
+    assert site_titles(settings) == {"docs": {"title": "Docs Two", "description": "The second"}}
+    assert site_titles(settings, {"docs": "v1"}) == {"docs": {"title": "Docs One", "description": ""}}
+    assert site_titles(settings, {"docs": "v3"}) == {}
+    state_path(settings).write_text('["not", "a", "state"]')
+    with pytest.raises(ConfigError, match="unreadable sync state") as err:
+        SyncState(state_path(settings))
+    assert "\n" not in str(err.value)
+    assert site_titles(settings) == {}

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from esrag.config import SearchSettings
+from esrag.embedding import CachedEmbedder, EmbeddingCache, batches_queries
 from esrag.embedding.local import SentenceTransformerEmbedder
 from esrag.search import searcher as searcher_module
 from esrag.search.searcher import Searcher
@@ -77,7 +78,7 @@ def queue_behind_the_first(s: Searcher, model: GatedBatches, first: str, others:
     while not model.batches and time.monotonic() < deadline:
         time.sleep(0.005)
     rest = [pool.submit(s.embed_query, q) for q in others]
-    while len(s._waiting) < len(set(others)) and time.monotonic() < deadline:
+    while len(s._waiting) < len(set(others) - {first}) and time.monotonic() < deadline:
         time.sleep(0.005)
     model.gate.set()
     pool.shutdown(wait=True)
@@ -87,29 +88,63 @@ def queue_behind_the_first(s: Searcher, model: GatedBatches, first: str, others:
 def test_queries_waiting_for_the_model_go_through_it_together(sqlite_store):
     """Issue 39: the queries of concurrent searches that arrive while a forward pass runs are
     embedded in the next pass, all at once, each with the vector it gets alone; a query asked
-    twice at once is embedded once."""
+    twice while it waits, or again while its own pass runs, is embedded once."""
     real = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
     model = GatedBatches(real)
     s = Searcher(sqlite_store, lambda: model, SearchSettings(), {"text": 1.0})
-    others = ["queue workers", "rate limiting", "blade components", "queue workers", "eloquent scopes"]
-    lead, rest = queue_behind_the_first(s, model, "schedule a task every minute", others)
-    assert model.batches[0] == ["schedule a task every minute"]
-    assert len(model.batches) == 2 and sorted(model.batches[1]) == sorted(set(others))
-    for query, future in zip(["schedule a task every minute", *others], [lead, *rest]):
+    first = "schedule a task every minute"
+    others = ["queue workers", "rate limiting", "blade components", "queue workers", "eloquent scopes", first]
+    lead, rest = queue_behind_the_first(s, model, first, others)
+    assert model.batches[0] == [first]
+    assert len(model.batches) == 2 and sorted(model.batches[1]) == sorted(set(others) - {first})
+    for query, future in zip([first, *others], [lead, *rest]):
         np.testing.assert_allclose(future.result(), real.embed_query(query), rtol=0, atol=1e-6)
-    assert rest[0].result() is rest[3].result()  # the query asked twice: one vector
+    assert rest[0].result() is rest[3].result() and rest[5].result() is lead.result()  # asked twice: one vector
     before = len(model.batches)
     assert s.embed_query("rate limiting") is rest[1].result() and len(model.batches) == before  # kept
 
 
-def test_a_failed_pass_fails_each_of_its_queries_and_the_next_ask_embeds_again(sqlite_store):
+def test_one_querys_failure_is_not_the_others_in_its_pass_and_the_next_ask_embeds_again(sqlite_store):
+    """A pass of several queries that fails is tried query by query: only the query the
+    embedder fails on gets the error (no thread is left waiting), and asking it again embeds it."""
     model = GatedBatches(SentenceTransformerEmbedder("all-MiniLM-L6-v2"), fail_on="rate limiting")
     s = Searcher(sqlite_store, lambda: model, SearchSettings(), {"text": 1.0})
-    lead, rest = queue_behind_the_first(s, model, "schedule a task every minute", ["queue workers", "rate limiting"])
-    assert lead.result().shape == (model.dims,)
-    for future in rest:  # both were in the failed pass: neither thread is left waiting
-        with pytest.raises(RuntimeError, match="went away"):
-            future.result()
-    assert not s._waiting
+    lead, (fine, failing) = queue_behind_the_first(s, model, "schedule a task every minute", ["queue workers", "rate limiting"])
+    assert lead.result().shape == fine.result().shape == (model.dims,)
+    with pytest.raises(RuntimeError, match="went away"):
+        failing.result()
+    assert sorted(model.batches[1]) == ["queue workers", "rate limiting"] and sorted(model.batches[2:]) == [
+        ["queue workers"],
+        ["rate limiting"],
+    ]
+    assert not s._waiting and not s._running
     model.fail_on = ""
-    assert s.embed_query("rate limiting").shape == (model.dims,)
+    assert s.embed_query("rate limiting").shape == (model.dims,) and model.batches[-1] == ["rate limiting"]
+
+
+class OneByOne:
+    """An embedder with no pass of several queries (as a remote API's): each query alone."""
+
+    spec, dims = "test:one-by-one", 8
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def embed_query(self, text):
+        self.calls.append(text)
+        return np.full(8, len(text), dtype=np.float32) / np.sqrt(8 * len(text) ** 2)
+
+
+def test_queries_are_batched_only_for_an_embedder_that_batches(sqlite_store):
+    """Local models batch (also behind the embedding cache); an embedder without a pass of
+    several queries embeds each query alone, one at a time, as before."""
+    local = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    cache = EmbeddingCache(sqlite_store.path.parent / "cache.db")
+    assert batches_queries(local) and batches_queries(CachedEmbedder(local, cache))
+    assert not batches_queries(OneByOne()) and not batches_queries(CachedEmbedder(OneByOne(), cache))
+    model = OneByOne()
+    s = Searcher(sqlite_store, lambda: model, SearchSettings(), {"text": 1.0})
+    with ThreadPoolExecutor(8) as pool:
+        vectors = list(pool.map(s.embed_query, [f"query {i}" for i in range(16)]))
+    assert sorted(model.calls) == sorted(f"query {i}" for i in range(16))  # each once, alone
+    assert all(np.allclose(v, model.embed_query(f"query {i}")) for i, v in enumerate(vectors))

@@ -146,8 +146,11 @@ def test_searches_waiting_for_a_slot_embed_their_queries_together(store):
         holder = pool.submit(service.search, SearchRequest("queue worker hold", k=3, mode="bm25"))
         assert holding.wait(60)
         queries = [f"queue worker {i}" for i in range(5)]
-        waiting = [pool.submit(service.search, SearchRequest(q, k=3, mode="hybrid")) for q in queries]
         deadline = time.monotonic() + 60
+        waiting = [pool.submit(service.search, SearchRequest(queries[0], k=3, mode="hybrid"))]
+        while not model.batches and time.monotonic() < deadline:  # its pass holds the model (the gate)
+            time.sleep(0.005)
+        waiting += [pool.submit(service.search, SearchRequest(q, k=3, mode="hybrid")) for q in queries[1:]]
         while len(pipeline.searcher._waiting) < 4 and time.monotonic() < deadline:
             time.sleep(0.005)
         model.gate.set()  # the first waiting search's pass ends: the other four go in one

@@ -25,7 +25,7 @@ from esrag.embedding.base import (
     prompts_for,
     query_batch,
 )
-from esrag.embedding.cache import CachedEmbedder, EmbeddingCache
+from esrag.embedding.cache import CachedEmbedder, EmbeddingCache, batches_queries
 from esrag.embedding.local import (
     SentenceTransformerEmbedder,
     choose_backend,
@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "CacheTagged",
     "CachedEmbedder",
+    "batches_queries",
     "Embedder",
     "EmbeddingCache",
     "Progress",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from esrag.embedding.base import CacheTagged, Embedder, Progress, ReportsRuntime, query_batch
+from esrag.embedding.base import CacheTagged, Embedder, Progress, QueryBatch, ReportsRuntime, query_batch
 
 
 class EmbeddingCache:
@@ -101,3 +101,12 @@ class CachedEmbedder:
         """The inner embedder's query vectors (:func:`esrag.embedding.base.query_batch`): queries
         are not cached here (the searcher keeps recent ones)."""
         return query_batch(self.inner, texts)
+
+
+def batches_queries(embedder: Embedder) -> bool:
+    """Whether ``embedder`` embeds several queries in one pass (a :class:`esrag.embedding.base.
+    QueryBatch`, looked for through a :class:`CachedEmbedder`), so that concurrent searches
+    gain by sharing one (:meth:`esrag.search.searcher.Searcher.embed_query`): the local
+    models do; a remote API embedder would only make one query wait for another's request."""
+    inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
+    return isinstance(inner, QueryBatch)

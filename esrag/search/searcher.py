@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from esrag.config import SEARCH_MODES, SearchSettings, Settings
-from esrag.embedding import Embedder, embedder_factory, query_batch
+from esrag.embedding import Embedder, batches_queries, embedder_factory, query_batch
 from esrag.errors import ConfigError
 from esrag.model import Chunk, Hit, LegResult
 from esrag.search.feedback import parent_boost, rm3_terms, rocchio
@@ -99,9 +99,10 @@ class Searcher:
         self._embedder_factory = embedder_factory
         self._embedder: Embedder | None = None
         self._lock = threading.Lock()  # the embedder: built once, then one batch at a time
-        self._state = threading.Lock()  # _vectors and _waiting
+        self._state = threading.Lock()  # _vectors, _waiting and _running
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._waiting: dict[str, Future[np.ndarray]] = {}
+        self._waiting: dict[str, Future[np.ndarray]] = {}  # queries waiting for the next pass
+        self._running: dict[str, Future[np.ndarray]] = {}  # queries of the pass under way
         self.settings = settings
         self.bm25_fields = bm25_fields
 
@@ -135,20 +136,22 @@ class Searcher:
     def embed_query(self, query: str) -> np.ndarray:
         """``query``'s vector [dims] (float32, read-only).
 
-        The model runs one batch at a time: a sentence-transformers model and its fast
+        The model runs one pass at a time: a sentence-transformers model and its fast
         tokenizer are not safe for concurrent calls (the Rust tokenizer raises "Already
-        borrowed"), and on a few cores parallel forward passes only contend. Queries that
-        arrive while a batch runs wait together, and the first of them to get the model embeds
-        them all in one pass (at most :data:`QUERY_BATCH`;
-        :func:`esrag.embedding.base.query_batch`, each vector as it would be alone): under 8
-        concurrent searches a batch of 4 costs about half the CPU a query of 4 passes does
-        (issue 39). The last :data:`QUERY_VECTORS` distinct queries' vectors are kept (least
+        borrowed"), and on a few cores parallel forward passes only contend. With an embedder
+        that embeds several queries in one pass (:func:`esrag.embedding.batches_queries`: the
+        local models), queries that arrive while a pass runs wait together, and the first of
+        them to get the model embeds them all in one pass (at most :data:`QUERY_BATCH`), each
+        vector as it would be alone: under 8 concurrent searches a batch of 4 costs about half
+        the CPU of 4 passes (issue 39). Other embedders (a remote API) embed each query alone,
+        as before. The last :data:`QUERY_VECTORS` distinct queries' vectors are kept (least
         recently used out): a query asked again — an agent's retry, a page's refresh, the same
-        question from many users — costs no forward pass, and two threads asking the same
-        query at once share one.
+        question from many users — costs no forward pass, and threads asking the same query
+        while it waits or is being embedded share one pass.
 
         Raises:
-            whatever the embedder raises (every query of the failed batch gets the error).
+            whatever the embedder raises for this query (a pass of several queries that fails
+            is tried again query by query, so one query's error is never another's).
         """
         emb = self.embedder
         with self._state:
@@ -156,28 +159,44 @@ class Searcher:
             if vector is not None:
                 self._vectors.move_to_end(query)
                 return vector
-            waiting = self._waiting.get(query)
+            waiting = self._waiting.get(query) or self._running.get(query)
             if waiting is None:
                 waiting = self._waiting[query] = Future()
         with self._lock:
-            if not waiting.done():  # not embedded by the batch before: this thread leads the next one
+            if not waiting.done():  # not embedded by the pass before: this thread leads the next one
+                most = QUERY_BATCH if batches_queries(emb) else 1
                 with self._state:
-                    texts = [query] + [t for t in self._waiting if t != query][: QUERY_BATCH - 1]
+                    texts = [query] + [t for t in self._waiting if t != query][: most - 1]
                     batch = {t: self._waiting.pop(t) for t in texts}
-                self._embed_batch(emb, batch)
+                    self._running.update(batch)
+                try:
+                    self._embed_batch(emb, batch)
+                finally:
+                    with self._state:
+                        for text, future in batch.items():
+                            self._running.pop(text, None)
+                            if not future.done():  # interrupted (KeyboardInterrupt…): no thread waits forever
+                                future.set_exception(RuntimeError("the query's embedding was interrupted"))
         return waiting.result()
 
     def _embed_batch(self, emb: Embedder, batch: dict[str, Future[np.ndarray]]) -> None:
-        """Embed ``batch``'s queries in one pass, keep their vectors and resolve their futures
-        (with the error when the pass fails, so no waiting thread is left behind)."""
+        """Embed ``batch``'s queries in one pass, keep their vectors and resolve their futures;
+        when a pass of several fails, each query alone, so that only the failing query's
+        future gets the error."""
+        texts = list(batch)
         try:
-            vectors = query_batch(emb, list(batch))
-        except BaseException as exc:
-            for future in batch.values():
-                future.set_exception(exc)
+            vectors = query_batch(emb, texts)
+            if len(vectors) != len(texts):
+                raise RuntimeError(f"the embedder returned {len(vectors)} vectors for {len(texts)} queries")
+        except Exception as exc:
+            if len(texts) == 1:
+                batch[texts[0]].set_exception(exc)
+            else:
+                for text in texts:
+                    self._embed_batch(emb, {text: batch[text]})
             return
         with self._state:
-            for (text, future), vector in zip(batch.items(), vectors):
+            for (text, future), vector in zip(batch.items(), vectors, strict=True):
                 vector = vector.copy()
                 vector.flags.writeable = False
                 self._vectors[text] = vector

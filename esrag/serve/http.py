@@ -80,6 +80,7 @@ from esrag.errors import (
 )
 from esrag.gitsync import sync_status
 from esrag.llm.clients import LLMError
+from esrag.search.searcher import QUERY_BATCH
 from esrag.serve.responses import candidate_budget, pack_json, page_json
 from esrag.serve.security import ACCESS_SCOPE_KEY, LIMITS, BodyLimit, KeyRing, Limits, RequireKey, request_access
 from esrag.serve.sync import SyncRunner, never_run
@@ -291,14 +292,18 @@ def create_app(
         against 239/s at p95 40 ms (8 clients, 2 cores, Laravel docs; issue 39). A search that
         will wait embeds its query first, in a worker thread outside the limiter
         (:meth:`esrag.service.SearchService.embed_ahead`): the waiting searches' queries go
-        through the model together, in one forward pass."""
+        through the model together, in one forward pass. At most
+        :data:`esrag.search.searcher.QUERY_BATCH` threads embed ahead at once (their own
+        limiter, not the pool the other routes use); beyond them a search just waits."""
         if not service.search_slots:
             return await run_in_threadpool(run_search, p, request)
         if "search" not in turns:
             turns["search"] = anyio.CapacityLimiter(service.search_slots)
+            turns["embed"] = anyio.CapacityLimiter(QUERY_BATCH)  # threads embedding ahead: no more than a pass takes
         limiter = turns["search"]
-        if limiter.available_tokens < 1:  # it will wait: embed its query meanwhile, with the others waiting
-            await run_in_threadpool(service.embed_ahead, search_request(p), within(request))
+        if limiter.available_tokens < 1 and turns["embed"].available_tokens >= 1:  # it will wait: embed its query meanwhile
+            ahead = functools.partial(service.embed_ahead, search_request(p), within(request))
+            await anyio.to_thread.run_sync(ahead, limiter=turns["embed"])
         return await anyio.to_thread.run_sync(functools.partial(run_search, p, request), limiter=limiter)
 
     @app.get("/search", summary="Search (query string)", response_class=FastJSON)
