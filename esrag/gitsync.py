@@ -397,7 +397,9 @@ def sync_source(
                 staged = StagedStore(store)
                 summary = app.ingest_tree(settings, staged, root, corpus=name, site=site, allow_delete=allow_delete).summary
                 entry["summary"] = {
-                    k: v for k, v in summary.to_dict().items() if k.startswith(("chunks_", "embeddings_")) or k in ("files", "seconds")
+                    k: v
+                    for k, v in summary.to_dict().items()
+                    if k.startswith(("chunks_", "embeddings_")) or k in ("files", "files_changed", "seconds")
                 }
                 if summary.deletion_guard.refused:
                     row.outcome = "refused"

@@ -160,6 +160,10 @@ class IngestSummary:
     llm_seconds: float = 0.0
     # what the deletion guard counted and decided (DeletionGuard)
     deletion_guard: DeletionGuard = field(default_factory=DeletionGuard)
+    # the files whose chunks this ingest wrote or deleted (new, edited, or gone from the tree),
+    # relative paths, sorted; [] when nothing changed (an unchanged re-ingest, or only line
+    # spans moved: ``chunks_moved``)
+    files_changed: list[str] = field(default_factory=list)
     # where the tree is published (esrag.sites.Site.describe): generator, config, base_url,
     # versions, languages, suffixes, content_dirs…; None for records
     site: dict[str, Any] | None = None
@@ -404,7 +408,9 @@ class Ingester:
             for path, entries in manifest.items():
                 if path not in seen_paths:
                     pending.stale.extend(entries)
+                    summary.files_changed.append(path)
         self._flush(pending, summary)
+        summary.files_changed.sort()
         self._kept, self._kept_chars = {}, 0
         self.store.refresh()
         if enricher:
@@ -598,7 +604,10 @@ class Ingester:
             self.store.update_meta(moved, [meta_hash(c) for c in moved])
             summary.chunks_moved += len(moved)
         produced = {c.id for c in chunks}
-        pending.stale.extend(cid for cid in stored if cid not in produced)
+        stale = [cid for cid in stored if cid not in produced]
+        pending.stale.extend(stale)
+        if stale or any(embed):
+            summary.files_changed.append(src.rel)
         self.observer.file_done(src.rel, len(chunks))
 
     def _with_context_hashes(self, chunks: list[Chunk]) -> list[Chunk]:

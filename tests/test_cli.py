@@ -193,3 +193,12 @@ def test_third_party_plugin_is_selected_by_name(tmp_path):
     # and it ingests through the same name
     summary = json.loads(run(["ingest", str(doc), "--chunker", "lines", "--json"], cwd=tmp_path, env=env).stdout)
     assert summary["chunks_new"] == 3
+
+
+def test_files_named_lists_a_few_and_counts_the_rest():
+    """The changed files of an ingest or a sync in one table cell."""
+    from esrag.cli.common import files_named
+
+    assert files_named([]) == "0"
+    assert files_named(["a.md"]) == "1: a.md"
+    assert files_named([f"{c}.md" for c in "abcde"]) == "5: a.md, b.md, c.md (+2)"

@@ -138,6 +138,14 @@ def test_two_tags_and_a_branch_then_one_changed_file_then_nothing(hub, tmp_path)
     assert 1 <= s["chunks_new"] + s["chunks_changed"] <= 3  # the edited section (and the chunk it split from)
     assert s["chunks_unchanged"] >= before["chunks_new"] - 2
     assert s["embeddings_computed"] <= 3
+    assert s["files_changed"] == ["cache.md"]  # named, relative to the source's path
+
+    # the table names them too (one more edit, a sync without --json)
+    cache.write_text(cache.read_text() + "\nOne more line.\n")
+    repo.commit("edit cache again")
+    repo.push("main")
+    code, _, stderr = cli(["sync"], env, tmp_path)
+    assert code == 0 and "files changed" in stderr and "cache.md" in stderr and "queues.md" not in stderr
 
 
 def test_deleted_tag_is_removed_and_missing_ref_changes_nothing(hub, tmp_path):

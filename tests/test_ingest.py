@@ -85,6 +85,7 @@ def test_first_ingest_then_unchanged_reingest_embeds_nothing(tree, store, embedd
     second = ingester(store, emb2).run(tree, "laravel", ["*.md"], [])
     assert (second.chunks_new, second.chunks_changed, second.chunks_unchanged, second.chunks_deleted) == (0, 0, n, 0)
     assert second.embeddings_computed == 0 and emb2.calls == 0
+    assert first.files_changed == sorted(FILES) and second.files_changed == []
     assert store.stats()["chunks"] == n
 
 
@@ -101,6 +102,7 @@ def test_editing_one_section_reembeds_only_that_chunk_and_moves_the_rest(tree, s
     assert s.chunks_changed == 1 and s.chunks_new == 0 and s.chunks_deleted == 0
     assert s.embeddings_computed == 1 == emb.texts
     assert s.chunks_moved > 0  # every later chunk of cache.md shifted by two lines
+    assert s.files_changed == ["cache.md"]  # line spans moved elsewhere change no file
     # the stored line spans follow the edit
     hit = store.bm25("fast unified API", 1, Filters(), BM25)[0][0]
     [chunk] = store.get([hit])
@@ -119,6 +121,7 @@ def test_removed_section_and_vanished_file_are_deleted(tree, store, embedder):
     (tree / "routing.md").write_text(text[:cut] + text[end:])
     s = ingester(store, CountingEmbedder(embedder)).run(tree, "laravel", ["*.md"], [])
     assert s.chunks_deleted >= len(blade) + 1
+    assert s.files_changed == ["blade.md", "routing.md"]  # gone, and a section removed
     assert "blade.md" not in store.manifest("laravel")
     assert store.stats()["chunks"] == before - s.chunks_deleted + s.chunks_new
     assert store.stats()["chunks"] == expected_chunks(tree)

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from esrag import app, plugins
 from esrag.app import drop_index, open_store, remove_corpus
-from esrag.cli.common import err, handle_errors, json_option, out, print_json
+from esrag.cli.common import err, files_named, handle_errors, json_option, out, print_json
 from esrag.config import Settings, load_settings
 
 
@@ -102,14 +102,15 @@ def sync(names: tuple[str, ...], allow_delete: bool, as_json: bool) -> None:
     if as_json:
         print_json({"sources": [r.to_dict() for r in reports]})
     else:
-        table = Table("source", "version", "commit", "outcome", "chunks new/changed/unchanged/deleted", title="esrag sync")
+        table = Table("source", "version", "commit", "outcome", "chunks new/changed/unchanged/deleted", "files changed", title="esrag sync")
         for r in reports:
             for version, row in r.versions.items():
                 s = row.get("summary") or {}
                 counts = "/".join(str(s.get(k, 0)) for k in ("chunks_new", "chunks_changed", "chunks_unchanged", "chunks_deleted"))
-                table.add_row(escape(r.name), escape(version), row["commit"][:12] or "-", row["outcome"], counts if s else "")
+                changed = escape(files_named(s.get("files_changed", []))) if s else ""
+                table.add_row(escape(r.name), escape(version), row["commit"][:12] or "-", row["outcome"], counts if s else "", changed)
             for version, chunks in r.removed.items():
-                table.add_row(escape(r.name), escape(version), "-", "removed", f"{chunks} chunks deleted")
+                table.add_row(escape(r.name), escape(version), "-", "removed", f"{chunks} chunks deleted", "")
         err.print(table)
     for r in reports:
         for line in r.ref_warnings:

@@ -40,6 +40,13 @@ class RateColumn(TextColumn):
         return Text(f"{speed:,.1f}/s" if speed else "   -/s", style="cyan")
 
 
+def files_named(paths: list[str], most: int = 3) -> str:
+    """A list of files in one table cell: ``"2: a.md, b.md"``, ``"12: a.md, b.md, c.md (+9)"``,
+    ``"0"`` for none (the ingest summary's and the sync table's changed files)."""
+    shown = ", ".join(paths[:most]) + (f" (+{len(paths) - most})" if len(paths) > most else "")
+    return f"{len(paths)}: {shown}" if paths else "0"
+
+
 def print_json(data: Any) -> None:
     """``data`` as indented JSON on stdout (non-JSON values via ``str``)."""
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))

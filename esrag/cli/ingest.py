@@ -13,7 +13,7 @@ from rich.table import Table
 
 from esrag import app
 from esrag.app import open_store
-from esrag.cli.common import RateColumn, err, handle_errors, json_option, out
+from esrag.cli.common import RateColumn, err, files_named, handle_errors, json_option, out
 from esrag.cli.common import print_json as _print_json
 from esrag.config import load_settings
 from esrag.ingest import Failure, IngestSummary, Observer
@@ -236,6 +236,7 @@ def _print_summary(s: IngestSummary) -> None:
         ("chunks changed", s.chunks_changed),
         ("chunks unchanged", s.chunks_unchanged),
         ("chunks deleted", s.chunks_deleted),
+        ("files changed", files_named(s.files_changed)),
         ("embeddings computed", s.embeddings_computed),
         ("embeddings from cache", s.embeddings_cached),
         ("failures", len(s.failures)),
