@@ -23,6 +23,12 @@ class SourceError(EsragError):
         self.reason = reason
 
 
+class EmptySource(SourceError):
+    """A source file with nothing but whitespace: a page that shows nothing (Sphinx's test roots
+    keep blank ``index.rst`` files). An ingest leaves it out as skipped, reason ``empty``, and
+    removes what it held before; whoever reads one file (an include) gets the one-line error."""
+
+
 class ConfigError(EsragError):
     """A setting has an unusable value."""
 

@@ -40,13 +40,13 @@ import numpy as np
 from esrag import section_context
 from esrag.chunking.base import Chunker
 from esrag.embedding import CachedEmbedder, Embedder, ReportsRuntime
-from esrag.errors import EsragError
+from esrag.errors import EmptySource, EsragError
 from esrag.filereport import SUFFIX_NOT_READ, FileReport, survey
 from esrag.formats.base import is_unresolved_include
 from esrag.indexed_text import embed_text
 from esrag.model import Chunk, Document, content_hash
 from esrag.sites import Site
-from esrag.sources import SkippedFile, SourceFile, discover, load_document
+from esrag.sources import EMPTY, SkippedFile, SourceFile, discover, load_document
 from esrag.stores.base import IndexMeta, Store, StoredEntry, check_compatible
 
 
@@ -74,9 +74,10 @@ class DeletionGuard:
         would_delete: chunks the ingest would delete (a file that fails to read keeps its chunks).
         files: files that would lose chunks; ``examples``: the first few of them, most chunks
             first, as ``{"path", "chunks", "why"}`` (``why``: ``gone`` = no longer in the tree or
-            not selected; ``edited`` = the file no longer produces them).
+            not selected; ``emptied`` = in the tree but producing no chunk now: blank, a draft,
+            unlisted; ``edited`` = the file no longer produces them).
         files_stored: files of the corpus (this doc version) with chunks in the store.
-        files_gone: of those, the files that would lose every chunk (``gone``); more than
+        files_gone: of those, the files that would lose every chunk (``gone`` or ``emptied``); more than
             ``max_fraction`` of ``files_stored`` is refused too, however few chunks they held
             (a tree that lost two of its three files, the small ones).
         refused: the ingest stopped before any write (and failed).
@@ -443,11 +444,11 @@ class Ingester:
             if produced is not None:
                 n = sum(1 for cid in stored if cid not in produced)
                 if n:
-                    lost.append((src.rel, n, "edited"))
+                    lost.append((src.rel, n, "edited" if produced else "emptied"))
         lost.sort(key=lambda x: (-x[1], x[0]))
         guard.would_delete, guard.files = sum(n for _, n, _ in lost), len(lost)
         guard.examples = [{"path": p, "chunks": n, "why": why} for p, n, why in lost[:GUARD_EXAMPLES]]
-        guard.files_gone = sum(1 for _, _, why in lost if why == "gone")
+        guard.files_gone = sum(1 for _, _, why in lost if why in ("gone", "emptied"))
         guard.refused = guard.would_delete > 0 and (not files or guard.over_limit())
         return guard
 
@@ -557,9 +558,15 @@ class Ingester:
         ingest's own, with its labels and the site's URLs): ``(doc, chunks, hidden)``, where
         ``hidden`` is why a page is left out (``draft``…; then no chunk), else ''.
 
+        A blank file is a page that shows nothing: hidden as ``empty`` (skipped, and what it
+        held before is removed), not a failure.
+
         Raises:
             SourceError: unreadable file; whatever the chunker raises."""
-        doc = load_document(src, corpus, self.max_file_bytes)
+        try:
+            doc = load_document(src, corpus, self.max_file_bytes)
+        except EmptySource:
+            return Document(path=src.rel, text="", corpus=corpus, doc_version=self.doc_version), [], EMPTY
         doc.doc_version = self.doc_version
         hidden = self.site.prepare(doc) if self.site is not None else ""
         if hidden:

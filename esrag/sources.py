@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pathspec
 
-from esrag.errors import SourceError
+from esrag.errors import EmptySource, SourceError
 from esrag.model import Document
 
 
@@ -30,12 +30,16 @@ class SourceFile:
     root: Path | None = None
 
 
+#: the reason a blank file is skipped (:class:`esrag.errors.EmptySource`): a page that shows nothing
+EMPTY = "empty"
+
+
 @dataclass(frozen=True, slots=True)
 class SkippedFile:
     """A file an ingest left out on purpose: its path relative to the root, a ``reason`` code
     and a ``detail`` for people. Reasons: ``external-symlink`` (a symbolic link to a file
     outside the tree; ``detail`` is its target), ``broken-symlink`` (a link to nothing),
-    ``draft`` / ``unlisted`` (front matter; :meth:`esrag.sites.Site.prepare`)."""
+    ``draft`` / ``unlisted`` (front matter; :meth:`esrag.sites.Site.prepare`), :data:`EMPTY`."""
 
     path: str
     reason: str
@@ -158,7 +162,7 @@ def read_text(path: Path, rel: str, max_bytes: int) -> str:
     when it starts with their byte-order mark (what Windows editors write as "Unicode").
 
     Raises:
-        SourceError: the file is empty, larger than ``max_bytes`` bytes, binary (holds a NUL
+        SourceError: the file is empty (:class:`~esrag.errors.EmptySource`), larger than ``max_bytes`` bytes, binary (holds a NUL
             byte, without a UTF-16/32 byte-order mark) or not valid in its encoding; the message
             names the file and, for bad UTF-8, the line and byte offset.
     """
@@ -173,7 +177,7 @@ def read_text(path: Path, rel: str, max_bytes: int) -> str:
         if data.startswith(bom):
             return _decode_bom(data, encoding, rel)
     if not data.strip():
-        raise SourceError(rel, "empty file; nothing to index")
+        raise EmptySource(rel, "empty file; nothing to index")
     if b"\0" in data[:8192]:
         raise SourceError(rel, "binary file (NUL bytes); not a text document")
     try:
@@ -199,7 +203,7 @@ def _decode_bom(data: bytes, encoding: str, rel: str) -> str:
             f"at byte offset {exc.start}; convert it with e.g. `iconv -f {encoding} -t utf-8`",
         ) from exc
     if not text.strip():
-        raise SourceError(rel, "empty file; nothing to index")
+        raise EmptySource(rel, "empty file; nothing to index")
     return text
 
 

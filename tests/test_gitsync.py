@@ -417,22 +417,25 @@ def test_removing_most_of_a_corpus_is_refused_without_allow_delete(hub, tmp_path
 
 
 def test_one_unreadable_file_does_not_keep_the_others_out(hub, tmp_path):
-    """An empty page on main (as `esrag ingest` reports it: one line naming the file) leaves
-    the version's other files indexed and searchable; the version's outcome stays ``error``,
-    naming the file, and the exit status is 1 until the file is fixed."""
+    """A page that is not valid UTF-8 on main (as `esrag ingest` reports it: one line naming the
+    file) leaves the version's other files indexed and searchable; the version's outcome stays
+    ``error``, naming the file, and the exit status is 1 until the file is fixed. A blank page
+    beside it is no error: skipped (``empty``), as a page that shows nothing."""
     repo, _, env = hub
+    (repo.work / "docs" / "latin1.md").write_bytes("# Caf\xe9\n\nna\xefve\n".encode("latin-1"))
     (repo.work / "docs" / "empty.md").write_text("\n")
-    head = repo.commit("an empty page")
+    head = repo.commit("a latin-1 page and an empty one")
     repo.push("main")
     code, stdout, _ = cli(["sync", "--json"], env, tmp_path)
     row = json.loads(stdout)["sources"][0]["versions"]["main"]
     assert code == 1 and row["outcome"] == "error" and row["commit"] == head
-    assert "empty.md" in row["error"] and "empty file" in row["error"] and "\n" not in row["error"]
+    assert "1 files not indexed" in row["error"] and "latin1.md" in row["error"] and "not valid UTF-8" in row["error"]
+    assert "empty.md" not in row["error"] and "\n" not in row["error"]
     assert versions(env, tmp_path)["corpora"]["laravel"]["versions"]["main"]["sources"] == 3
     code, stdout, _ = cli(["search", "Unreleased queue notes", "--doc-version", "main", "--json", "-k", "3"], env, tmp_path)
     assert any("Unreleased queue notes" in h["text"] for h in json.loads(stdout))
-    (repo.work / "docs" / "empty.md").unlink()
-    repo.commit("no empty page")
+    (repo.work / "docs" / "latin1.md").unlink()
+    repo.commit("no latin-1 page")
     repo.push("main")
     assert synced(env, tmp_path)["versions"]["main"]["outcome"] == "indexed"
 

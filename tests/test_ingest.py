@@ -143,11 +143,33 @@ def test_bad_files_are_reported_and_the_rest_is_indexed(tree, store, embedder):
     ing = ingester(store, CountingEmbedder(embedder))
     s = ing.run(tree, "laravel", ["*.md"], [])
     reasons = {f.path: f.error for f in s.failures}
-    assert set(reasons) == {"latin1.md", "binary.md", "empty.md", "huge.md"}
+    assert set(reasons) == {"latin1.md", "binary.md", "huge.md"}
     assert "not valid UTF-8 at line 1" in reasons["latin1.md"]
-    assert "binary" in reasons["binary.md"] and "empty" in reasons["empty.md"] and "too large" in reasons["huge.md"]
+    assert "binary" in reasons["binary.md"] and "too large" in reasons["huge.md"]
+    # a blank page shows nothing: skipped and said so, not a failure
+    assert [(k.path, k.reason) for k in s.skipped_files] == [("empty.md", "empty")]
+    assert s.file_report["skipped"]["empty"]["examples"] == ["empty.md"]
     assert s.files == 9 and s.chunks_new == expected_chunks(tree, FILES)
     assert set(store.manifest("laravel")) == set(FILES)
+
+
+def test_a_page_made_blank_loses_its_chunks_and_two_of_three_blanked_are_refused(tree, store, embedder):
+    """A page emptied on purpose is skipped (``empty``) and what it held is removed; blanking
+    most of the files is what the deletion guard stops, counted as files that lose every chunk,
+    however few chunks they held."""
+    ingester(store, CountingEmbedder(embedder)).run(tree, "laravel", ["*.md"], [])
+    (tree / "blade.md").write_text("\n  \n")
+    s = ingester(store, CountingEmbedder(embedder)).run(tree, "laravel", ["*.md"], [])
+    assert not s.failures and [(k.path, k.reason) for k in s.skipped_files] == [("blade.md", "empty")]
+    assert "blade.md" not in store.manifest("laravel") and s.files_changed == ["blade.md"]
+    assert s.deletion_guard.files_gone == 1 and s.deletion_guard.examples[0]["why"] == "emptied"
+    small = sorted(FILES[:4], key=lambda n: len(store.manifest("laravel")[n]))[:3]  # the three with fewest chunks
+    for name in small:
+        (tree / name).write_text("")
+    before = store.stats()["chunks"]
+    s = ingester(store, CountingEmbedder(embedder)).run(tree, "laravel", ["*.md"], [])
+    assert s.deletion_guard.refused and s.deletion_guard.files_gone == 3 and s.deletion_guard.files_stored == 4
+    assert store.stats()["chunks"] == before and set(small) <= set(store.manifest("laravel"))
 
 
 def test_a_file_that_turns_bad_keeps_its_old_chunks(tree, store, embedder):
