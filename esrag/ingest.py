@@ -538,7 +538,8 @@ class Ingester:
             if doc.metadata.get("translation") and not hidden:
                 self._translated.add(src.rel)
             if hidden:
-                summary.skipped.append(f"{src.rel} ({hidden})")
+                if hidden != EMPTY:  # ``skipped`` lists the pages left unpublished; a blank page is in skipped_files only
+                    summary.skipped.append(f"{src.rel} ({hidden})")
                 summary.skipped_files.append(SkippedFile(src.rel, hidden))
                 self._report.skip(hidden, src.rel)
                 return doc, []  # left out: its chunks from earlier ingests are removed
