@@ -172,6 +172,12 @@ def main() -> None:
     one_s, one, rc3 = run(["sync", edited, "--json"], env, run_dir)
     git("reset", "-q", "--hard", "HEAD~1", cwd=repo)  # the shared copy as it was, for the next run
     one_counts = counts(one.get("sources", [{}])[0]) if one.get("sources") else {}
+    one_files = [
+        f
+        for s in one.get("sources", [])
+        for row in s.get("versions", {}).values()
+        for f in (row.get("summary") or {}).get("files_changed", [])
+    ]
 
     _, status, _ = run(["status", "--json"], env, run_dir)
     found = 0
@@ -205,6 +211,7 @@ def main() -> None:
         "one_file_sync_seconds": round(one_s, 1),
         "one_file_sync_exit": rc3,
         "one_file_counts": one_counts,
+        "one_file_changed": f"{target.relative_to(repo)} edited; sync names {one_files}",
         "corpora_in_status": len((status or {}).get("corpora", [])) if isinstance(status, dict) else None,
         "sources_searchable": f"{found}/{len(sources)}",
     }
