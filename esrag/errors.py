@@ -25,8 +25,9 @@ class SourceError(EsragError):
 
 class EmptySource(SourceError):
     """A source file with nothing but whitespace: a page that shows nothing (Sphinx's test roots
-    keep blank ``index.rst`` files). An ingest leaves it out as skipped, reason ``empty``, and
-    removes what it held before; whoever reads one file (an include) gets the one-line error."""
+    keep blank ``index.rst`` files). An ingest of pages leaves it out as skipped, reason
+    ``empty``, and removes what it held before; a records ingest and ``esrag chunk FILE`` report
+    it as the one-line error it is."""
 
 
 class ConfigError(EsragError):

@@ -161,9 +161,9 @@ class IngestSummary:
     llm_seconds: float = 0.0
     # what the deletion guard counted and decided (DeletionGuard)
     deletion_guard: DeletionGuard = field(default_factory=DeletionGuard)
-    # the files whose chunks this ingest wrote or deleted (new, edited, or gone from the tree),
-    # relative paths, sorted; [] when nothing changed (an unchanged re-ingest, or only line
-    # spans moved: ``chunks_moved``)
+    # the files whose chunks this ingest wrote, updated or deleted (new, edited, gone from the
+    # tree; an edit of front matter or line spans only: ``chunks_moved``), relative paths,
+    # sorted; [] when nothing changed
     files_changed: list[str] = field(default_factory=list)
     # where the tree is published (esrag.sites.Site.describe): generator, config, base_url,
     # versions, languages, suffixes, content_dirs…; None for records
@@ -560,13 +560,16 @@ class Ingester:
         ``hidden`` is why a page is left out (``draft``…; then no chunk), else ''.
 
         A blank file is a page that shows nothing: hidden as ``empty`` (skipped, and what it
-        held before is removed), not a failure.
+        held before is removed), not a failure. A blank records file (``--records``) stays a
+        failure, its records kept: data that went missing (a failed export), not a page.
 
         Raises:
             SourceError: unreadable file; whatever the chunker raises."""
         try:
             doc = load_document(src, corpus, self.max_file_bytes)
         except EmptySource:
+            if self.chunker.name == "records":
+                raise
             return Document(path=src.rel, text="", corpus=corpus, doc_version=self.doc_version), [], EMPTY
         doc.doc_version = self.doc_version
         hidden = self.site.prepare(doc) if self.site is not None else ""
@@ -614,7 +617,7 @@ class Ingester:
         produced = {c.id for c in chunks}
         stale = [cid for cid in stored if cid not in produced]
         pending.stale.extend(stale)
-        if stale or any(embed):
+        if stale or moved or any(embed):
             summary.files_changed.append(src.rel)
         self.observer.file_done(src.rel, len(chunks))
 

@@ -176,17 +176,18 @@ def read_text(path: Path, rel: str, max_bytes: int) -> str:
     for bom, encoding in BOMS:
         if data.startswith(bom):
             return _decode_bom(data, encoding, rel)
-    if not data.strip():
-        raise EmptySource(rel, "empty file; nothing to index")
     if b"\0" in data[:8192]:
         raise SourceError(rel, "binary file (NUL bytes); not a text document")
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise SourceError(
             rel, f"not valid UTF-8 at line {line} (byte offset {exc.start}); convert it with e.g. `iconv -f latin1 -t utf-8`"
         ) from exc
+    if not text.strip():  # after the decode: a UTF-8 byte-order mark and blank lines are blank too
+        raise EmptySource(rel, "empty file; nothing to index")
+    return text
 
 
 def _decode_bom(data: bytes, encoding: str, rel: str) -> str:

@@ -202,3 +202,15 @@ def test_files_named_lists_a_few_and_counts_the_rest():
     assert files_named([]) == "0"
     assert files_named(["a.md"]) == "1: a.md"
     assert files_named([f"{c}.md" for c in "abcde"]) == "5: a.md, b.md, c.md (+2)"
+
+
+def test_ingest_table_names_changed_files_as_written(tmp_path):
+    """File names in the summary table are shown as they are, never read as rich markup
+    (``[slug]`` is a dynamic-route page of Nextra, Astro or VitePress sites)."""
+    docs = tmp_path / "docs"
+    (docs / "pages").mkdir(parents=True)
+    (docs / "pages" / "[slug].md").write_text("# Slug page\n\nA dynamic route page.\n")
+    (docs / "a[").mkdir()
+    (docs / "a[" / "b].md").write_text("# Bold\n\nA page whose path holds a closing markup tag.\n")
+    proc = run(["ingest", "docs"], cwd=tmp_path, env={"ESRAG_DB": str(tmp_path / "x.db")})
+    assert "2: a[/b].md, pages/[slug].md" in proc.stderr, proc.stderr

@@ -3,6 +3,7 @@ Laravel docs (copied into a temporary tree so that the tests can edit them)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -139,6 +140,7 @@ def test_bad_files_are_reported_and_the_rest_is_indexed(tree, store, embedder):
     (tree / "latin1.md").write_bytes("# Caf\xe9\n\nline two\nna\xefve\n".encode("latin-1"))
     (tree / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
     (tree / "empty.md").write_text("")
+    (tree / "bom.md").write_bytes(b"\xef\xbb\xbf\n  \n")  # blank but for a UTF-8 byte-order mark
     (tree / "huge.md").write_text("# Big\n\n" + "word " * 1_100_000)  # 5.5 MB > the 5 MB default
     ing = ingester(store, CountingEmbedder(embedder))
     s = ing.run(tree, "laravel", ["*.md"], [])
@@ -147,10 +149,43 @@ def test_bad_files_are_reported_and_the_rest_is_indexed(tree, store, embedder):
     assert "not valid UTF-8 at line 1" in reasons["latin1.md"]
     assert "binary" in reasons["binary.md"] and "too large" in reasons["huge.md"]
     # a blank page shows nothing: skipped and said so, not a failure
-    assert [(k.path, k.reason) for k in s.skipped_files] == [("empty.md", "empty")] and s.skipped == []
-    assert s.file_report["skipped"]["empty"]["examples"] == ["empty.md"]
-    assert s.files == 9 and s.chunks_new == expected_chunks(tree, FILES)
+    assert [(k.path, k.reason) for k in s.skipped_files] == [("bom.md", "empty"), ("empty.md", "empty")] and s.skipped == []
+    assert s.file_report["skipped"]["empty"]["examples"] == ["bom.md", "empty.md"]
+    assert s.files == 10 and s.chunks_new == expected_chunks(tree, FILES)
     assert set(store.manifest("laravel")) == set(FILES)
+
+
+def test_a_file_whose_lines_only_moved_is_named_changed(tree, store, embedder):
+    """Blank lines on top of a page re-embed nothing but rewrite its chunks' line spans: the
+    file is among ``files_changed``, the others are not."""
+    ingester(store, CountingEmbedder(embedder)).run(tree, "laravel", ["*.md"], [])
+    path = tree / "routing.md"
+    path.write_text("\n\n\n" + path.read_text())
+    s = ingester(store, CountingEmbedder(embedder)).run(tree, "laravel", ["*.md"], [])
+    assert (s.chunks_new, s.chunks_changed, s.chunks_deleted, s.embeddings_computed) == (0, 0, 0, 0)
+    assert s.chunks_moved > 0 and s.files_changed == ["routing.md"]
+
+
+def test_a_blank_records_file_is_a_failure_and_keeps_its_records(tmp_path, store, embedder):
+    """A records file (JSONL) emptied by a failed export is data gone missing, not a page
+    that shows nothing: a failure naming it, its records kept."""
+    from esrag.chunking.records import RecordsChunker
+
+    root = tmp_path / "tickets"
+    root.mkdir()
+    rows = [{"id": f"T-{i}", "text": f"Ticket {i}: the queue worker stops after a deploy."} for i in range(3)]
+    (root / "may.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (root / "june.jsonl").write_text(json.dumps({"id": "T-9", "text": "Cache tags are not supported by the file driver."}) + "\n")
+
+    def records(emb):
+        return Ingester(store, emb.spec, lambda: emb, RecordsChunker(), EMBED, BM25)
+
+    records(CountingEmbedder(embedder)).run(root, "tickets", ["*.jsonl"], [])
+    before = store.manifest("tickets")
+    (root / "may.jsonl").write_text("")
+    s = records(CountingEmbedder(embedder)).run(root, "tickets", ["*.jsonl"], [])
+    assert [f.path for f in s.failures] == ["may.jsonl"] and "empty file" in s.failures[0].error
+    assert s.skipped_files == [] and store.manifest("tickets") == before and s.chunks_deleted == 0
 
 
 def test_a_page_made_blank_loses_its_chunks_and_two_of_three_blanked_are_refused(tree, store, embedder):

@@ -236,7 +236,7 @@ def _print_summary(s: IngestSummary) -> None:
         ("chunks changed", s.chunks_changed),
         ("chunks unchanged", s.chunks_unchanged),
         ("chunks deleted", s.chunks_deleted),
-        ("files changed", files_named(s.files_changed)),
+        ("files changed", escape(files_named(s.files_changed))),
         ("embeddings computed", s.embeddings_computed),
         ("embeddings from cache", s.embeddings_cached),
         ("failures", len(s.failures)),
