@@ -162,9 +162,10 @@ def read_text(path: Path, rel: str, max_bytes: int) -> str:
     when it starts with their byte-order mark (what Windows editors write as "Unicode").
 
     Raises:
-        SourceError: the file is empty (:class:`~esrag.errors.EmptySource`), larger than ``max_bytes`` bytes, binary (holds a NUL
-            byte, without a UTF-16/32 byte-order mark) or not valid in its encoding; the message
-            names the file and, for bad UTF-8, the line and byte offset.
+        SourceError: the file is blank (:class:`~esrag.errors.EmptySource`), larger than
+            ``max_bytes`` bytes, binary (holds a NUL byte, without a UTF-16/32 byte-order mark)
+            or not valid in its encoding; the message names the file and, for bad UTF-8, the
+            line and byte offset.
     """
     try:
         size = path.stat().st_size
@@ -172,40 +173,44 @@ def read_text(path: Path, rel: str, max_bytes: int) -> str:
         raise SourceError(rel, f"cannot read: {exc.strerror}") from exc
     if size > max_bytes:
         raise SourceError(rel, f"too large ({size:,} bytes > limit {max_bytes:,}); raise ingest.max_file_bytes to index it")
-    data = path.read_bytes()
+    text = _decode(path.read_bytes(), rel)
+    if not text.strip():  # after the decode: a byte-order mark and blank lines are blank too
+        raise EmptySource(rel, "empty file; nothing to index")
+    return text
+
+
+def _decode(data: bytes, rel: str) -> str:
+    """``data`` decoded as :func:`read_text` says (UTF-16/32 by their byte-order mark, else UTF-8).
+
+    Raises:
+        SourceError: binary (a NUL byte without a UTF-16/32 mark) or not valid in its encoding."""
     for bom, encoding in BOMS:
         if data.startswith(bom):
             return _decode_bom(data, encoding, rel)
     if b"\0" in data[:8192]:
         raise SourceError(rel, "binary file (NUL bytes); not a text document")
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise SourceError(
             rel, f"not valid UTF-8 at line {line} (byte offset {exc.start}); convert it with e.g. `iconv -f latin1 -t utf-8`"
         ) from exc
-    if not text.strip():  # after the decode: a UTF-8 byte-order mark and blank lines are blank too
-        raise EmptySource(rel, "empty file; nothing to index")
-    return text
 
 
 def _decode_bom(data: bytes, encoding: str, rel: str) -> str:
     """``data`` (starting with its byte-order mark) decoded as ``encoding``.
 
     Raises:
-        SourceError: not valid in that encoding (names the character offset), or empty."""
+        SourceError: not valid in that encoding (names the character offset)."""
     try:
-        text = data.decode(encoding)
+        return data.decode(encoding)
     except UnicodeDecodeError as exc:
         raise SourceError(
             rel,
             f"starts with a {encoding.upper()} byte-order mark but is not valid {encoding.upper()} "
             f"at byte offset {exc.start}; convert it with e.g. `iconv -f {encoding} -t utf-8`",
         ) from exc
-    if not text.strip():
-        raise EmptySource(rel, "empty file; nothing to index")
-    return text
 
 
 def load_document(src: SourceFile, corpus: str, max_bytes: int) -> Document:
