@@ -39,6 +39,7 @@ import numpy as np
 
 from esrag import section_context
 from esrag.chunking.base import Chunker
+from esrag.chunking.records import RecordsChunker
 from esrag.embedding import CachedEmbedder, Embedder, ReportsRuntime
 from esrag.errors import EmptySource, EsragError
 from esrag.filereport import SUFFIX_NOT_READ, FileReport, survey
@@ -568,7 +569,7 @@ class Ingester:
         try:
             doc = load_document(src, corpus, self.max_file_bytes)
         except EmptySource:
-            if self.chunker.name == "records":
+            if self.chunker.name == RecordsChunker.name:
                 raise
             return Document(path=src.rel, text="", corpus=corpus, doc_version=self.doc_version), [], EMPTY
         doc.doc_version = self.doc_version
